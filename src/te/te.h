@@ -1,0 +1,61 @@
+/* Compute definitions (TVM's tensor expressions): say *what* to compute.
+ *
+ *   A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){M, K});
+ *   k = te_reduce_axis(a, "k", K);
+ *   C = te_compute(a, "C", 2, (int64_t[]){M, N}, matmul_body, &args);
+ *        where matmul_body returns te_sum(a, A[i,k] * B[k,j], &k, 1)
+ *   f = te_create_primfunc(a, "matmul", (TeTensor*[]){A, B, C}, 3, &err);
+ *
+ * te_create_primfunc lowers the DAG reachable from the outputs to a PrimFunc
+ * of blocks: one block per compute tensor (named after the tensor), inside a
+ * loop nest over its spatial axes then its reduction axes; each block iterator
+ * bound one-to-one to its loop; reductions get an init from the reduction's
+ * identity. Tensors in `args` become parameters (in that order);
+ * intermediate compute tensors become buffers allocated in the root block. */
+#ifndef LOOM_TE_TE_H
+#define LOOM_TE_TE_H
+
+#include "support/error.h"
+#include "tir/stmt.h"
+
+typedef enum TeKind { TE_PLACEHOLDER, TE_COMPUTE } TeKind;
+
+typedef struct TeTensor {
+  TeKind kind;
+  const char *name;
+  DType dtype;
+  int ndim;
+  const int64_t *shape;
+  const Buffer *buffer; /* the buffer this tensor is stored in */
+  /* compute only: */
+  const IterVar *axes; /* ndim spatial axes, var ranges [0, shape[d]) */
+  const Expr *body;    /* value at axes; an EXPR_REDUCE only at the top */
+} TeTensor;
+
+/* Shapes are static here; every dimension must be >= 1. Errors (bad shape,
+ * unsupported dtype) return NULL with a message in err. */
+TeTensor *te_placeholder(Arena *a, const char *name, DType t, int ndim, const int64_t *shape,
+                         LoomError *err);
+
+/* body(a, axis_vars, user) builds the element expression. */
+typedef const Expr *(*TeComputeFn)(Arena *a, const Expr *const *axes, void *user);
+TeTensor *te_compute(Arena *a, const char *name, int ndim, const int64_t *shape, TeComputeFn body,
+                     void *user, LoomError *err);
+
+/* A reduction axis ranging over [0, extent). */
+IterVar te_reduce_axis(Arena *a, const char *name, int64_t extent);
+
+/* t[idx...]: idx has t->ndim int64 expressions. */
+const Expr *te_load(Arena *a, const TeTensor *t, const Expr *const *idx);
+/* Reductions over axes (cond may be NULL): only valid as a compute's top. */
+const Expr *te_sum(Arena *a, const Expr *src, const IterVar *axes, int n, const Expr *cond);
+const Expr *te_max(Arena *a, const Expr *src, const IterVar *axes, int n, const Expr *cond);
+const Expr *te_min(Arena *a, const Expr *src, const IterVar *axes, int n, const Expr *cond);
+
+/* Lowers to a PrimFunc of blocks (see top of file). Checks: every tensor the
+ * outputs depend on is either computed or listed in args; reductions only at
+ * the top of a body; dtypes of operands agree. */
+PrimFunc *te_create_primfunc(Arena *a, const char *name, TeTensor *const *args, int n_args,
+                             LoomError *err);
+
+#endif

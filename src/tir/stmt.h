@@ -1,0 +1,180 @@
+/* The loop IR (TensorIR): statements, blocks and PrimFuncs.
+ *
+ * A PrimFunc's body is the realize of a "root" block whose alloc_buffers hold
+ * the intermediate buffers. A block is the unit of computation: an iterator
+ * domain (spatial or reduction iterators), the regions it reads and writes,
+ * an optional init (run when all reduction iterators are at their minimum)
+ * and a body. A BlockRealize binds each block iterator to an expression of the
+ * enclosing loop variables and carries a predicate (false = skip).
+ *
+ * Statements are immutable like expressions: passes and schedule primitives
+ * build new trees and reuse unchanged subtrees. A loop keeps its variable
+ * node when rebuilt, so the variable is the loop's identity; a block's name is
+ * unique within a PrimFunc and is the block's identity. */
+#ifndef LOOM_TIR_STMT_H
+#define LOOM_TIR_STMT_H
+
+#include "ir/expr.h"
+
+typedef struct Stmt Stmt;
+typedef struct Block Block;
+
+typedef enum StmtKind {
+  STMT_FOR,
+  STMT_BLOCK_REALIZE,
+  STMT_STORE,
+  STMT_SEQ,
+  STMT_IF,
+  STMT_EVALUATE, /* no-op placeholder (empty body) */
+  STMT_ALLOCATE, /* alloc.buffer lives for alloc.body (after block lowering) */
+  STMT_KIND_COUNT
+} StmtKind;
+
+typedef enum ForKind {
+  FOR_SERIAL,
+  FOR_PARALLEL,
+  FOR_VECTORIZED,
+  FOR_UNROLLED,
+  FOR_THREAD_BINDING, /* GPU: loop.thread_tag is "blockIdx.x", "threadIdx.x", ... */
+} ForKind;
+
+/* Read or write region: per dimension [min, min + extent). */
+typedef struct BufferRegion {
+  const Buffer *buffer;
+  const Expr *const *min;
+  const Expr *const *extent;
+} BufferRegion;
+
+struct Block {
+  const char *name;
+  const IterVar *iters;
+  int n_iters;
+  const BufferRegion *reads;
+  int n_reads;
+  const BufferRegion *writes;
+  int n_writes;
+  const Buffer *const *alloc_buffers;
+  int n_alloc;
+  const Stmt *init; /* NULL when none */
+  const Stmt *body;
+};
+
+struct Stmt {
+  StmtKind kind;
+  union {
+    struct {
+      const Expr *var;
+      const Expr *min, *extent;
+      ForKind kind;
+      const char *thread_tag; /* FOR_THREAD_BINDING only */
+      const Stmt *body;
+    } loop;
+    struct {
+      const Expr *const *iter_values; /* one per block iterator */
+      int n;
+      const Expr *predicate; /* bool; `true` when unconditional */
+      const Block *block;
+    } realize;
+    struct {
+      const Buffer *buffer;
+      const Expr *value;
+      const Expr *const *indices;
+      int n;
+    } store;
+    struct {
+      const Stmt *const *stmts;
+      int n;
+    } seq;
+    struct {
+      const Expr *cond;
+      const Stmt *then_s, *else_s; /* else_s may be NULL */
+    } if_;
+    struct {
+      const Expr *value;
+    } eval;
+    struct {
+      const Buffer *buffer;
+      const Stmt *body;
+    } alloc;
+  };
+};
+
+typedef struct PrimFunc {
+  const char *name;
+  const Buffer *const *params; /* inputs then outputs, in call order */
+  int n_params;
+  const Stmt *body;
+} PrimFunc;
+
+/* ---- constructors (arrays are copied into the arena) ---- */
+const Stmt *stmt_for(Arena *a, const Expr *var, const Expr *min, const Expr *extent, ForKind kind,
+                     const Stmt *body);
+const Stmt *stmt_for_thread(Arena *a, const Expr *var, const Expr *min, const Expr *extent,
+                            const char *thread_tag, const Stmt *body);
+const Stmt *stmt_realize(Arena *a, const Expr *const *values, int n, const Expr *predicate,
+                         const Block *block);
+const Stmt *stmt_store(Arena *a, const Buffer *b, const Expr *value, const Expr *const *idx, int n);
+/* Flattens nested SEQs and drops EVALUATE no-ops; one statement is returned as is. */
+const Stmt *stmt_seq(Arena *a, const Stmt *const *stmts, int n);
+const Stmt *stmt_seq2(Arena *a, const Stmt *x, const Stmt *y);
+const Stmt *stmt_if(Arena *a, const Expr *cond, const Stmt *then_s, const Stmt *else_s);
+const Stmt *stmt_nop(Arena *a);
+const Stmt *stmt_allocate(Arena *a, const Buffer *b, const Stmt *body);
+/* Shallow copy of a block so a caller can change fields before freezing it. */
+Block *block_copy(Arena *a, const Block *b);
+BufferRegion region_full(Arena *a, const Buffer *b); /* the whole buffer */
+BufferRegion region_point(Arena *a, const Buffer *b, const Expr *const *idx); /* extent 1 */
+
+PrimFunc *primfunc_new(Arena *a, const char *name, const Buffer *const *params, int n_params,
+                       const Stmt *body);
+/* The root block (body must be a realize of it). */
+const Block *primfunc_root(const PrimFunc *f);
+
+const char *for_kind_name(ForKind k); /* "serial", "parallel", "vectorized", "unroll", "thread" */
+
+/* ---- traversal ----
+ * A Mutator rebuilds a tree bottom-up. Set visit_stmt / visit_expr to
+ * intercept nodes; inside them call mutate_*_children to recurse into the
+ * default behaviour. Unchanged subtrees are returned as the same pointer, so
+ * `mutate_stmt(m, s) == s` means nothing changed. Block iter domains, regions,
+ * loop bounds, predicates and store indices all go through visit_expr. */
+typedef struct Mutator Mutator;
+struct Mutator {
+  Arena *arena;
+  const Stmt *(*visit_stmt)(Mutator *m, const Stmt *s);
+  const Expr *(*visit_expr)(Mutator *m, const Expr *e);
+  void *user;
+};
+const Stmt *mutate_stmt(Mutator *m, const Stmt *s);
+const Stmt *mutate_stmt_children(Mutator *m, const Stmt *s);
+const Expr *mutate_expr(Mutator *m, const Expr *e);
+const Expr *mutate_expr_children(Mutator *m, const Expr *e);
+
+/* A Visitor walks a tree in pre-order; a callback returning false skips the
+ * node's children. Either callback may be NULL. */
+typedef struct Visitor Visitor;
+struct Visitor {
+  bool (*visit_stmt)(Visitor *v, const Stmt *s);
+  bool (*visit_expr)(Visitor *v, const Expr *e);
+  void *user;
+};
+void visit_stmt(Visitor *v, const Stmt *s);
+void visit_expr(Visitor *v, const Expr *e);
+
+/* Replace variables (keys: Var nodes) by expressions. */
+struct PtrMap;
+const Expr *expr_substitute(Arena *a, const Expr *e, const struct PtrMap *vmap);
+const Stmt *stmt_substitute(Arena *a, const Stmt *s, const struct PtrMap *vmap);
+/* Replace loads and stores of buffer keys by the mapped buffers (same indices). */
+const Stmt *stmt_replace_buffers(Arena *a, const Stmt *s, const struct PtrMap *bmap);
+
+/* ---- lookup helpers used by schedule primitives and passes ---- */
+/* The realize of the block named `name`, or NULL. */
+const Stmt *stmt_find_block(const Stmt *root, const char *name);
+/* The For loop whose variable is `var`, or NULL. */
+const Stmt *stmt_find_loop(const Stmt *root, const Expr *var);
+/* Replace the subtree `target` (pointer identity) by `with` (NULL removes it
+ * from its SEQ / leaves a nop), rebuilding the path to it. */
+const Stmt *stmt_replace(Arena *a, const Stmt *root, const Stmt *target, const Stmt *with);
+
+#endif
