@@ -41,6 +41,11 @@ TeTensor *te_placeholder(Arena *a, const char *name, DType t, int ndim, const in
 typedef const Expr *(*TeComputeFn)(Arena *a, const Expr *const *axes, void *user);
 TeTensor *te_compute(Arena *a, const char *name, int ndim, const int64_t *shape, TeComputeFn body,
                      void *user, LoomError *err);
+/* Same, naming the axes (and so the loops: "n", "c", "h", "w"; block
+ * iterators get a "v" prefix). axis_names NULL = defaults i, j, then i2, i3... */
+TeTensor *te_compute_named(Arena *a, const char *name, int ndim, const int64_t *shape,
+                           const char *const *axis_names, TeComputeFn body, void *user,
+                           LoomError *err);
 
 /* A reduction axis ranging over [0, extent). */
 IterVar te_reduce_axis(Arena *a, const char *name, int64_t extent);
@@ -51,6 +56,7 @@ const Expr *te_load(Arena *a, const TeTensor *t, const Expr *const *idx);
 const Expr *te_sum(Arena *a, const Expr *src, const IterVar *axes, int n, const Expr *cond);
 const Expr *te_max(Arena *a, const Expr *src, const IterVar *axes, int n, const Expr *cond);
 const Expr *te_min(Arena *a, const Expr *src, const IterVar *axes, int n, const Expr *cond);
+const Expr *te_prod(Arena *a, const Expr *src, const IterVar *axes, int n, const Expr *cond);
 
 /* Lowers to a PrimFunc of blocks (see top of file). Checks: every tensor the
  * outputs depend on is either computed or listed in args; reductions only at
