@@ -104,6 +104,10 @@ typedef struct PrimFunc {
   const Buffer *const *params; /* inputs then outputs, in call order */
   int n_params;
   const Stmt *body;
+  /* Set by tir_flatten_buffers: the parameters as they were before
+   * flattening (N-d shapes), one per params[i]; NULL before. Code generators
+   * index params[i] by a flat offset and use orig_params[i] for shapes. */
+  const Buffer *const *orig_params;
 } PrimFunc;
 
 /* ---- constructors (arrays are copied into the arena) ---- */
