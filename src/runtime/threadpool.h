@@ -1,0 +1,38 @@
+/* A fork/join thread pool for the parallel loops of generated kernels.
+ *
+ * Workers are persistent pthreads. A parallel_for publishes one job, every
+ * thread (the caller included) grabs chunks of the iteration space from an
+ * atomic counter, and the caller returns when all chunks are done. Idle
+ * workers spin briefly (a kernel usually runs several parallel loops back to
+ * back) and then sleep on a condition variable, so an idle pool costs no CPU.
+ *
+ * A parallel_for issued while the pool is busy (a nested parallel loop, or a
+ * second thread sharing the pool) runs serially in its caller: correct, and
+ * never deadlocks. */
+#ifndef LOOM_RUNTIME_THREADPOOL_H
+#define LOOM_RUNTIME_THREADPOOL_H
+
+#include "loom/loom_kernel.h"
+#include "support/error.h"
+
+typedef struct ThreadPool ThreadPool;
+
+/* num_threads counts the caller: 1 means no worker threads. num_threads <= 0
+ * takes $LOOM_NUM_THREADS, else the number of online CPUs. */
+loom_status threadpool_create(int num_threads, ThreadPool **out, LoomError *err);
+/* Joins the workers. NULL is allowed. Must not run concurrently with a
+ * parallel_for on the same pool. */
+void threadpool_destroy(ThreadPool *pool);
+int threadpool_num_threads(const ThreadPool *pool);
+
+/* The LoomParallelFor of the kernel ABI; `pool` is a ThreadPool *. */
+void threadpool_parallel_for(void *pool, int64_t n, LoomParallelBody body, void *closure);
+
+/* Fills env->parallel_for, pool and num_threads (workspace left alone). A NULL
+ * pool gives a serial env. */
+void threadpool_fill_env(ThreadPool *pool, LoomKernelEnv *env);
+
+/* The thread count a pool created with num_threads <= 0 would get. */
+int threadpool_default_threads(void);
+
+#endif
