@@ -1,0 +1,198 @@
+/* tir_vectorize: FOR_VECTORIZED loops -> vector statements.
+ *
+ * A vectorized loop v in [min, min+L) (L constant, 2..64) whose body is a
+ * store or a sequence of stores becomes the same stores on L lanes: v is
+ * ramp(min, 1, L), loop-invariant values are broadcast, and each store's
+ * (1-d) index must come out as ramp(base, 1, L) — a contiguous vector store.
+ * Loads may be contiguous (ramp stride 1) or loop-invariant (broadcast).
+ *
+ * Everything else falls back to a serial loop, which is always correct:
+ * if/loops/allocations in the body, calls (no vector versions yet), strided
+ * or gathered accesses, stores to a loop-invariant index (a reduction into
+ * one element: lanes would race), and bodies where a buffer that is written
+ * is also accessed at a different index (a dependence between iterations
+ * that running all lanes at once would break).
+ * Loops nested in a fallen-back loop are processed on their own. */
+#include "arith/arith.h"
+#include "support/ptrmap.h"
+#include "support/vec.h"
+#include "tir/transform/transform.h"
+#include "tir/transform/xform_util.h"
+
+enum { VECTORIZE_MAX_LANES = 64 };
+
+typedef struct VecCtx {
+  Arena *arena;
+  const Expr *var;
+  const Expr *min;
+  int lanes;
+  Analyzer *az;
+} VecCtx;
+
+static const Expr *fold_ramp(Arena *a, Analyzer *az, const Expr *e);
+
+static bool is_unit_ramp(const Expr *e) {
+  return e->kind == EXPR_RAMP && expr_is_int(e->ramp.stride, 1);
+}
+
+static const Expr *to_lanes(VecCtx *c, const Expr *e) {
+  return e->dtype.lanes == c->lanes ? e : expr_broadcast(c->arena, e, c->lanes);
+}
+
+/* The vector form of e, or NULL when e cannot be vectorized. */
+static const Expr *vec_expr(VecCtx *c, const Expr *e) {
+  Arena *a = c->arena;
+  if (e->dtype.lanes != 1) return NULL; /* already vector: not ours to widen */
+  if (!expr_uses_var(e, c->var)) return expr_broadcast(a, e, c->lanes);
+  switch (e->kind) {
+    case EXPR_VAR: return expr_ramp(a, c->min, expr_i64(a, 1), c->lanes); /* e == var */
+    case EXPR_LOAD: {
+      if (e->load.n != 1) return NULL;
+      const Expr *idx = vec_expr(c, e->load.indices[0]);
+      if (!idx) return NULL;
+      idx = fold_ramp(a, c->az, idx);
+      if (!is_unit_ramp(idx)) return NULL;
+      return expr_load(a, e->load.buffer, &idx, 1);
+    }
+    case EXPR_CAST: {
+      const Expr *x = vec_expr(c, e->un.a);
+      return x ? expr_cast(a, dtype_with_lanes(e->dtype, c->lanes), x) : NULL;
+    }
+    case EXPR_NOT: {
+      const Expr *x = vec_expr(c, e->un.a);
+      return x ? expr_not(a, x) : NULL;
+    }
+    case EXPR_SELECT: {
+      const Expr *k = vec_expr(c, e->select.cond), *t = vec_expr(c, e->select.t),
+                 *f = vec_expr(c, e->select.f);
+      if (!k || !t || !f) return NULL;
+      return expr_select(a, k, t, f);
+    }
+    case EXPR_INT:
+    case EXPR_FLOAT:
+    case EXPR_CALL:
+    case EXPR_RAMP:
+    case EXPR_BROADCAST:
+    case EXPR_REDUCE:
+    case EXPR_KIND_COUNT: return NULL;
+    default: break;
+  }
+  /* binary */
+  const Expr *x = vec_expr(c, e->bin.a), *y = vec_expr(c, e->bin.b);
+  if (!x || !y) return NULL;
+  /* Keep affine index arithmetic as ramps so accesses stay recognisably
+   * contiguous: ramp(b,s) +- broadcast(o) and ramp(b,s) * broadcast(k). */
+  bool xr = x->kind == EXPR_RAMP, yr = y->kind == EXPR_RAMP;
+  bool xb = x->kind == EXPR_BROADCAST, yb = y->kind == EXPR_BROADCAST;
+  if (dtype_is_int(e->dtype)) {
+    if (e->kind == EXPR_ADD && xr && yr)
+      return expr_ramp(a, expr_add(a, x->ramp.base, y->ramp.base), expr_add(a, x->ramp.stride, y->ramp.stride), c->lanes);
+    if ((e->kind == EXPR_ADD || e->kind == EXPR_SUB) && xr && yb)
+      return expr_ramp(a, expr_binary(a, e->kind, x->ramp.base, y->broadcast.value), x->ramp.stride, c->lanes);
+    if (e->kind == EXPR_ADD && xb && yr)
+      return expr_ramp(a, expr_add(a, x->broadcast.value, y->ramp.base), y->ramp.stride, c->lanes);
+    if (e->kind == EXPR_MUL && xr && yb)
+      return expr_ramp(a, expr_mul(a, x->ramp.base, y->broadcast.value), expr_mul(a, x->ramp.stride, y->broadcast.value), c->lanes);
+    if (e->kind == EXPR_MUL && xb && yr)
+      return expr_ramp(a, expr_mul(a, y->ramp.base, x->broadcast.value), expr_mul(a, y->ramp.stride, x->broadcast.value), c->lanes);
+  }
+  return expr_binary(a, e->kind, to_lanes(c, x), to_lanes(c, y));
+}
+
+/* Ramp strides are built from constants; fold them so is_unit_ramp sees 1. */
+static const Expr *fold_ramp(Arena *a, Analyzer *az, const Expr *e) {
+  if (e->kind != EXPR_RAMP) return e;
+  return expr_ramp(a, arith_simplify(az, e->ramp.base), arith_simplify(az, e->ramp.stride), e->ramp.lanes);
+}
+
+static const Expr *vec_index(VecCtx *c, const Expr *idx) {
+  const Expr *v = vec_expr(c, idx);
+  return v ? fold_ramp(c->arena, c->az, v) : NULL;
+}
+
+typedef VEC(const Stmt *) StmtList;
+
+/* Collects the stores of a store-or-seq body; false if anything else. */
+static bool body_stores(Arena *a, const Stmt *s, StmtList *out) {
+  if (s->kind == STMT_STORE) {
+    VEC_PUSH(a, *out, s);
+    return true;
+  }
+  if (s->kind != STMT_SEQ) return false;
+  for (int i = 0; i < s->seq.n; i++)
+    if (!body_stores(a, s->seq.stmts[i], out)) return false;
+  return true;
+}
+
+typedef struct SameIndexCtx {
+  const Buffer *buffer;
+  const Expr *index;
+  bool ok;
+} SameIndexCtx;
+
+static bool same_index_cb(Visitor *v, const Expr *e) {
+  SameIndexCtx *c = v->user;
+  if (e->kind == EXPR_LOAD && e->load.buffer == c->buffer &&
+      (e->load.n != 1 || !expr_equal(e->load.indices[0], c->index)))
+    c->ok = false;
+  return c->ok;
+}
+
+/* Every access to a buffer written in the body uses the store's own index,
+ * so lane l only ever touches its own element. */
+static bool independent_lanes(const StmtList *stores) {
+  for (int i = 0; i < stores->n; i++) {
+    const Stmt *w = stores->items[i];
+    if (w->store.n != 1) return false;
+    SameIndexCtx c = {w->store.buffer, w->store.indices[0], true};
+    Visitor v = {NULL, same_index_cb, &c};
+    for (int j = 0; j < stores->n && c.ok; j++) {
+      const Stmt *o = stores->items[j];
+      if (o->store.buffer == w->store.buffer && (o->store.n != 1 || !expr_equal(o->store.indices[0], c.index)))
+        return false;
+      visit_stmt(&v, o);
+    }
+    if (!c.ok) return false;
+  }
+  return true;
+}
+
+/* The vectorized body of loop s, or NULL to fall back. */
+static const Stmt *vectorize_loop(Arena *a, Analyzer *az, const Stmt *s) {
+  int64_t lanes;
+  if (!expr_as_int(s->loop.extent, &lanes) || lanes < 2 || lanes > VECTORIZE_MAX_LANES) return NULL;
+  if (!xform_expr_is_plain_scalar(s->loop.min)) return NULL;
+  StmtList stores = {0};
+  if (!body_stores(a, s->loop.body, &stores) || !independent_lanes(&stores)) return NULL;
+  VecCtx c = {a, s->loop.var, s->loop.min, (int)lanes, az};
+  const Stmt **out = ARENA_ARRAY(a, const Stmt *, stores.n);
+  for (int i = 0; i < stores.n; i++) {
+    const Stmt *w = stores.items[i];
+    const Expr *idx = vec_index(&c, w->store.indices[0]);
+    if (!idx || !is_unit_ramp(idx)) return NULL; /* invariant index = reduction: fall back */
+    const Expr *val = vec_expr(&c, w->store.value);
+    if (!val) return NULL;
+    out[i] = stmt_store(a, w->store.buffer, val, &idx, 1);
+  }
+  return stmt_seq(a, out, stores.n);
+}
+
+static const Expr *keep_expr_cb(Mutator *m, const Expr *e) { return e; }
+
+static const Stmt *vectorize_stmt_cb(Mutator *m, const Stmt *s) {
+  if (s->kind == STMT_FOR && s->loop.kind == FOR_VECTORIZED) {
+    const Stmt *v = vectorize_loop(m->arena, m->user, s);
+    if (v) return v;
+    Stmt *serial = arena_memdup(m->arena, s, sizeof *s);
+    serial->loop.kind = FOR_SERIAL;
+    serial->loop.body = mutate_stmt(m, s->loop.body);
+    return serial;
+  }
+  return mutate_stmt_children(m, s);
+}
+
+const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f) {
+  Mutator m = {a, vectorize_stmt_cb, keep_expr_cb, arith_analyzer_new(a)};
+  const Stmt *body = mutate_stmt(&m, f->body);
+  return body == f->body ? f : xform_func_with_body(a, f, body);
+}
