@@ -69,4 +69,10 @@ bool arith_detect_iter_map(Analyzer *az, const Expr *const *indices, int n, cons
                            int n_loops, const Expr *predicate, bool require_bijective,
                            const Expr **out_extents, const Expr **out_mins, LoomError *err);
 
+/* Evaluates an integer or bool scalar expression at a point: `values` maps
+ * Var -> const int64_t*. Integer results wrap to their dtype (unsigned kept
+ * as the bit pattern). False on division by zero, an unbound variable, or a
+ * node it cannot evaluate (loads, floats, vectors). */
+bool arith_eval_int(const Expr *e, const PtrMap *values, int64_t *out);
+
 #endif
