@@ -17,7 +17,10 @@ static const Expr *simplify_expr_cb(Mutator *m, const Expr *e) {
   /* The analyzer works on scalar index/bool/float arithmetic; loads, vectors
    * and calls are simplified piecewise (their operands) so the pass never
    * depends on how arith treats them. */
-  if (xform_expr_is_plain_scalar(e)) return arith_simplify(c->az, e);
+  if (xform_expr_is_plain_scalar(e)) {
+    const Expr *r = arith_simplify(c->az, e);
+    return expr_equal(r, e) ? e : r; /* keep sharing: unchanged means same pointer */
+  }
   return mutate_expr_children(m, e);
 }
 
