@@ -44,6 +44,25 @@ typedef enum InstKind {
 const char *inst_kind_name(InstKind k);
 bool inst_kind_parse(const char *name, InstKind *out);
 
+/* How each instruction kind fills an Inst (trace_apply and the text form
+ * rely on it; keep the recording in each primitive consistent with it):
+ *   get_block            str = block name; outputs = {block}
+ *   get_loops            inputs = {block}; outputs = loops, outermost first
+ *   split                inputs = {loop}; ints = factors as given (-1 kept); outputs = n loops
+ *   fuse                 inputs = loops (outer first); outputs = {fused loop}
+ *   reorder              inputs = loops in the new order
+ *   vectorize/parallel/unroll   inputs = {loop}
+ *   bind                 inputs = {loop}; str = thread tag
+ *   compute_at, reverse_compute_at   inputs = {block, loop}
+ *   compute_inline, reverse_compute_inline   inputs = {block}
+ *   cache_read/cache_write   inputs = {block}; ints = {index, scope}; outputs = {new block}
+ *   storage_align        inputs = {block}; ints = {write_index, axis, factor, offset}
+ *   decompose_reduction  inputs = {block, loop}; outputs = {init block}
+ *   sample_perfect_tile  inputs = {loop}; ints = {n, max_innermost}; decision = n factors
+ *   sample_categorical   ints = candidates; floats = probs (none = uniform);
+ *                        decision = {chosen value}
+ * sch_tile is a composite: it records the split and reorder it performs. */
+
 /* One recorded instruction. Inputs and outputs are RV ids of the schedule
  * that recorded it; ints are integer attributes (split factors, indices,
  * scope, sample arguments); str is a block name or thread tag; floats are
@@ -114,6 +133,17 @@ int sch_path_loops(const Stmt *root, const Stmt *target, const Stmt **out, int m
 const Stmt *sch_parent(const Stmt *root, const Stmt *target);
 /* The realize of the innermost block that encloses `target`. */
 const Stmt *sch_enclosing_block(const Stmt *root, const Stmt *target);
+
+/* ---- helpers shared by the loop primitives (loop_util.c) ---- */
+/* Rebuilds every block realize in `root` whose bindings or predicate mention
+ * one of vars[0..n): each binding and the predicate is simplified under the
+ * ranges of its enclosing loops, so printed IR stays readable
+ * (vi = i_0*8 + i_1). */
+const Stmt *sch_simplify_bindings(Schedule *s, const Stmt *root, const Expr *const *vars, int n);
+/* A fresh loop variable (int64) named after `base`. */
+const Expr *sch_new_loop_var(Schedule *s, const char *base);
+/* For error messages: a loop's variable name. */
+const char *sch_loop_name(const Stmt *loop);
 
 /* Next pseudo-random number (splitmix64). */
 uint64_t sch_rand(Schedule *s);
