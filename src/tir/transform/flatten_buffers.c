@@ -6,11 +6,13 @@
  * align_axis up to the next value with stride % factor == offset, and the
  * outer strides grow with it (the padding avoids cache-set/bank conflicts).
  * The padded stride is written as s + floormod(offset - s, factor), so it
- * also works for symbolic shapes; the final simplify folds constants.
+ * also works for symbolic shapes; strides and sizes are simplified here
+ * (buffer shapes are not expressions the simplify pass visits).
  * The 1-d size is stride_0 * shape_0 (the whole padded extent).
  *
  * The original parameters are kept in PrimFunc.orig_params for code
  * generators that need the N-d shapes (argument checking, DLPack). */
+#include "arith/arith.h"
 #include "support/ptrmap.h"
 #include "tir/transform/transform.h"
 #include "tir/transform/xform_util.h"
@@ -22,6 +24,7 @@ typedef struct FlatBuffer {
 
 typedef struct FlattenCtx {
   PtrMap map; /* original Buffer -> FlatBuffer */
+  Analyzer *az;
   LoomError *err;
   bool failed;
 } FlattenCtx;
@@ -33,7 +36,7 @@ static FlatBuffer *flatten_buffer(Arena *a, FlattenCtx *c, const Buffer *b) {
   fb->strides = ARENA_ARRAY(a, const Expr *, b->ndim);
   const Expr *size = expr_i64(a, 1);
   if (b->strides) {
-    for (int d = 0; d < b->ndim; d++) fb->strides[d] = b->strides[d];
+    for (int d = 0; d < b->ndim; d++) fb->strides[d] = arith_simplify(c->az, b->strides[d]);
     /* Extent covered: 1 + sum (shape_d - 1) * stride_d. */
     const Expr *last = expr_i64(a, 0);
     for (int d = 0; d < b->ndim; d++)
@@ -47,11 +50,13 @@ static FlatBuffer *flatten_buffer(Arena *a, FlattenCtx *c, const Buffer *b) {
         const Expr *pad = expr_floormod(a, expr_sub(a, expr_i64(a, b->align_offset), stride), factor);
         stride = expr_add(a, stride, pad);
       }
+      stride = arith_simplify(c->az, stride);
       fb->strides[d] = stride;
       stride = expr_mul(a, stride, b->shape[d]);
     }
     size = stride;
   }
+  size = arith_simplify(c->az, size);
   Buffer *flat = arena_memdup(a, b, sizeof *b);
   flat->ndim = 1;
   const Expr **shape = ARENA_ARRAY(a, const Expr *, 1);
@@ -107,7 +112,7 @@ static const Stmt *flatten_stmt_cb(Mutator *m, const Stmt *s) {
 }
 
 const PrimFunc *tir_flatten_buffers(Arena *a, const PrimFunc *f, LoomError *err) {
-  FlattenCtx c = {.err = err};
+  FlattenCtx c = {.err = err, .az = arith_analyzer_new(a)};
   ptrmap_init(&c.map, a);
   const Buffer **params = ARENA_ARRAY(a, const Buffer *, f->n_params);
   for (int i = 0; i < f->n_params; i++) params[i] = flatten_buffer(a, &c, f->params[i])->flat;

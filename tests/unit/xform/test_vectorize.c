@@ -1,0 +1,142 @@
+#include "xform_check.h"
+
+/* Lower up to (not including) vectorize, as the pipeline does. */
+static const PrimFunc *pre_vectorize(Arena *a, const PrimFunc *f, bool partition) {
+  LoomError err = {0};
+  const PrimFunc *g = tir_simplify(a, tir_lower_blocks(a, tir_simplify(a, f), &err));
+  if (partition) g = tir_loop_partition(a, g);
+  g = tir_flatten_buffers(a, g, &err);
+  assert_non_null(g);
+  return tir_simplify(a, g);
+}
+
+/* A perfect split with a vectorized inner loop becomes ramp loads/stores. */
+static void test_contiguous_loop_vectorized(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  PrimFunc *f = xc_split_elementwise(a, 64, 8, FOR_VECTORIZED);
+  const PrimFunc *g = pre_vectorize(a, f, true);
+  const PrimFunc *v = tir_vectorize(a, g);
+  xc_dump("vectorize(64/8)", v);
+  XcCount c = xc_count(v);
+  assert_int_equal(c.for_kind[FOR_VECTORIZED], 0);
+  assert_int_equal(c.stmt[STMT_FOR], 1);
+  assert_int_equal(c.vector_stores, 1);
+  assert_true(c.ramps >= 2);
+  xc_check_same(f, v, 51);
+  xc_check_same(f, tir_simplify(a, v), 52);
+  arena_free(a);
+}
+
+/* With partitioning, the imperfect split vectorizes its main part; the
+ * peeled tail (2 iterations) is vectorized too (no guard left). Without
+ * partitioning the guard (an if) forces the serial fallback. */
+static void test_guarded_loop_falls_back(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  PrimFunc *f = xc_split_elementwise(a, 62, 8, FOR_VECTORIZED);
+  const PrimFunc *p = tir_vectorize(a, pre_vectorize(a, f, true));
+  xc_dump("vectorize(62/8 partitioned)", p);
+  XcCount cp = xc_count(p);
+  assert_int_equal(cp.for_kind[FOR_VECTORIZED], 0);
+  assert_true(cp.vector_stores >= 1);
+  xc_check_same(f, p, 53);
+  const PrimFunc *u = tir_vectorize(a, pre_vectorize(a, f, false));
+  xc_dump("vectorize(62/8 not partitioned)", u);
+  XcCount cu = xc_count(u);
+  assert_int_equal(cu.for_kind[FOR_VECTORIZED], 0);
+  assert_int_equal(cu.vector_stores, 0);
+  assert_int_equal(cu.for_kind[FOR_SERIAL], 2);
+  xc_check_same(f, u, 54);
+  arena_free(a);
+}
+
+/* for i vectorized in 0:8 { body(i) } over 1-d buffers A (in), B (out, 32). */
+static PrimFunc *vec_loop(Arena *a, const Expr *i, const Stmt *body, Buffer *A, Buffer *B, Buffer *S) {
+  const Buffer *params[3] = {A, B, S};
+  return primfunc_new(a, "v", params, 3, stmt_for(a, i, xc_i(a, 0), xc_i(a, 8), FOR_VECTORIZED, body));
+}
+
+/* Each body must fall back to a serial loop and still compute the same. */
+static void test_fallback_cases(void **state) {
+  (void)state;
+  for (int which = 0; which < 7; which++) {
+    Arena *a = arena_new();
+    Buffer *A = xc_buf1(a, "A", 32), *B = xc_buf1(a, "B", 32), *S = xc_buf1(a, "S", 4);
+    const Expr *i = expr_var(a, "i", DT_I64);
+    const Expr *zero = xc_i(a, 0), *one = xc_i(a, 1);
+    const Expr *ai = expr_load(a, A, &i, 1);
+    const Expr *i2 = expr_mul(a, i, xc_i(a, 2)), *ip1 = expr_add(a, i, one);
+    const Stmt *body = NULL;
+    switch (which) {
+      case 0: /* reduction into one element: S[0] = S[0] + A[i] */
+        body = stmt_store(a, S, expr_add(a, expr_load(a, S, &zero, 1), ai), &zero, 1);
+        break;
+      case 1: /* strided store B[2i] = A[i] */
+        body = stmt_store(a, B, ai, &i2, 1);
+        break;
+      case 2: /* gather load B[i] = A[2i] */
+        body = stmt_store(a, B, expr_load(a, A, &i2, 1), &i, 1);
+        break;
+      case 3: /* if in the body */
+        body = stmt_if(a, expr_lt(a, ai, expr_float(a, DT_F32, 0.0)), stmt_store(a, B, ai, &i, 1), NULL);
+        break;
+      case 4: /* call without a vector version */
+        body = stmt_store(a, B, expr_call(a, CALL_FABS, DT_F32, &ai, 1), &i, 1);
+        break;
+      case 5: { /* nested loop */
+        const Expr *j = expr_var(a, "j", DT_I64);
+        const Expr *ij = expr_add(a, expr_mul(a, i, xc_i(a, 4)), j);
+        body = stmt_for(a, j, zero, xc_i(a, 4), FOR_SERIAL, stmt_store(a, B, expr_load(a, A, &ij, 1), &ij, 1));
+        break;
+      }
+      case 6: /* dependence between iterations: B[i+1] = B[i] + 1 */
+        body = stmt_store(a, B, expr_add(a, expr_load(a, B, &i, 1), expr_float(a, DT_F32, 1.0)), &ip1, 1);
+        break;
+    }
+    PrimFunc *f = vec_loop(a, i, body, A, B, S);
+    const PrimFunc *v = tir_vectorize(a, f);
+    xc_dump("vectorize(fallback)", v);
+    XcCount c = xc_count(v);
+    assert_int_equal(c.for_kind[FOR_VECTORIZED], 0);
+    assert_int_equal(c.vector_stores, 0);
+    assert_true(c.for_kind[FOR_SERIAL] >= 1);
+    xc_check_same(f, v, 60 + (uint64_t)which);
+    arena_free(a);
+  }
+}
+
+/* Loop-invariant operands are broadcast; casts, selects and the loop
+ * variable itself vectorize; an update of the element being stored
+ * (B[i] = B[i] + ...) is lane-local and allowed. */
+static void test_broadcast_cast_select(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 32), *B = xc_buf1(a, "B", 32), *S = xc_buf1(a, "S", 4);
+  const Expr *i = expr_var(a, "i", DT_I64), *two = xc_i(a, 2);
+  const Expr *i8 = expr_add(a, i, xc_i(a, 8));
+  const Expr *ai = expr_load(a, A, &i8, 1), *s2 = expr_load(a, S, &two, 1);
+  const Expr *fi = expr_cast(a, DT_F32, i);
+  const Expr *sel = expr_select(a, expr_lt(a, ai, s2), ai, expr_mul(a, s2, fi));
+  const Expr *upd = expr_add(a, expr_load(a, B, &i8, 1), sel);
+  PrimFunc *f = vec_loop(a, i, stmt_store(a, B, upd, &i8, 1), A, B, S);
+  const PrimFunc *v = tir_vectorize(a, f);
+  xc_dump("vectorize(broadcast)", v);
+  XcCount c = xc_count(v);
+  assert_int_equal(c.stmt[STMT_FOR], 0);
+  assert_int_equal(c.vector_stores, 1);
+  assert_true(c.broadcasts >= 1);
+  xc_check_same(f, v, 70);
+  xc_check_same(f, tir_simplify(a, v), 71);
+  arena_free(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_contiguous_loop_vectorized),
+      cmocka_unit_test(test_guarded_loop_falls_back),
+      cmocka_unit_test(test_fallback_cases),
+      cmocka_unit_test(test_broadcast_cast_select),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
