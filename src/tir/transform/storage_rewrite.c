@@ -11,6 +11,7 @@
  * after another, members of one slot are never live at the same time.
  * Buffers must be 1-d (run after tir_flatten_buffers); others are left alone.
  * Unused temporaries are dropped. */
+#include "arith/arith.h"
 #include "support/ptrmap.h"
 #include "support/vec.h"
 #include "tir/transform/transform.h"
@@ -88,12 +89,13 @@ const PrimFunc *tir_storage_rewrite(Arena *a, const PrimFunc *f) {
 
   PtrMap bmap;
   ptrmap_init(&bmap, a);
+  Analyzer *az = arith_analyzer_new(a); /* shapes are not visited by tir_simplify */
   for (int s = 0; s < slots.n; s++) {
     Slot *sl = &slots.items[s];
     if (!sl->size || (sl->size == sl->leader->shape[0] && sl->align == sl->leader->align)) continue;
     Buffer *m = arena_memdup(a, sl->leader, sizeof *sl->leader);
     const Expr **shape = ARENA_ARRAY(a, const Expr *, 1);
-    shape[0] = sl->size;
+    shape[0] = arith_simplify(az, sl->size);
     m->shape = shape;
     m->align = sl->align;
     sl->merged = m;
