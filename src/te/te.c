@@ -441,12 +441,8 @@ static const Stmt *lower_compute(Arena *a, const TeTensor *t) {
   BufferRegion *writes = ARENA_NEW(a, BufferRegion);
   *writes = region_point(a, t->buffer, out_idx);
   if (is_reduce) {
-    /* The accumulator is read too: T[v...] = combine(T[v...], src). */
-    BufferRegion *r2 = ARENA_ARRAY(a, BufferRegion, n_reads + 1);
-    r2[0] = *writes;
-    if (n_reads) memcpy(r2 + 1, reads, sizeof(*reads) * (size_t)n_reads);
-    reads = r2;
-    n_reads++;
+    /* As in TVM, the accumulator T[v...] is not listed in reads: a
+     * reduction block's update of its own write region is implied by init. */
     const Expr *old = expr_load(a, t->buffer, out_idx, t->ndim);
     const Expr *val = reduce_combine(a, body->reduce.op, old, vbody->reduce.source);
     if (vbody->reduce.cond) val = expr_select(a, vbody->reduce.cond, val, old);
