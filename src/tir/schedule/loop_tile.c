@@ -27,7 +27,7 @@ loom_status sch_tile(Schedule *s, const SchRV *loop_rvs, int n, const int64_t *f
     s->func = saved_func;
     s->n_rvs = saved_rvs;
     s->trace->n = saved_trace;
-    err_prefix(&s->err, "tile: ");
+    err_prefix(&s->err, "tile");
     return st;
   }
   if (out)

@@ -443,7 +443,7 @@ static loom_status replay_one(Schedule *s, const Inst *in, int index, RVMap *m) 
     case INST_KIND_COUNT: break;
   }
   if (st != LOOM_OK) {
-    err_prefix(&s->err, "instruction %d (%s): ", index + 1, inst_kind_name(in->kind));
+    err_prefix(&s->err, "instruction %d (%s)", index + 1, inst_kind_name(in->kind));
     return st;
   }
   if (n_out != in->n_outputs)
