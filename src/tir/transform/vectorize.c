@@ -1,14 +1,15 @@
 /* tir_vectorize: FOR_VECTORIZED loops -> vector statements.
  *
- * A vectorized loop v in [min, min+L) (L constant, 2..64) whose body is a
- * store or a sequence of stores becomes the same stores on L lanes: v is
- * ramp(min, 1, L), loop-invariant values are broadcast, and each store's
- * (1-d) index must come out as ramp(base, 1, L) — a contiguous vector store.
+ * A vectorized loop v in [min, min+L) (L constant, 2..64) whose body is
+ * stores, sequences and ifs with lane-invariant conditions becomes the same
+ * statements on L lanes: v is ramp(min, 1, L), loop-invariant values are
+ * broadcast, and each store's (1-d) index must come out as ramp(base, 1, L)
+ * (a contiguous vector store).
  * Loads may be contiguous (ramp stride 1) or loop-invariant (broadcast).
  *
  * Everything else falls back to a serial loop, which is always correct:
- * if/loops/allocations in the body, calls (no vector versions yet), strided
- * or gathered accesses, stores to a loop-invariant index (a reduction into
+ * ifs on the loop variable or on loaded data, loops/allocations in the
+ * body, calls (no vector versions yet), strided or gathered accesses, stores to a loop-invariant index (a reduction into
  * one element: lanes would race), and bodies where a buffer that is written
  * is also accessed at a different index (a dependence between iterations
  * that running all lanes at once would break).
@@ -112,16 +113,29 @@ static const Expr *vec_index(VecCtx *c, const Expr *idx) {
 
 typedef VEC(const Stmt *) StmtList;
 
-/* Collects the stores of a store-or-seq body; false if anything else. */
-static bool body_stores(Arena *a, const Stmt *s, StmtList *out) {
-  if (s->kind == STMT_STORE) {
-    VEC_PUSH(a, *out, s);
-    return true;
+/* An if whose condition does not change across lanes (no loop variable, no
+ * loads: a load could see a store of an earlier lane) runs the same branch
+ * for every lane, so it can stay an if around vector statements (the init
+ * guard `if (k == 0)` of a reduction is the common case). */
+static bool lane_invariant_if(const Stmt *s, const Expr *var) {
+  return s->kind == STMT_IF && !expr_uses_var(s->if_.cond, var) && xform_expr_is_plain_scalar(s->if_.cond);
+}
+
+/* Collects the stores of a body made of stores, sequences and lane-invariant
+ * ifs; false if anything else is in it. */
+static bool body_stores(Arena *a, const Stmt *s, const Expr *var, StmtList *out) {
+  switch (s->kind) {
+    case STMT_STORE: VEC_PUSH(a, *out, s); return true;
+    case STMT_EVALUATE: return true;
+    case STMT_SEQ:
+      for (int i = 0; i < s->seq.n; i++)
+        if (!body_stores(a, s->seq.stmts[i], var, out)) return false;
+      return true;
+    case STMT_IF:
+      return lane_invariant_if(s, var) && body_stores(a, s->if_.then_s, var, out) &&
+             (!s->if_.else_s || body_stores(a, s->if_.else_s, var, out));
+    default: return false;
   }
-  if (s->kind != STMT_SEQ) return false;
-  for (int i = 0; i < s->seq.n; i++)
-    if (!body_stores(a, s->seq.stmts[i], out)) return false;
-  return true;
 }
 
 typedef struct SameIndexCtx {
@@ -157,24 +171,43 @@ static bool independent_lanes(const StmtList *stores) {
   return true;
 }
 
+/* The vector form of a body accepted by body_stores, or NULL. */
+static const Stmt *vec_stmt(VecCtx *c, const Stmt *s) {
+  Arena *a = c->arena;
+  switch (s->kind) {
+    case STMT_STORE: {
+      const Expr *idx = vec_index(c, s->store.indices[0]);
+      if (!idx || !is_unit_ramp(idx)) return NULL; /* invariant index = reduction: fall back */
+      const Expr *val = vec_expr(c, s->store.value);
+      if (!val) return NULL;
+      return stmt_store(a, s->store.buffer, val, &idx, 1);
+    }
+    case STMT_EVALUATE: return s;
+    case STMT_SEQ: {
+      const Stmt **out = ARENA_ARRAY(a, const Stmt *, s->seq.n);
+      for (int i = 0; i < s->seq.n; i++)
+        if (!(out[i] = vec_stmt(c, s->seq.stmts[i]))) return NULL;
+      return stmt_seq(a, out, s->seq.n);
+    }
+    case STMT_IF: {
+      const Stmt *t = vec_stmt(c, s->if_.then_s);
+      const Stmt *e = s->if_.else_s ? vec_stmt(c, s->if_.else_s) : NULL;
+      if (!t || (s->if_.else_s && !e)) return NULL;
+      return stmt_if(a, s->if_.cond, t, e);
+    }
+    default: return NULL;
+  }
+}
+
 /* The vectorized body of loop s, or NULL to fall back. */
 static const Stmt *vectorize_loop(Arena *a, Analyzer *az, const Stmt *s) {
   int64_t lanes;
   if (!expr_as_int(s->loop.extent, &lanes) || lanes < 2 || lanes > VECTORIZE_MAX_LANES) return NULL;
   if (!xform_expr_is_plain_scalar(s->loop.min)) return NULL;
   StmtList stores = {0};
-  if (!body_stores(a, s->loop.body, &stores) || !independent_lanes(&stores)) return NULL;
+  if (!body_stores(a, s->loop.body, s->loop.var, &stores) || !independent_lanes(&stores)) return NULL;
   VecCtx c = {a, s->loop.var, s->loop.min, (int)lanes, az};
-  const Stmt **out = ARENA_ARRAY(a, const Stmt *, stores.n);
-  for (int i = 0; i < stores.n; i++) {
-    const Stmt *w = stores.items[i];
-    const Expr *idx = vec_index(&c, w->store.indices[0]);
-    if (!idx || !is_unit_ramp(idx)) return NULL; /* invariant index = reduction: fall back */
-    const Expr *val = vec_expr(&c, w->store.value);
-    if (!val) return NULL;
-    out[i] = stmt_store(a, w->store.buffer, val, &idx, 1);
-  }
-  return stmt_seq(a, out, stores.n);
+  return vec_stmt(&c, s->loop.body);
 }
 
 static const Expr *keep_expr_cb(Mutator *m, const Expr *e) { return e; }

@@ -131,12 +131,37 @@ static void test_broadcast_cast_select(void **state) {
   arena_free(a);
 }
 
+/* for k { for i vectorized { if (k == 0) B[i] = 0; B[i] += A[k*8 + i] } }:
+ * the init guard does not depend on i, so it stays an if around vectors. */
+static void test_invariant_if_kept(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 32), *B = xc_buf1(a, "B", 32), *S = xc_buf1(a, "S", 4);
+  const Expr *i = expr_var(a, "i", DT_I64), *k = expr_var(a, "k", DT_I64);
+  const Expr *ki = expr_add(a, expr_mul(a, k, xc_i(a, 8)), i);
+  const Stmt *init = stmt_if(a, expr_binary(a, EXPR_EQ, k, xc_i(a, 0)),
+                             stmt_store(a, B, expr_float(a, DT_F32, 0.0), &i, 1), NULL);
+  const Stmt *upd = stmt_store(a, B, expr_add(a, expr_load(a, B, &i, 1), expr_load(a, A, &ki, 1)), &i, 1);
+  const Stmt *inner = stmt_for(a, i, xc_i(a, 0), xc_i(a, 8), FOR_VECTORIZED, stmt_seq2(a, init, upd));
+  const Buffer *params[3] = {A, B, S};
+  PrimFunc *f = primfunc_new(a, "red", params, 3, stmt_for(a, k, xc_i(a, 0), xc_i(a, 4), FOR_SERIAL, inner));
+  const PrimFunc *v = tir_vectorize(a, f);
+  xc_dump("vectorize(invariant if)", v);
+  XcCount c = xc_count(v);
+  assert_int_equal(c.stmt[STMT_FOR], 1);
+  assert_int_equal(c.stmt[STMT_IF], 1);
+  assert_int_equal(c.vector_stores, 2);
+  xc_check_same(f, v, 72);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_contiguous_loop_vectorized),
       cmocka_unit_test(test_guarded_loop_falls_back),
       cmocka_unit_test(test_fallback_cases),
       cmocka_unit_test(test_broadcast_cast_select),
+      cmocka_unit_test(test_invariant_if_kept),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
