@@ -220,7 +220,7 @@ static void random_map(Map *m, Rng *r, bool perfect) {
   map_init(m);
   m->n_idx = (int)rnd(r, 1, 3);
   for (int k = 0; k < m->n_idx; k++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "v%d", k);
     m->idx[k] = map_loop(m, name, rnd(r, 1, 4) * (k == 0 ? 6 : 4));
   }
@@ -234,7 +234,7 @@ static void random_map(Map *m, Rng *r, bool perfect) {
       bool divides = ext % f == 0;
       if (!divides && perfect) continue;
       const Expr *v = m->loops[l].var;
-      char n0[16], n1[16];
+      char n0[64], n1[64];
       snprintf(n0, sizeof n0, "%s_o", v->var.name);
       snprintf(n1, sizeof n1, "%s_i", v->var.name);
       const Expr *o = map_loop(m, n0, (ext + f - 1) / f), *in = map_loop(m, n1, f);
