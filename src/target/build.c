@@ -1,0 +1,225 @@
+#include "target/build.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Longest compiler output quoted in an error: enough for the first errors,
+ * not a screenful of cascades. */
+enum { BUILD_STDERR_MAX = 700, BUILD_MAX_ARGS = 96 };
+
+uint64_t build_fnv1a64(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s) {
+  h = build_fnv1a64(h, s ? s : "", s ? strlen(s) + 1 : 1); /* NUL keeps fields apart */
+  return h;
+}
+
+/* mkdir -p. */
+static loom_status make_dirs(const char *path, LoomError *err) {
+  char buf[PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+    return err_set(err, LOOM_ERR_IO, "cache directory path too long: \"%s\"", path);
+  for (char *p = buf + 1;; p++) {
+    if (*p == '/' || *p == '\0') {
+      char saved = *p;
+      *p = '\0';
+      if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return err_set(err, LOOM_ERR_IO, "cannot create cache directory \"%s\": %s", buf, strerror(errno));
+      *p = saved;
+      if (saved == '\0') break;
+    }
+  }
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+    return err_set(err, LOOM_ERR_IO, "cache directory \"%s\" is not a directory", path);
+  return LOOM_OK;
+}
+
+/* Reads a whole file into a malloc'ed NUL-terminated string (NULL on error). */
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *s = malloc(cap);
+  while (s) {
+    size_t got = fread(s + n, 1, cap - n - 1, f);
+    n += got;
+    if (n + 1 < cap) break;
+    cap *= 2;
+    char *t = realloc(s, cap);
+    if (!t) {
+      free(s);
+      s = NULL;
+    } else {
+      s = t;
+    }
+  }
+  fclose(f);
+  if (s) s[n] = '\0';
+  if (len) *len = n;
+  return s;
+}
+
+/* Writes data to path through a temporary name + rename. */
+static loom_status write_file_atomic(const char *path, const char *data, LoomError *err) {
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", tmp, strerror(errno));
+  size_t n = strlen(data);
+  bool ok = fwrite(data, 1, n, f) == n;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", path, strerror(e));
+  }
+  return LOOM_OK;
+}
+
+/* Splits flags on spaces into argv (in place in `buf`). */
+static int split_flags(char *buf, char **argv, int argc, int max) {
+  for (char *tok = strtok(buf, " \t\n"); tok && argc < max; tok = strtok(NULL, " \t\n")) argv[argc++] = tok;
+  return argc;
+}
+
+static loom_status run_compiler(char *const argv[], const char *err_path, int *exit_code, LoomError *err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return err_set(err, LOOM_ERR_BUILD, "cannot run the C compiler \"%s\": %s", argv[0], strerror(rc));
+  int status;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR)
+      return err_set(err, LOOM_ERR_BUILD, "waiting for the C compiler \"%s\": %s", argv[0], strerror(errno));
+  }
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return LOOM_OK;
+}
+
+loom_status build_shared_object(const char *source, const BuildOptions *opt, BuildResult *out, LoomError *err) {
+  static const BuildOptions defaults = {0};
+  if (!opt) opt = &defaults;
+  memset(out, 0, sizeof *out);
+  const char *cc = opt->cc ? opt->cc : getenv("CC");
+  if (!cc || !*cc) cc = "cc";
+  const char *cflags = opt->cflags ? opt->cflags : BUILD_DEFAULT_CFLAGS;
+  const char *extra = opt->extra_flags ? opt->extra_flags : "";
+  const char *inc = opt->include_dir ? opt->include_dir : getenv("LOOM_INCLUDE_DIR");
+
+  char cache[PATH_MAX];
+  if (opt->cache_dir) {
+    snprintf(cache, sizeof cache, "%s", opt->cache_dir);
+  } else if (getenv("LOOM_CACHE_DIR") && *getenv("LOOM_CACHE_DIR")) {
+    snprintf(cache, sizeof cache, "%s", getenv("LOOM_CACHE_DIR"));
+  } else {
+    const char *home = getenv("HOME");
+    if (!home || !*home)
+      return err_set(err, LOOM_ERR_IO, "no cache directory: set LOOM_CACHE_DIR or HOME (or BuildOptions.cache_dir)");
+    snprintf(cache, sizeof cache, "%s/.cache/loom", home);
+  }
+  loom_status st = make_dirs(cache, err);
+  if (st) return st;
+
+  /* The ABI header is part of the key: changing it must rebuild. The
+   * compiler is keyed by name only (document: clear the cache after a
+   * compiler upgrade) so a cache hit never runs anything. */
+  uint64_t h = BUILD_FNV_OFFSET;
+  h = hash_str(h, source);
+  h = hash_str(h, cc);
+  h = hash_str(h, cflags);
+  h = hash_str(h, extra);
+  if (inc && *inc) {
+    char hdr[PATH_MAX];
+    snprintf(hdr, sizeof hdr, "%s/loom/loom_kernel.h", inc);
+    char *text = read_file(hdr, NULL);
+    if (!text) return err_set(err, LOOM_ERR_IO, "kernel ABI header \"%s\" not readable: %s", hdr, strerror(errno));
+    h = hash_str(h, text);
+    free(text);
+  }
+  char base[PATH_MAX - 64], c_path[PATH_MAX], tmp_so[PATH_MAX + 64], err_path[PATH_MAX + 64];
+  if (snprintf(base, sizeof base, "%s/%016llx", cache, (unsigned long long)h) >= (int)sizeof base - 4)
+    return err_set(err, LOOM_ERR_IO, "cache directory path too long: \"%s\"", cache);
+  snprintf(out->so_path, sizeof out->so_path, "%s.so", base);
+  snprintf(c_path, sizeof c_path, "%s.c", base);
+
+  struct stat sst;
+  if (stat(out->so_path, &sst) == 0 && S_ISREG(sst.st_mode)) {
+    out->cache_hit = true;
+    return LOOM_OK;
+  }
+  st = write_file_atomic(c_path, source, err);
+  if (st) return st;
+
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(tmp_so, sizeof tmp_so, "%s.so.tmp.%ld.%ld", base, (long)getpid(), (long)ts.tv_nsec);
+  snprintf(err_path, sizeof err_path, "%s.err.%ld.%ld", base, (long)getpid(), (long)ts.tv_nsec);
+
+  size_t flen = strlen(cflags) + strlen(extra) + 2;
+  char *flags = malloc(flen);
+  if (!flags) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  snprintf(flags, flen, "%s %s", cflags, extra);
+  char *argv[BUILD_MAX_ARGS];
+  int argc = 0;
+  argv[argc++] = (char *)cc;
+  argc = split_flags(flags, argv, argc, BUILD_MAX_ARGS - 8);
+  char inc_flag[PATH_MAX + 3];
+  if (inc && *inc) {
+    snprintf(inc_flag, sizeof inc_flag, "-I%s", inc);
+    argv[argc++] = inc_flag;
+  }
+  argv[argc++] = "-o";
+  argv[argc++] = tmp_so;
+  argv[argc++] = c_path;
+  argv[argc++] = "-lm"; /* generated code calls libm; the host may not link it */
+  argv[argc] = NULL;
+
+  int code = 0;
+  st = run_compiler(argv, err_path, &code, err);
+  free(flags);
+  if (st) {
+    unlink(err_path);
+    return st;
+  }
+  if (code != 0) {
+    size_t n = 0;
+    char *text = read_file(err_path, &n);
+    unlink(err_path);
+    unlink(tmp_so);
+    bool cut = n > BUILD_STDERR_MAX;
+    if (text && cut) text[BUILD_STDERR_MAX] = '\0';
+    err_set(err, LOOM_ERR_BUILD, "compiling \"%s\" with %s failed (exit %d):\n%s%s", c_path, cc, code,
+            text ? text : "(no compiler output)", cut ? "\n[...truncated]" : "");
+    free(text);
+    return LOOM_ERR_BUILD;
+  }
+  unlink(err_path);
+  if (rename(tmp_so, out->so_path) != 0) {
+    int e = errno;
+    unlink(tmp_so);
+    return err_set(err, LOOM_ERR_IO, "cannot move \"%s\" to \"%s\": %s", tmp_so, out->so_path, strerror(e));
+  }
+  return LOOM_OK;
+}

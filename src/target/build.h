@@ -1,0 +1,44 @@
+/* Building generated C into a shared object, through a content-hash cache.
+ *
+ * The source is written to <cache>/<hash>.c and compiled to <cache>/<hash>.so,
+ * where hash = FNV-1a 64 of (source, compiler, flags, the kernel ABI header).
+ * When the .so exists it is reused without running the compiler. The compiler
+ * writes to a temporary name that is renamed into place, so a concurrent or
+ * interrupted build never leaves a half-written .so under the final name.
+ * The compiler is run with posix_spawn (no shell), so paths need no quoting. */
+#ifndef LOOM_TARGET_BUILD_H
+#define LOOM_TARGET_BUILD_H
+
+#include "support/error.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BUILD_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared -std=c11"
+
+typedef struct BuildOptions {
+  const char *cc;          /* NULL: $CC, else "cc" */
+  const char *cflags;      /* NULL: BUILD_DEFAULT_CFLAGS; split on spaces */
+  const char *extra_flags; /* appended to cflags (tests add "-Wall -Wextra -Werror"); may be NULL */
+  const char *cache_dir;   /* NULL: $LOOM_CACHE_DIR, else $HOME/.cache/loom */
+  const char *include_dir; /* holds loom/loom_kernel.h; NULL: $LOOM_INCLUDE_DIR */
+} BuildOptions;
+
+typedef struct BuildResult {
+  char so_path[PATH_MAX];
+  bool cache_hit; /* true when the compiler was not run */
+} BuildResult;
+
+/* Compiles `source` (NUL-terminated C) into a shared object. Errors:
+ * LOOM_ERR_IO (cache directory or file unwritable, missing ABI header),
+ * LOOM_ERR_BUILD (the compiler failed: its stderr, truncated, is in the
+ * message). */
+loom_status build_shared_object(const char *source, const BuildOptions *opt, BuildResult *out, LoomError *err);
+
+/* FNV-1a 64, exposed for tests and for other caches. */
+uint64_t build_fnv1a64(uint64_t h, const void *data, size_t n);
+#define BUILD_FNV_OFFSET 0xcbf29ce484222325ULL
+
+#endif

@@ -1,0 +1,146 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unit/target/kernel_harness.h"
+
+/* A source no earlier run has built: the cache must miss once. */
+static char *unique_source(const char *body) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char *s = malloc(strlen(body) + 128);
+  sprintf(s, "/* unique %ld.%ld.%ld */\n%s", (long)getpid(), (long)ts.tv_sec, (long)ts.tv_nsec, body);
+  return s;
+}
+
+/* Removes a one-off object and its source so test runs don't fill the cache. */
+static void remove_built(const BuildResult *r) {
+  char c[PATH_MAX];
+  snprintf(c, sizeof c, "%.*s.c", (int)strlen(r->so_path) - 3, r->so_path);
+  unlink(r->so_path);
+  unlink(c);
+}
+
+static void test_cache_hit(void **state) {
+  (void)state;
+  char *src = unique_source("#include \"loom/loom_kernel.h\"\nint32_t probe(void) { return 42; }\n");
+  BuildOptions o = harness_build_options();
+  BuildResult r1, r2;
+  LoomError err = {0};
+  assert_int_equal(build_shared_object(src, &o, &r1, &err), LOOM_OK);
+  assert_false(r1.cache_hit);
+  struct stat st1, st2;
+  assert_int_equal(stat(r1.so_path, &st1), 0);
+  /* The second build must not run the compiler: a compiler that does not
+   * exist would fail it if it did. Changing cc changes the key, so reuse
+   * the key's cc but point PATH nowhere. */
+  char *old_path = strdup(getenv("PATH") ? getenv("PATH") : "");
+  setenv("PATH", "/nonexistent", 1);
+  loom_status s2 = build_shared_object(src, &o, &r2, &err);
+  setenv("PATH", old_path, 1);
+  free(old_path);
+  assert_int_equal(s2, LOOM_OK);
+  assert_true(r2.cache_hit);
+  assert_string_equal(r1.so_path, r2.so_path);
+  assert_int_equal(stat(r2.so_path, &st2), 0);
+  assert_true(st1.st_mtim.tv_sec == st2.st_mtim.tv_sec && st1.st_mtim.tv_nsec == st2.st_mtim.tv_nsec);
+  /* Different flags -> different key. */
+  o.extra_flags = "-Wall -Wextra -Werror -DLOOM_PROBE=1";
+  BuildResult r3;
+  assert_int_equal(build_shared_object(src, &o, &r3, &err), LOOM_OK);
+  assert_false(r3.cache_hit);
+  assert_string_not_equal(r1.so_path, r3.so_path);
+  /* And the object works. */
+  Module *m;
+  assert_int_equal(module_load(r1.so_path, &m, &err), LOOM_OK);
+  Kernel k;
+  assert_int_equal(module_get_kernel(m, "probe", &k, &err), LOOM_OK);
+  int32_t (*probe)(void);
+  memcpy(&probe, &k.fn, sizeof probe);
+  assert_int_equal(probe(), 42);
+  module_unload(m);
+  remove_built(&r1);
+  remove_built(&r3);
+  free(src);
+}
+
+static void test_compiler_error(void **state) {
+  (void)state;
+  char *src = unique_source("int broken(void) { return undeclared_thing + ; }\n");
+  BuildOptions o = harness_build_options();
+  BuildResult r;
+  LoomError err = {0};
+  assert_int_equal(build_shared_object(src, &o, &r, &err), LOOM_ERR_BUILD);
+  assert_non_null(strstr(err.msg, "failed"));
+  assert_non_null(strstr(err.msg, "error"));
+  assert_non_null(strstr(err.msg, "undeclared_thing"));
+  /* Nothing left under the final name: a retry compiles again. */
+  assert_int_equal(access(r.so_path, F_OK), -1);
+  remove_built(&r);
+  free(src);
+
+  o.cc = "/nonexistent/cc";
+  src = unique_source("int ok(void) { return 0; }\n");
+  assert_int_equal(build_shared_object(src, &o, &r, &err), LOOM_ERR_BUILD);
+  assert_non_null(strstr(err.msg, "/nonexistent/cc"));
+  free(src);
+}
+
+static void test_cache_dir_errors(void **state) {
+  (void)state;
+  BuildOptions o = harness_build_options();
+  o.cache_dir = "/proc/loom-cannot-create";
+  BuildResult r;
+  LoomError err = {0};
+  assert_int_equal(build_shared_object("int x;\n", &o, &r, &err), LOOM_ERR_IO);
+  assert_non_null(strstr(err.msg, "/proc/loom-cannot-create"));
+  o = harness_build_options();
+  o.include_dir = "/nonexistent-include";
+  assert_int_equal(build_shared_object("int x;\n", &o, &r, &err), LOOM_ERR_IO);
+  assert_non_null(strstr(err.msg, "loom_kernel.h"));
+}
+
+static void test_module_errors(void **state) {
+  (void)state;
+  Module *m;
+  LoomError err = {0};
+  assert_int_equal(module_load("/nonexistent/lib.so", &m, &err), LOOM_ERR_IO);
+  assert_null(m);
+  assert_non_null(strstr(err.msg, "/nonexistent/lib.so"));
+  char *src = unique_source("int present(void) { return 1; }\n");
+  BuildOptions o = harness_build_options();
+  BuildResult r;
+  assert_int_equal(build_shared_object(src, &o, &r, &err), LOOM_OK);
+  assert_int_equal(module_load(r.so_path, &m, &err), LOOM_OK);
+  Kernel k;
+  assert_int_equal(module_get_kernel(m, "absent_kernel", &k, &err), LOOM_ERR_INVALID_ARG);
+  assert_non_null(strstr(err.msg, "absent_kernel"));
+  assert_int_equal(module_get_kernel(m, "present", &k, &err), LOOM_OK);
+  assert_int_equal(k.workspace_bytes, 0);
+  module_unload(m);
+  remove_built(&r);
+  free(src);
+}
+
+static void test_fnv(void **state) {
+  (void)state;
+  /* Reference values of FNV-1a 64. */
+  assert_true(build_fnv1a64(BUILD_FNV_OFFSET, "", 0) == 0xcbf29ce484222325ULL);
+  assert_true(build_fnv1a64(BUILD_FNV_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cULL);
+  assert_true(build_fnv1a64(BUILD_FNV_OFFSET, "foobar", 6) == 0x85944171f73967e8ULL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cache_hit),       cmocka_unit_test(test_compiler_error),
+      cmocka_unit_test(test_cache_dir_errors), cmocka_unit_test(test_module_errors),
+      cmocka_unit_test(test_fnv),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
