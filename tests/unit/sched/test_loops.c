@@ -89,6 +89,7 @@ static void test_split_perfect(void **state) {
   assert_true(arith_can_prove_equal(az, r->realize.iter_values[0],
                                     expr_add(a, expr_mul(a, i0, expr_i64(a, 8)), i1)));
   assert_false(expr_uses_var(r->realize.iter_values[0], sch_loop_var(s, l[0])));
+  assert_bijective_bindings(s, "C");
   check_same_results(f, sch_func(s), 1);
   sch_free(s);
   arena_free(a);
@@ -111,6 +112,7 @@ static void test_split_imperfect(void **state) {
   /* both guards are there: the predicate is false exactly outside the domain */
   const Expr *p = r->realize.predicate;
   assert_true(expr_uses_var(p, sch_loop_var(s, jo[0])) && expr_uses_var(p, sch_loop_var(s, io[0])));
+  assert_bijective_bindings(s, "B");
   check_same_results(f, sch_func(s), 2);
   /* a split with product < extent of a guarded loop still refuses */
   const PrimFunc *before = sch_func(s);
@@ -171,6 +173,7 @@ static void test_fuse(void **state) {
   assert_true(arith_can_prove_equal(az, r->realize.iter_values[0], vi));
   assert_true(arith_can_prove_equal(az, r->realize.iter_values[1], vj));
   arena_free(t);
+  assert_bijective_bindings(s, "C");
   check_same_results(f, sch_func(s), 4);
   /* fuse all the way down, then split back */
   SchRV all = sch_fuse(s, (SchRV[]){ij, l[2]}, 2);
@@ -366,6 +369,7 @@ static void test_tile(void **state) {
   assert_string_equal(sch_loop_var(s, out[0])->var.name, "i_0");
   assert_string_equal(sch_loop_var(s, out[1])->var.name, "j_0");
   assert_string_equal(sch_loop_var(s, out[2])->var.name, "i_1");
+  assert_bijective_bindings(s, "C");
   check_same_results(f, sch_func(s), 10);
   /* a refusal halfway (second loop's factors) leaves everything as it was */
   SchRV m[8];

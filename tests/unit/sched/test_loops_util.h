@@ -16,7 +16,7 @@
 #include "te/te.h"
 #include "tir/interp.h"
 #include "tir/schedule/sched_internal.h"
-#include "tir/text.h"
+#include "support/ptrmap.h"
 
 static const Expr *matmul_body(Arena *a, const Expr *const *ax, void *user) {
   void **ab = user;
@@ -91,12 +91,97 @@ static inline void check_same_results(const PrimFunc *ref, const PrimFunc *f, ui
   free(y);
 }
 
-/* The program as text (printer names are canonical, so equal text means
- * structurally equal programs). Freed with the arena. */
-static inline const char *func_text(Arena *a, const PrimFunc *f) {
-  char *t = tir_print_func(f);
-  const char *r = arena_strdup(a, t);
-  free(t);
+/* Structural equality of two schedules' programs that start from the same
+ * PrimFunc: buffers and block iterators are shared nodes, loop variables are
+ * fresh in each, so loops are matched where they are bound. (Independent of
+ * the text module, so these tests stand on their own.) */
+typedef struct EqCtx {
+  PtrMap vars; /* x loop var -> y loop var */
+} EqCtx;
+
+static bool eq_expr(EqCtx *c, const Expr *x, const Expr *y);
+
+static bool eq_exprs(EqCtx *c, const Expr *const *x, const Expr *const *y, int n) {
+  for (int i = 0; i < n; i++)
+    if (!eq_expr(c, x[i], y[i])) return false;
+  return true;
+}
+
+static bool eq_expr(EqCtx *c, const Expr *x, const Expr *y) {
+  if (!x || !y) return x == y;
+  if (x->kind != y->kind || !dtype_eq(x->dtype, y->dtype)) return false;
+  switch (x->kind) {
+    case EXPR_INT: return x->int_value == y->int_value;
+    case EXPR_FLOAT: return memcmp(&x->float_value, &y->float_value, sizeof(double)) == 0;
+    case EXPR_VAR: {
+      const Expr *m = ptrmap_get(&c->vars, x);
+      return (m ? m : x) == y;
+    }
+    case EXPR_NOT:
+    case EXPR_CAST: return eq_expr(c, x->un.a, y->un.a);
+    case EXPR_SELECT:
+      return eq_expr(c, x->select.cond, y->select.cond) && eq_expr(c, x->select.t, y->select.t) &&
+             eq_expr(c, x->select.f, y->select.f);
+    case EXPR_LOAD:
+      return x->load.buffer == y->load.buffer && x->load.n == y->load.n &&
+             eq_exprs(c, x->load.indices, y->load.indices, x->load.n);
+    case EXPR_CALL:
+      return x->call.op == y->call.op && x->call.n == y->call.n && eq_exprs(c, x->call.args, y->call.args, x->call.n);
+    case EXPR_RAMP:
+    case EXPR_BROADCAST:
+    case EXPR_REDUCE: return expr_equal(x, y);
+    default: return eq_expr(c, x->bin.a, y->bin.a) && eq_expr(c, x->bin.b, y->bin.b);
+  }
+}
+
+static bool eq_stmt(EqCtx *c, const Stmt *x, const Stmt *y) {
+  if (!x || !y) return x == y;
+  if (x->kind != y->kind) return false;
+  switch (x->kind) {
+    case STMT_FOR:
+      if (x->loop.kind != y->loop.kind || !eq_expr(c, x->loop.min, y->loop.min) ||
+          !eq_expr(c, x->loop.extent, y->loop.extent))
+        return false;
+      if ((x->loop.thread_tag == NULL) != (y->loop.thread_tag == NULL) ||
+          (x->loop.thread_tag && strcmp(x->loop.thread_tag, y->loop.thread_tag) != 0))
+        return false;
+      ptrmap_put(&c->vars, x->loop.var, (void *)y->loop.var);
+      return eq_stmt(c, x->loop.body, y->loop.body);
+    case STMT_BLOCK_REALIZE: {
+      const Block *a = x->realize.block, *b = y->realize.block;
+      if (strcmp(a->name, b->name) != 0 || x->realize.n != y->realize.n ||
+          !eq_exprs(c, x->realize.iter_values, y->realize.iter_values, x->realize.n) ||
+          !eq_expr(c, x->realize.predicate, y->realize.predicate) || a->n_iters != b->n_iters)
+        return false;
+      for (int i = 0; i < a->n_iters; i++)
+        if (a->iters[i].var != b->iters[i].var || a->iters[i].type != b->iters[i].type ||
+            !eq_expr(c, a->iters[i].extent, b->iters[i].extent))
+          return false;
+      return eq_stmt(c, a->init, b->init) && eq_stmt(c, a->body, b->body);
+    }
+    case STMT_STORE:
+      return x->store.buffer == y->store.buffer && x->store.n == y->store.n &&
+             eq_expr(c, x->store.value, y->store.value) && eq_exprs(c, x->store.indices, y->store.indices, x->store.n);
+    case STMT_SEQ:
+      if (x->seq.n != y->seq.n) return false;
+      for (int i = 0; i < x->seq.n; i++)
+        if (!eq_stmt(c, x->seq.stmts[i], y->seq.stmts[i])) return false;
+      return true;
+    case STMT_IF:
+      return eq_expr(c, x->if_.cond, y->if_.cond) && eq_stmt(c, x->if_.then_s, y->if_.then_s) &&
+             eq_stmt(c, x->if_.else_s, y->if_.else_s);
+    case STMT_ALLOCATE: return x->alloc.buffer == y->alloc.buffer && eq_stmt(c, x->alloc.body, y->alloc.body);
+    default: return true;
+  }
+}
+
+static inline bool func_equal(const PrimFunc *x, const PrimFunc *y) {
+  Arena *a = arena_new();
+  EqCtx c;
+  ptrmap_init(&c.vars, a);
+  bool r = x->n_params == y->n_params && eq_stmt(&c, x->body, y->body);
+  for (int i = 0; r && i < x->n_params; i++) r = x->params[i] == y->params[i];
+  arena_free(a);
   return r;
 }
 
