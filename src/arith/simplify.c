@@ -91,6 +91,9 @@ static const Expr *simp_div_by_const(Analyzer *az, ExprKind k, const Expr *a, in
   ArithSum r = {t, ARENA_ARRAY(az->arena, ArithTerm, s.n), 0, arith_floormod_i64(s.constant, c)};
   for (int i = 0; i < s.n; i++) {
     ArithTerm term = s.terms[i];
+    /* Only whole multiples of c move out: reducing other coefficients
+     * modulo c (x*9 -> x) would be exact but would hide the fused iterator
+     * that iterator-map detection needs to see. */
     if (term.coef % c == 0) {
       term.coef /= c;
       q.terms[q.n++] = term;
@@ -109,6 +112,33 @@ static const Expr *simp_div_by_const(Analyzer *az, ExprKind k, const Expr *a, in
       r.constant -= lo * c; /* R - lo*c lies in [0, c) */
       return arith_sum_to_expr(az, r);
     }
+  }
+  /* With g = gcd(c, coefficients of R) > 1 and R = g*Y + r1 (0 <= r1 < g):
+   * floordiv(R, c) = floordiv(Y, c/g) and floormod(R, c) = floormod(Y, c/g)*g + r1,
+   * because g*Y + r1 never crosses a multiple of c. This makes
+   * floordiv(i*8 + 7, 16) and floordiv(i*8, 16) the same expression. */
+  uint64_t g = (uint64_t)c;
+  for (int i = 0; i < r.n && g > 1; i++) {
+    uint64_t m = r.terms[i].coef < 0 ? -(uint64_t)r.terms[i].coef : (uint64_t)r.terms[i].coef;
+    while (m) {
+      uint64_t t2 = g % m;
+      g = m;
+      m = t2;
+    }
+  }
+  if (g > 1 && r.n > 0) {
+    int64_t gi = (int64_t)g, r1 = r.constant % gi;
+    ArithSum y = {t, ARENA_ARRAY(az->arena, ArithTerm, r.n), r.n, r.constant / gi};
+    for (int i = 0; i < r.n; i++) {
+      y.terms[i] = r.terms[i];
+      y.terms[i].coef /= gi;
+    }
+    const Expr *inner = simp_floordiv_mod(az, k, arith_sum_to_expr(az, y), expr_i64(az->arena, c / gi));
+    ArithSum in = arith_sum_of(az, inner);
+    if (k == EXPR_FLOORDIV) return arith_sum_to_expr(az, arith_sum_add(az, q, in, 1));
+    in = arith_sum_scale(az, in, gi);
+    in.constant += r1;
+    return arith_sum_to_expr(az, in);
   }
   const Expr *rest = arith_sum_to_expr(az, r);
   const Expr *cexpr = expr_i64(az->arena, c);

@@ -157,6 +157,10 @@ static void run_random(DType t, int cases, uint64_t seed0, bool with_sets) {
     k.orig = gen_int(&c, (int)rng_int(&c.rng, 1, 4));
     k.simp = arith_simplify(az, k.orig);
     k.bound = arith_const_bound(az, k.orig);
+    /* The canonical form is a fixed point. */
+    const Expr *again = arith_simplify(az, k.simp);
+    if (!expr_equal(again, k.simp))
+      fail_msg("not idempotent:\n  %s\n  %s", expr_to_string(c.a, k.simp), expr_to_string(c.a, again));
     if (with_sets) {
       /* Variable 0 stays symbolic; the others range over their domains. */
       PtrMap dom;

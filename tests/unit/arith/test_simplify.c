@@ -86,6 +86,8 @@ static void test_div_mod_rules(void **state) {
   expect(&f, FMOD(ADD(MUL(f.x, C(8)), f.y), C(8)), "floormod(y, 8)");
   expect(&f, FDIV(FDIV(f.x, C(4)), C(8)), "floordiv(x, 32)");
   expect(&f, FMOD(FMOD(f.x, C(32)), C(8)), "floormod(x, 8)");
+  expect(&f, FDIV(ADD(ADD(MUL(f.x, C(8)), MUL(f.y, C(4))), C(3)), C(16)), "floordiv(((x * 2) + y), 4)");
+  expect(&f, FMOD(MUL(f.x, C(6)), C(4)), "(floormod((x * 3), 2) * 2)");
   expect(&f, FDIV(f.x, C(1)), "x");
   expect(&f, FMOD(f.x, C(1)), "0");
   expect(&f, FDIV(ADD(MUL(f.i, C(8)), ADD(f.k, C(2))), C(8)), "i");
@@ -149,11 +151,73 @@ static void test_const_bound(void **state) {
   arena_free(f.a);
 }
 
+
+static void test_eval_set(void **state) {
+  (void)state;
+  Fix f = fix_new();
+  const Expr *i0 = expr_var(f.a, "i0", DT_I64), *i1 = expr_var(f.a, "i1", DT_I64);
+  PtrMap dom;
+  ptrmap_init(&dom, f.a);
+  IntSet s1 = intset_range(f.az, C(0), C(8));
+  ptrmap_put(&dom, i1, &s1);
+  /* compute_at: i0 stays symbolic, i1 covers its loop */
+  IntSet r = arith_eval_set(f.az, ADD(MUL(i0, C(8)), i1), &dom);
+  assert_string_equal(expr_to_string(f.a, r.min), "(i0 * 8)");
+  assert_string_equal(expr_to_string(f.a, r.max), "((i0 * 8) + 7)");
+  /* negative coefficient picks the other end */
+  r = arith_eval_set(f.az, SUB(MUL(i0, C(8)), MUL(i1, C(2))), &dom);
+  assert_string_equal(expr_to_string(f.a, r.min), "((i0 * 8) - 14)");
+  assert_string_equal(expr_to_string(f.a, r.max), "(i0 * 8)");
+  /* floordiv / floormod of an affine expression stay tight */
+  r = arith_eval_set(f.az, FDIV(ADD(MUL(i0, C(8)), i1), C(4)), &dom);
+  assert_string_equal(expr_to_string(f.a, r.min), "(i0 * 2)");
+  assert_string_equal(expr_to_string(f.a, r.max), "((i0 * 2) + 1)");
+  r = arith_eval_set(f.az, FMOD(ADD(MUL(i0, C(8)), i1), C(16)), &dom);
+  assert_string_equal(expr_to_string(f.a, r.min), "(floormod(i0, 2) * 8)");
+  assert_string_equal(expr_to_string(f.a, r.max), "((floormod(i0, 2) * 8) + 7)");
+  r = arith_eval_set(f.az, FMOD(ADD(i0, i1), C(4)), &dom);
+  assert_true(expr_is_int(r.min, 0) && expr_is_int(r.max, 3));
+  /* symbolic set bounds: i1 in [i0, i0 + 4) */
+  IntSet s2 = intset_range(f.az, i0, C(4));
+  ptrmap_put(&dom, i1, &s2);
+  r = arith_eval_set(f.az, MUL(i1, C(3)), &dom);
+  assert_string_equal(expr_to_string(f.a, r.min), "(i0 * 3)");
+  assert_string_equal(expr_to_string(f.a, r.max), "((i0 * 3) + 9)");
+  /* unions simplify */
+  IntSet u = intset_union(f.az, intset_point(MUL(i0, C(8))), intset_point(ADD(MUL(i0, C(8)), C(4))));
+  assert_string_equal(expr_to_string(f.a, u.min), "(i0 * 8)");
+  assert_string_equal(expr_to_string(f.a, u.max), "((i0 * 8) + 4)");
+  /* an unbounded variable in dom gives an unbounded side */
+  IntSet half = {C(0), NULL};
+  ptrmap_put(&dom, i1, &half);
+  r = arith_eval_set(f.az, ADD(i1, C(1)), &dom);
+  assert_true(expr_is_int(r.min, 1) && r.max == NULL);
+  arena_free(f.a);
+}
+
+static void test_eval_int(void **state) {
+  (void)state;
+  Fix f = fix_new();
+  int64_t xv = -7, yv = 2, out;
+  PtrMap vals;
+  ptrmap_init(&vals, f.a);
+  ptrmap_put(&vals, f.x, &xv);
+  ptrmap_put(&vals, f.y, &yv);
+  assert_true(arith_eval_int(FDIV(f.x, f.y), &vals, &out));
+  assert_int_equal(out, -4);
+  assert_true(arith_eval_int(expr_binary(f.a, EXPR_MOD, f.x, f.y), &vals, &out));
+  assert_int_equal(out, -1);
+  assert_false(arith_eval_int(FDIV(f.x, C(0)), &vals, &out));
+  assert_false(arith_eval_int(f.i, &vals, &out)); /* unbound */
+  arena_free(f.a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_constant_folding), cmocka_unit_test(test_affine_canonical),
       cmocka_unit_test(test_div_mod_rules),    cmocka_unit_test(test_minmax_compare_bool),
       cmocka_unit_test(test_float_exactness),  cmocka_unit_test(test_const_bound),
+      cmocka_unit_test(test_eval_set),         cmocka_unit_test(test_eval_int),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
