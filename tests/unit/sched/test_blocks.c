@@ -124,6 +124,12 @@ static void test_compute_at_stencil(void **state) {
                       "P");
   assert_true(expr_is_int(fx_loop(s, "P", 1)->loop.extent, 10));
   fx_check(s);
+  /* Q moves again, deeper: per i1 it needs Q[i, i+2] only. */
+  assert_int_equal(sch_compute_at(s, sch_get_block(s, "Q"), parts[1]), LOOM_OK);
+  assert_int_equal(fx_depth(s, "Q"), 3);
+  assert_true(expr_is_int(fx_loop(s, "Q", 2)->loop.extent, 3));
+  assert_ptr_equal(fx_loop(s, "Q", 1)->loop.var, sch_loop_var(s, parts[1]));
+  fx_check(s);
   sch_free(s);
   arena_free(a);
 }
@@ -255,6 +261,39 @@ static void test_softmax_row_fusion(void **state) {
   arena_free(a);
 }
 
+/* Random valid schedules of the pad + scale + stencil program: random
+ * sizes, split factors, and a random choice of where each stage goes. */
+static void test_random_stencil_schedules(void **state) {
+  (void)state;
+  uint64_t rng = 2026;
+  for (int round = 0; round < 40; round++) {
+    Arena *a = arena_new();
+    int64_t n = 9 + (int64_t)(fx_rng(&rng) % 30);
+    int64_t inner = 1 + (int64_t)(fx_rng(&rng) % 9);
+    int64_t outer = (n + inner - 1) / inner;
+    Schedule *s = sch_create(fx_stencil_prog(a, n), DECIDE_DEFAULT, 1);
+    SchRV parts[2];
+    assert_int_equal(sch_split(s, fx_loop_rv(s, "B", 0), (int64_t[]){outer, inner}, 2, parts), 0);
+    int q_at = (int)(fx_rng(&rng) % 3); /* 0: stay, 1: outer, 2: inner */
+    if (q_at) assert_int_equal(sch_compute_at(s, sch_get_block(s, "Q"), parts[q_at - 1]), LOOM_OK);
+    switch (fx_rng(&rng) % 3) {
+      case 0: assert_int_equal(sch_compute_inline(s, sch_get_block(s, "P")), LOOM_OK); break;
+      case 1:
+        if (q_at) assert_int_equal(sch_compute_at(s, sch_get_block(s, "P"), parts[q_at - 1]), LOOM_OK);
+        break;
+      default: /* P under Q's own loop, when Q has one */
+        if (q_at && fx_depth(s, "Q") > q_at) {
+          SchRV ql = fx_loop_rv(s, "Q", q_at);
+          assert_int_equal(sch_compute_at(s, sch_get_block(s, "P"), ql), LOOM_OK);
+        }
+        break;
+    }
+    fx_check_same(sch_original(s), sch_func(s), (uint64_t)round);
+    sch_free(s);
+    arena_free(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_inline_chain),
@@ -269,6 +308,7 @@ int main(void) {
       cmocka_unit_test(test_reverse_compute_at_epilogue),
       cmocka_unit_test(test_reverse_compute_at_split),
       cmocka_unit_test(test_softmax_row_fusion),
+      cmocka_unit_test(test_random_stencil_schedules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
