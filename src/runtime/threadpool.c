@@ -34,9 +34,7 @@ struct ThreadPool {
   void *closure;
   int64_t n;
   int n_chunks;
-  /* (generation << 32) | next chunk: a worker that woke late for an old
-   * generation can never take a chunk of a newer one. */
-  _Atomic uint64_t ticket;
+  _Atomic uint64_t ticket; /* see ticket_make */
   atomic_int chunks_done;
 };
 
@@ -48,8 +46,14 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void chunk_range(const ThreadPool *p, int c, int64_t *begin, int64_t *end) {
-  int64_t base = p->n / p->n_chunks, extra = p->n % p->n_chunks;
+/* ticket layout: generation (32 bits) | chunk count (16) | next chunk (16).
+ * Everything a worker decides before winning a chunk comes from this one
+ * word, so a worker that woke late for an old generation can neither take a
+ * chunk of a newer job nor misread its size. */
+static uint64_t ticket_make(uint32_t gen, int n_chunks) { return (uint64_t)gen << 32 | (uint64_t)n_chunks << 16; }
+
+static void chunk_range(int64_t n, int n_chunks, int c, int64_t *begin, int64_t *end) {
+  int64_t base = n / n_chunks, extra = n % n_chunks;
   *begin = c * base + (c < extra ? c : extra);
   *end = *begin + base + (c < extra ? 1 : 0);
 }
@@ -60,15 +64,16 @@ static void run_chunks(ThreadPool *p, uint32_t gen) {
     uint64_t t = atomic_load(&p->ticket);
     for (;;) {
       if ((uint32_t)(t >> 32) != gen) return;
-      uint32_t next = (uint32_t)t;
-      if ((int)next >= p->n_chunks) return; /* n_chunks is stable: our generation is live */
+      if ((t & 0xffff) >= ((t >> 16) & 0xffff)) return;
       if (atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) break;
     }
-    int c = (int)(uint32_t)t;
+    /* We hold an unfinished chunk of `gen`: the caller is still waiting on
+     * it, so the job fields are those of `gen`. */
+    int c = (int)(t & 0xffff), n_chunks = (int)((t >> 16) & 0xffff);
     int64_t b, e;
-    chunk_range(p, c, &b, &e);
+    chunk_range(p->n, n_chunks, c, &b, &e);
     p->body(p->closure, b, e);
-    if (atomic_fetch_add(&p->chunks_done, 1) + 1 == p->n_chunks && atomic_load(&p->caller_sleeping)) {
+    if (atomic_fetch_add(&p->chunks_done, 1) + 1 == n_chunks && atomic_load(&p->caller_sleeping)) {
       pthread_mutex_lock(&p->mu);
       pthread_cond_signal(&p->done);
       pthread_mutex_unlock(&p->mu);
@@ -175,7 +180,7 @@ void threadpool_parallel_for(void *pool, int64_t n, LoomParallelBody body, void 
   p->n_chunks = (int)(n < p->n_threads ? n : p->n_threads);
   atomic_store(&p->chunks_done, 0);
   uint32_t gen = atomic_load(&p->generation) + 1;
-  atomic_store(&p->ticket, (uint64_t)gen << 32);
+  atomic_store(&p->ticket, ticket_make(gen, p->n_chunks));
   atomic_store(&p->generation, gen);
   if (atomic_load(&p->sleeping_workers) > 0) {
     pthread_mutex_lock(&p->mu);

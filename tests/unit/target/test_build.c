@@ -89,6 +89,7 @@ static void test_compiler_error(void **state) {
   src = unique_source("int ok(void) { return 0; }\n");
   assert_int_equal(build_shared_object(src, &o, &r, &err), LOOM_ERR_BUILD);
   assert_non_null(strstr(err.msg, "/nonexistent/cc"));
+  remove_built(&r);
   free(src);
 }
 
