@@ -6,9 +6,12 @@
  *   tir_lower_blocks      blocks -> plain loops: iterators replaced by their
  *                         bindings, predicates -> if, init -> if (all reduction
  *                         iterators at their minimum), alloc_buffers -> Allocate
+ *   tir_simplify          fold the substituted bindings
  *   tir_loop_partition    split a loop whose body is guarded by a predicate on
  *                         the loop variable into a guard-free main part and a tail
- *   tir_flatten_buffers   N-d buffers -> 1-d (row-major, honouring storage_align)
+ *   tir_flatten_buffers   N-d buffers -> 1-d (row-major, honouring storage_align);
+ *                         PrimFunc.orig_params keeps the N-d parameters
+ *   tir_simplify          fold flat indices (vectorize needs constant strides)
  *   tir_vectorize         FOR_VECTORIZED loops -> ramp/broadcast vector
  *                         expressions; what cannot be vectorized falls back
  *                         to a serial loop (correct, just slower)
@@ -16,7 +19,7 @@
  *   tir_storage_rewrite   reuse the memory of temporaries whose lifetimes
  *                         do not overlap
  *   tir_simplify          again, to clean up
- */
+ * docs/lowering.md has the details and an example. */
 #ifndef LOOM_TIR_TRANSFORM_H
 #define LOOM_TIR_TRANSFORM_H
 
