@@ -29,6 +29,12 @@ static bool shape_check(const char *name, int ndim, const int64_t *shape, LoomEr
   return true;
 }
 
+static const int64_t *copy_shape(Arena *a, int ndim, const int64_t *shape) {
+  int64_t *s = ARENA_ARRAY(a, int64_t, ndim);
+  for (int d = 0; d < ndim; d++) s[d] = shape[d];
+  return s;
+}
+
 static Buffer *tensor_buffer(Arena *a, TeTensor *t) {
   const Expr **shape = ARENA_ARRAY(a, const Expr *, t->ndim);
   for (int d = 0; d < t->ndim; d++) shape[d] = expr_i64(a, t->shape[d]);
@@ -55,7 +61,7 @@ TeTensor *te_placeholder(Arena *a, const char *name, DType dt, int ndim, const i
   t->name = arena_strdup(a, name);
   t->dtype = dt;
   t->ndim = ndim;
-  t->shape = arena_memdup(a, shape, sizeof(*shape) * (size_t)(ndim > 0 ? ndim : 1));
+  t->shape = copy_shape(a, ndim, shape);
   t->buffer = tensor_buffer(a, t);
   return t;
 }
@@ -99,7 +105,7 @@ TeTensor *te_compute_named(Arena *a, const char *name, int ndim, const int64_t *
   t->name = arena_strdup(a, name);
   t->dtype = e->dtype;
   t->ndim = ndim;
-  t->shape = arena_memdup(a, shape, sizeof(*shape) * (size_t)(ndim > 0 ? ndim : 1));
+  t->shape = copy_shape(a, ndim, shape);
   t->axes = axes;
   t->body = e;
   t->buffer = tensor_buffer(a, t);

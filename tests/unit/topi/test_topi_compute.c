@@ -293,6 +293,11 @@ static void test_softmax(void **state) {
   }
   run(f, (void *[]){x, out});
   assert_close(out, ref, 30);
+  /* Rank 1: the max and sum are 0-d tensors. */
+  PrimFunc *f1 = topi_softmax(a, 1, (int64_t[]){5}, &err);
+  if (!f1) fail_msg("%s", err.msg);
+  run(f1, (void *[]){x, out});
+  assert_close(out, ref, 5);
   free(x);
   arena_free(a);
 }
