@@ -1,0 +1,262 @@
+/* Graph IR: a typed dataflow graph of tensor operators, the level between
+ * a model file (ONNX) and the loop IR. Plain data in one arena:
+ *
+ *   values  tensors, identified by index (ValueId); each has a name, a dtype,
+ *           a shape (dims, -1 where not known yet, optionally a symbolic
+ *           name), at most one producer node, and for constants (weights,
+ *           folded shape metadata) the data itself, owned by the graph.
+ *   nodes   an op from the registry (ops.c), attributes as a small typed
+ *           key-value list, input and output value ids (-1 for an omitted
+ *           optional input) and the source node name for messages.
+ *
+ * Op semantics are those of the newest ONNX opset: operands that older
+ * opsets passed as attributes (Reshape shape, Slice starts/ends, Squeeze and
+ * ReduceMean axes, Pad pads, Clip min/max, Split sizes, Resize scales) are
+ * inputs here, usually constant values; the importer converts old forms.
+ * Nodes are kept in topological order by every pass. */
+#ifndef LOOM_GRAPH_GRAPH_H
+#define LOOM_GRAPH_GRAPH_H
+
+#include "ir/dtype.h"
+#include "support/arena.h"
+#include "support/error.h"
+#include "support/strbuf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int ValueId;
+#define GRAPH_NO_VALUE (-1)
+
+/* Fusion pattern classes (TVM's OpPatternKind): ordered so that a larger
+ * value is harder to fuse. */
+typedef enum GraphOpPattern {
+  GRAPH_PATTERN_ELEMWISE = 0,
+  GRAPH_PATTERN_BROADCAST = 1,
+  GRAPH_PATTERN_INJECTIVE = 2,
+  GRAPH_PATTERN_REDUCTION = 3,
+  GRAPH_PATTERN_OUT_ELEMWISE_FUSABLE = 4, /* conv2d, matmul, dense */
+  GRAPH_PATTERN_OPAQUE = 8,
+} GraphOpPattern;
+
+/* X(ENUM, name, pattern, inference). Names are the ONNX op types; the
+ * inference column names infer_<x> in graph/infer_internal.h. */
+#define GRAPH_OPS(X)                                   \
+  X(ADD, "Add", BROADCAST, broadcast)                             \
+  X(SUB, "Sub", BROADCAST, broadcast)                             \
+  X(MUL, "Mul", BROADCAST, broadcast)                             \
+  X(DIV, "Div", BROADCAST, broadcast)                             \
+  X(POW, "Pow", BROADCAST, broadcast)                             \
+  X(MAX, "Max", BROADCAST, broadcast)                             \
+  X(MIN, "Min", BROADCAST, broadcast)                             \
+  X(SUM, "Sum", BROADCAST, broadcast)                             \
+  X(EQUAL, "Equal", BROADCAST, compare)                         \
+  X(LESS, "Less", BROADCAST, compare)                           \
+  X(GREATER, "Greater", BROADCAST, compare)                     \
+  X(AND, "And", BROADCAST, compare)                             \
+  X(OR, "Or", BROADCAST, compare)                               \
+  X(WHERE, "Where", BROADCAST, where)                         \
+  X(PRELU, "PRelu", BROADCAST, broadcast)                         \
+  X(RELU, "Relu", ELEMWISE, unary)                            \
+  X(LEAKY_RELU, "LeakyRelu", ELEMWISE, unary)                 \
+  X(CLIP, "Clip", ELEMWISE, unary)                            \
+  X(SQRT, "Sqrt", ELEMWISE, unary)                            \
+  X(RECIPROCAL, "Reciprocal", ELEMWISE, unary)                \
+  X(EXP, "Exp", ELEMWISE, unary)                              \
+  X(LOG, "Log", ELEMWISE, unary)                              \
+  X(NEG, "Neg", ELEMWISE, unary)                              \
+  X(ABS, "Abs", ELEMWISE, unary)                              \
+  X(FLOOR, "Floor", ELEMWISE, unary)                          \
+  X(CEIL, "Ceil", ELEMWISE, unary)                            \
+  X(NOT, "Not", ELEMWISE, unary)                              \
+  X(ERF, "Erf", ELEMWISE, unary)                              \
+  X(TANH, "Tanh", ELEMWISE, unary)                            \
+  X(SIGMOID, "Sigmoid", ELEMWISE, unary)                      \
+  X(HARD_SIGMOID, "HardSigmoid", ELEMWISE, unary)             \
+  X(HARD_SWISH, "HardSwish", ELEMWISE, unary)                 \
+  X(GELU, "Gelu", ELEMWISE, unary)                            \
+  X(CAST, "Cast", ELEMWISE, cast)                            \
+  X(IDENTITY, "Identity", ELEMWISE, unary)                    \
+  X(DROPOUT, "Dropout", ELEMWISE, dropout)                      \
+  X(BATCH_NORM, "BatchNormalization", BROADCAST, unary)       \
+  X(CONV, "Conv", OUT_ELEMWISE_FUSABLE, conv)                \
+  X(GEMM, "Gemm", OUT_ELEMWISE_FUSABLE, gemm)                \
+  X(MATMUL, "MatMul", OUT_ELEMWISE_FUSABLE, matmul)            \
+  X(MAX_POOL, "MaxPool", OUT_ELEMWISE_FUSABLE, pool)         \
+  X(AVERAGE_POOL, "AveragePool", OUT_ELEMWISE_FUSABLE, pool) \
+  X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool", REDUCTION, global_pool) \
+  X(GLOBAL_MAX_POOL, "GlobalMaxPool", REDUCTION, global_pool)       \
+  X(REDUCE_MEAN, "ReduceMean", REDUCTION, reduce)              \
+  X(REDUCE_SUM, "ReduceSum", REDUCTION, reduce)                \
+  X(REDUCE_MAX, "ReduceMax", REDUCTION, reduce)                \
+  X(SOFTMAX, "Softmax", OPAQUE, unary)                        \
+  X(LAYER_NORM, "LayerNormalization", OPAQUE, layer_norm)          \
+  X(FLATTEN, "Flatten", INJECTIVE, flatten)                     \
+  X(RESHAPE, "Reshape", INJECTIVE, reshape)                     \
+  X(TRANSPOSE, "Transpose", INJECTIVE, transpose)                 \
+  X(CONCAT, "Concat", INJECTIVE, concat)                       \
+  X(SPLIT, "Split", INJECTIVE, split)                         \
+  X(SLICE, "Slice", INJECTIVE, slice)                         \
+  X(GATHER, "Gather", INJECTIVE, gather)                       \
+  X(SQUEEZE, "Squeeze", INJECTIVE, squeeze)                     \
+  X(UNSQUEEZE, "Unsqueeze", INJECTIVE, unsqueeze)                 \
+  X(EXPAND, "Expand", BROADCAST, expand)                       \
+  X(PAD, "Pad", INJECTIVE, pad)                             \
+  X(TILE, "Tile", INJECTIVE, tile)                           \
+  X(RESIZE, "Resize", INJECTIVE, resize)                       \
+  X(SHAPE, "Shape", OPAQUE, shape)                            \
+  X(CONSTANT_OF_SHAPE, "ConstantOfShape", OPAQUE, constant_of_shape)      \
+  X(RANGE, "Range", OPAQUE, range)
+
+typedef enum GraphOp {
+#define X(e, name, pat, infer) GRAPH_OP_##e,
+  GRAPH_OPS(X)
+#undef X
+  GRAPH_OP_COUNT
+} GraphOp;
+
+typedef enum GraphAttrKind {
+  GRAPH_ATTR_INT,
+  GRAPH_ATTR_FLOAT,
+  GRAPH_ATTR_STRING,
+  GRAPH_ATTR_INTS,
+  GRAPH_ATTR_FLOATS,
+  GRAPH_ATTR_TENSOR,
+} GraphAttrKind;
+
+typedef struct GraphTensor {
+  DType dtype;
+  int rank;
+  int64_t *dims;
+  void *data; /* dense row-major, dtype_bytes(dtype) per element; bool is 1 byte */
+  size_t nbytes;
+} GraphTensor;
+
+typedef struct GraphAttr {
+  const char *name;
+  GraphAttrKind kind;
+  int64_t i;
+  double f;
+  const char *s;
+  int64_t *ints;
+  double *floats;
+  int n; /* length of ints or floats */
+  GraphTensor *t;
+} GraphAttr;
+
+typedef struct GraphValue {
+  const char *name;
+  DType dtype;       /* DT_VOID while unknown */
+  int rank;          /* -1 while unknown */
+  int64_t *dims;     /* rank entries; -1 for an unknown extent */
+  const char **dim_params; /* NULL, or rank entries (NULL where none): symbolic names from the model */
+  int producer;      /* node index, -1 for graph inputs and constants */
+  GraphTensor *constant; /* non-NULL for constants (weights and folded values) */
+} GraphValue;
+
+typedef struct GraphNode {
+  GraphOp op;
+  const char *name; /* the source (ONNX) node name, for messages */
+  ValueId *inputs;
+  int ninputs;
+  ValueId *outputs;
+  int noutputs;
+  GraphAttr *attrs;
+  int nattrs;
+} GraphNode;
+
+typedef struct Graph {
+  Arena *arena; /* owns everything below, including constant data */
+  const char *name;
+  GraphValue *values;
+  int nvalues, values_cap;
+  GraphNode *nodes;
+  int nnodes, nodes_cap;
+  ValueId *inputs, *outputs;
+  int ninputs, noutputs;
+} Graph;
+
+typedef loom_status (*GraphInferFn)(Graph *g, GraphNode *n, LoomError *err);
+
+typedef struct GraphOpInfo {
+  const char *name;
+  GraphOpPattern pattern;
+  GraphInferFn infer;
+} GraphOpInfo;
+
+/* ---- registry (ops.c) ---- */
+const GraphOpInfo *graph_op_info(GraphOp op);
+/* Looks an op up by name; false when no op has it. */
+bool graph_op_lookup(const char *name, GraphOp *out);
+const char *graph_pattern_name(GraphOpPattern p);
+
+/* ---- building (graph.c) ---- */
+/* A graph in its own arena; graph_free releases everything. */
+Graph *graph_new(const char *name);
+void graph_free(Graph *g);
+/* A value with unknown type and shape. */
+ValueId graph_add_value(Graph *g, const char *name);
+/* A constant value owning `t` (which must live in g->arena). */
+ValueId graph_add_constant(Graph *g, const char *name, GraphTensor *t);
+/* Appends a node; inputs/outputs are copied. Returns the node index. */
+int graph_add_node(Graph *g, GraphOp op, const char *name, const ValueId *inputs, int ninputs,
+                   const ValueId *outputs, int noutputs);
+void graph_set_type(Graph *g, ValueId v, DType dtype, int rank, const int64_t *dims);
+void graph_node_set_attr(Graph *g, GraphNode *n, GraphAttr attr);
+/* Attribute lookup: NULL when absent. */
+const GraphAttr *graph_node_attr(const GraphNode *n, const char *name);
+int64_t graph_attr_int(const GraphNode *n, const char *name, int64_t dflt);
+double graph_attr_float(const GraphNode *n, const char *name, double dflt);
+const char *graph_attr_string(const GraphNode *n, const char *name, const char *dflt);
+
+/* ---- tensors ---- */
+GraphTensor *graph_tensor_new(Arena *a, DType dtype, int rank, const int64_t *dims);
+int64_t graph_tensor_numel(const GraphTensor *t);
+/* Element k converted to int64 / double (any dtype). */
+int64_t graph_tensor_get_i64(const GraphTensor *t, int64_t k);
+double graph_tensor_get_f64(const GraphTensor *t, int64_t k);
+void graph_tensor_set_i64(GraphTensor *t, int64_t k, int64_t v);
+void graph_tensor_set_f64(GraphTensor *t, int64_t k, double v);
+/* Number of elements of a shape, -1 when any extent is unknown or negative,
+ * -2 on overflow. */
+int64_t graph_shape_numel(int rank, const int64_t *dims);
+/* True when the value's dtype and every extent are known. */
+bool graph_value_is_static(const GraphValue *v);
+/* The constant tensor behind a value or NULL. */
+const GraphTensor *graph_value_constant(const Graph *g, ValueId v);
+
+/* ---- printing (print.c) ---- */
+/* Stable text form (`loom inspect --dump graph`):
+ *   graph NAME(%x: f32[1, 3, 224, 224]) {
+ *     %w = const f32[64, 3, 7, 7]
+ *     %shape = const i64[2] [1, -1]
+ *     %y: f32[1, 64, 112, 112] = Conv(%x, %w) {strides=[2, 2]}  # "conv0"
+ *     return %y
+ *   }
+ * Constants with at most 16 elements print their values. */
+void graph_print(const Graph *g, StrBuf *sb);
+void graph_print_value_type(const Graph *g, ValueId v, StrBuf *sb);
+
+/* ---- passes ---- */
+/* Shape and dtype inference over every node, in order (pass_infer.c).
+ * Errors name the node and what mismatched. */
+loom_status graph_pass_infer(Graph *g, LoomError *err);
+/* Infers and then folds nodes whose inputs are all constant (or Shape of a
+ * static value) into constants, when the result is small shape-like
+ * metadata (pass_fold.c). Runs inference as it goes. */
+loom_status graph_pass_fold_constants(Graph *g, LoomError *err);
+/* Removes Identity and Dropout (pass_simplify.c). */
+loom_status graph_pass_remove_identity(Graph *g, LoomError *err);
+/* Removes nodes whose outputs reach no graph output, and unused constants
+ * (pass_dce.c). */
+loom_status graph_pass_dce(Graph *g, LoomError *err);
+/* Deletes the nodes with remove[i] set, keeping the order of the rest and
+ * fixing up producer indices. */
+void graph_remove_nodes(Graph *g, const bool *remove);
+/* Replaces every use of `from` (node inputs, graph outputs) with `to`. */
+void graph_replace_uses(Graph *g, ValueId from, ValueId to);
+/* Checks that nodes are in topological order and every input is defined. */
+loom_status graph_verify(const Graph *g, LoomError *err);
+
+#endif

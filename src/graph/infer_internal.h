@@ -1,0 +1,67 @@
+/* Shared helpers and the per-op inference functions named by the GRAPH_OPS
+ * table. Inference is best effort: an input with unknown rank or a
+ * non-constant shape operand leaves the outputs unknown (not an error);
+ * contradictions (mismatched extents, bad axes) are errors naming the node.
+ * Inference also canonicalizes attributes it can resolve (auto_pad -> pads). */
+#ifndef LOOM_GRAPH_INFER_INTERNAL_H
+#define LOOM_GRAPH_INFER_INTERNAL_H
+
+#include "graph/graph.h"
+
+#define INFER_MAX_RANK 16
+
+loom_status infer_fail(const Graph *g, const GraphNode *n, LoomError *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Input k, or NULL when omitted. */
+const GraphValue *infer_input(const Graph *g, const GraphNode *n, int k);
+/* True when input k is present with known rank and dtype. */
+bool infer_known(const Graph *g, const GraphNode *n, int k);
+/* Reads a constant integer operand (any int dtype) into the arena. */
+bool infer_const_ints(const Graph *g, ValueId v, int64_t **out, int *count);
+/* Normalizes a possibly negative axis into [0, rank). */
+loom_status infer_axis(const Graph *g, const GraphNode *n, LoomError *err, int64_t axis, int rank, int *out);
+void infer_set(Graph *g, GraphNode *n, int k, DType dtype, int rank, const int64_t *dims);
+/* Multidirectional (numpy) broadcasting of two shapes into out (rank is the
+ * larger one). Unknown extents stay unknown unless the other side decides. */
+loom_status infer_broadcast_shapes(const Graph *g, const GraphNode *n, LoomError *err, int ra, const int64_t *a, int rb,
+                                   const int64_t *b, int *rout, int64_t *out);
+/* Integer list attribute, or NULL/0 when absent. */
+const int64_t *infer_attr_ints(const GraphNode *n, const char *name, int *count);
+
+/* Clamps one axis of Slice bounds as the ONNX spec does (shared with the
+ * constant folder); count is the number of elements taken. */
+void graph_slice_bounds(int64_t extent, int64_t step, int64_t *start, int64_t *end, int64_t *count);
+
+#define INFER_DECL(x) loom_status infer_##x(Graph *g, GraphNode *n, LoomError *err);
+INFER_DECL(unary)
+INFER_DECL(broadcast)
+INFER_DECL(compare)
+INFER_DECL(where)
+INFER_DECL(cast)
+INFER_DECL(dropout)
+INFER_DECL(conv)
+INFER_DECL(pool)
+INFER_DECL(global_pool)
+INFER_DECL(gemm)
+INFER_DECL(matmul)
+INFER_DECL(reduce)
+INFER_DECL(layer_norm)
+INFER_DECL(flatten)
+INFER_DECL(reshape)
+INFER_DECL(transpose)
+INFER_DECL(concat)
+INFER_DECL(split)
+INFER_DECL(slice)
+INFER_DECL(gather)
+INFER_DECL(squeeze)
+INFER_DECL(unsqueeze)
+INFER_DECL(expand)
+INFER_DECL(pad)
+INFER_DECL(tile)
+INFER_DECL(resize)
+INFER_DECL(shape)
+INFER_DECL(constant_of_shape)
+INFER_DECL(range)
+#undef INFER_DECL
+
+#endif

@@ -1,0 +1,37 @@
+/* Dead code elimination: a node lives when one of its outputs is a graph
+ * output or an input of a live node. One backward sweep suffices because
+ * nodes are in topological order. */
+#include "graph/graph.h"
+
+#include <stdlib.h>
+
+loom_status graph_pass_dce(Graph *g, LoomError *err) {
+  bool *live_value = calloc((size_t)g->nvalues + 1, 1);
+  bool *remove = calloc((size_t)g->nnodes + 1, 1);
+  if (!live_value || !remove) {
+    free(live_value);
+    free(remove);
+    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+  }
+  for (int k = 0; k < g->noutputs; k++) live_value[g->outputs[k]] = true;
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    const GraphNode *n = &g->nodes[i];
+    bool live = false;
+    for (int k = 0; k < n->noutputs; k++)
+      if (n->outputs[k] >= 0 && live_value[n->outputs[k]]) live = true;
+    if (!live) {
+      remove[i] = true;
+      continue;
+    }
+    for (int k = 0; k < n->ninputs; k++)
+      if (n->inputs[k] >= 0) live_value[n->inputs[k]] = true;
+  }
+  graph_remove_nodes(g, remove);
+  /* Unused constants keep their slot in the value table (ids are stable)
+   * but drop their data so nothing downstream embeds them. */
+  for (int v = 0; v < g->nvalues; v++)
+    if (g->values[v].constant && !live_value[v]) g->values[v].constant = NULL;
+  free(live_value);
+  free(remove);
+  return LOOM_OK;
+}
