@@ -160,6 +160,24 @@ IntSet arith_eval_set(Analyzer *az, const Expr *e, const PtrMap *dom) {
   IntSet r = eval_rec(az, arith_simplify(az, e), dom);
   if (r.min) r.min = arith_simplify(az, r.min);
   if (r.max) r.max = arith_simplify(az, r.max);
+  /* A set may mention another variable of dom (an inner loop whose min is
+   * an outer loop variable): relax each end again over dom. */
+  for (int round = 0; round < 4; round++) {
+    bool again = false;
+    if (r.min && uses_dom(r.min, dom)) {
+      r.min = eval_rec(az, r.min, dom).min;
+      if (r.min) r.min = arith_simplify(az, r.min);
+      again = true;
+    }
+    if (r.max && uses_dom(r.max, dom)) {
+      r.max = eval_rec(az, r.max, dom).max;
+      if (r.max) r.max = arith_simplify(az, r.max);
+      again = true;
+    }
+    if (!again) break;
+  }
+  if (r.min && uses_dom(r.min, dom)) r.min = NULL;
+  if (r.max && uses_dom(r.max, dom)) r.max = NULL;
   /* A constant bound may be tighter than the symbolic one where the symbolic
    * answer is only an over-approximation. */
   if (r.min && r.max && r.min->kind == EXPR_INT && r.max->kind == EXPR_INT) {

@@ -183,14 +183,21 @@ static void test_eval_set(void **state) {
   r = arith_eval_set(f.az, MUL(i1, C(3)), &dom);
   assert_string_equal(expr_to_string(f.a, r.min), "(i0 * 3)");
   assert_string_equal(expr_to_string(f.a, r.max), "((i0 * 3) + 9)");
+  /* nested domains: i1 in [i0, i0 + 4) with i0 itself in [0, 8) */
+  IntSet s0 = intset_range(f.az, C(0), C(8));
+  ptrmap_put(&dom, i0, &s0);
+  r = arith_eval_set(f.az, ADD(i1, C(1)), &dom);
+  assert_true(expr_is_int(r.min, 1) && expr_is_int(r.max, 11));
+  PtrMap dom2;
+  ptrmap_init(&dom2, f.a);
   /* unions simplify */
   IntSet u = intset_union(f.az, intset_point(MUL(i0, C(8))), intset_point(ADD(MUL(i0, C(8)), C(4))));
   assert_string_equal(expr_to_string(f.a, u.min), "(i0 * 8)");
   assert_string_equal(expr_to_string(f.a, u.max), "((i0 * 8) + 4)");
   /* an unbounded variable in dom gives an unbounded side */
   IntSet half = {C(0), NULL};
-  ptrmap_put(&dom, i1, &half);
-  r = arith_eval_set(f.az, ADD(i1, C(1)), &dom);
+  ptrmap_put(&dom2, i1, &half);
+  r = arith_eval_set(f.az, ADD(i1, C(1)), &dom2);
   assert_true(expr_is_int(r.min, 1) && r.max == NULL);
   arena_free(f.a);
 }
