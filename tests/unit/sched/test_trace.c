@@ -4,6 +4,8 @@
  * with their position. */
 #include "unit/sched/test_loops_util.h"
 
+#include "tir/text.h"
+
 /* A schedule "function" with sampling points: tiles i and j of a matmul,
  * picks how deep to tile and what to annotate. */
 static void matmul_sched(Schedule *s) {
@@ -53,6 +55,7 @@ static void test_random_roundtrip(void **state) {
     Schedule *r = sch_create(f, DECIDE_RANDOM, seed + 1000);
     if (trace_apply(t, r) != LOOM_OK) fail_msg("%s\n%s", sch_error(r), text);
     assert_true(func_equal(sch_func(r), sch_func(s)));
+    assert_true(tir_func_equal(sch_func(r), sch_func(s)));
     /* the replay records the same trace */
     char *rt = trace_to_text(sch_trace(r));
     assert_string_equal(rt, text);
@@ -75,6 +78,47 @@ static void test_random_roundtrip(void **state) {
     sch_free(r);
     sch_free(s);
   }
+  arena_free(a);
+}
+
+static const Expr *add1_body(Arena *a, const Expr *const *ax, void *user) {
+  return expr_add(a, te_load(a, user, ax), expr_float(a, DT_F32, 1.0));
+}
+
+/* The block primitives replay too: their instructions carry the layout
+ * documented in sched_internal.h. Cache blocks get fresh buffers and
+ * iterators, so this compares with tir_func_equal (matches by position). */
+static void test_block_primitives_roundtrip(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  LoomError err = {0};
+  TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){16, 12}, &err);
+  TeTensor *B = te_compute(a, "B", 2, (int64_t[]){16, 12}, add1_body, A, &err);
+  TeTensor *C = te_compute(a, "C", 2, (int64_t[]){16, 12}, add1_body, B, &err);
+  PrimFunc *f = te_create_primfunc(a, "two_stages", (TeTensor *[]){A, C}, 2, &err);
+  assert_non_null(f);
+  Schedule *s = sch_create(f, DECIDE_RANDOM, 5);
+  SchRV bc = sch_get_block(s, "C"), lc[2], io[2];
+  SchRV cr = sch_cache_read(s, bc, 0, SCOPE_LOCAL);
+  if (cr < 0) fail_msg("%s", sch_error(s));
+  assert_int_equal(sch_get_loops(s, bc, lc, 2), 2);
+  int64_t t[2];
+  assert_int_equal(sch_sample_perfect_tile(s, lc[0], 2, 4, t), LOOM_OK);
+  assert_int_equal(sch_split(s, lc[0], t, 2, io), 0);
+  if (sch_compute_at(s, cr, io[0]) != LOOM_OK) fail_msg("%s", sch_error(s));
+  assert_int_equal(sch_parallel(s, io[0]), LOOM_OK);
+  char *text = trace_to_text(sch_trace(s));
+  assert_contains(text, "compute_at(b");
+  assert_contains(text, "cache_read(b");
+  Trace *tr = trace_parse(a, text, &err);
+  if (!tr) fail_msg("%s", err.msg);
+  Schedule *r = sch_create(f, DECIDE_DEFAULT, 0);
+  if (trace_apply(tr, r) != LOOM_OK) fail_msg("%s\n%s", sch_error(r), text);
+  assert_true(tir_func_equal(sch_func(r), sch_func(s)));
+  check_same_results(f, sch_func(r), 21);
+  free(text);
+  sch_free(r);
+  sch_free(s);
   arena_free(a);
 }
 
@@ -162,6 +206,7 @@ static void test_apply_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_roundtrip),
+      cmocka_unit_test(test_block_primitives_roundtrip),
       cmocka_unit_test(test_text_form),
       cmocka_unit_test(test_parse_errors),
       cmocka_unit_test(test_apply_errors),
