@@ -166,6 +166,49 @@ static inline PrimFunc *fx_softmax(Arena *a, int64_t m, int64_t n) {
   return fx_func(a, "softmax", args, 2);
 }
 
+/* ---- hand-built programs (what te cannot express) ---- */
+
+/* for i in 0:n { block name(vi = i) { dst[vi] = src[vi + off] * scale } } */
+static inline const Stmt *fx_elem(Arena *a, const char *name, const Buffer *dst, const Buffer *src, int64_t off,
+                                  int64_t n, double scale) {
+  const Expr *i = expr_var(a, "i", DT_I64), *vi = expr_var(a, "vi", DT_I64);
+  IterVar *it = ARENA_NEW(a, IterVar);
+  it->var = vi;
+  it->min = expr_i64(a, 0);
+  it->extent = expr_i64(a, n);
+  it->type = ITER_SPATIAL;
+  const Expr *ridx[1] = {off ? expr_add(a, vi, expr_i64(a, off)) : vi}, *widx[1] = {vi};
+  Block *b = ARENA_NEW(a, Block);
+  b->name = name;
+  b->iters = it;
+  b->n_iters = 1;
+  BufferRegion *r = ARENA_NEW(a, BufferRegion), *w = ARENA_NEW(a, BufferRegion);
+  *r = region_point(a, src, ridx);
+  *w = region_point(a, dst, widx);
+  b->reads = r;
+  b->n_reads = 1;
+  b->writes = w;
+  b->n_writes = 1;
+  b->body = stmt_store(a, dst, expr_mul(a, expr_load(a, src, ridx, 1), fx_f(a, scale)), widx, 1);
+  return stmt_for(a, i, expr_i64(a, 0), expr_i64(a, n), FOR_SERIAL, stmt_realize(a, &i, 1, NULL, b));
+}
+
+/* A function of the given nests; params first, the rest allocated by the root. */
+static inline PrimFunc *fx_hand_func(Arena *a, const Buffer *const *params, int np, const Buffer *const *allocs,
+                                     int na, const Stmt *const *nests, int nn) {
+  Block *root = ARENA_NEW(a, Block);
+  root->name = "root";
+  root->alloc_buffers = na ? arena_memdup(a, allocs, sizeof(*allocs) * (size_t)na) : NULL;
+  root->n_alloc = na;
+  root->body = stmt_seq(a, nests, nn);
+  return primfunc_new(a, "hand", params, np, stmt_realize(a, NULL, 0, NULL, root));
+}
+
+static inline Buffer *fx_buf(Arena *a, const char *name, int64_t n) {
+  const Expr *sh[1] = {expr_i64(a, n)};
+  return buffer_new(a, name, DT_F32, 1, sh);
+}
+
 /* ---- oracle ---- */
 
 static inline uint64_t fx_rng(uint64_t *st) {

@@ -261,6 +261,53 @@ static void test_softmax_row_fusion(void **state) {
   arena_free(a);
 }
 
+/* Programs te cannot write: two writers, an input updated in between,
+ * shifted reads, a buffer with two readers. */
+static void test_hand_built_refusals(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = fx_buf(a, "A", 10), *B = fx_buf(a, "B", 10), *C = fx_buf(a, "C", 8), *D = fx_buf(a, "D", 8);
+  const Buffer *p2[2] = {A, C}, *p3[3] = {A, C, D};
+
+  /* B1 and B2 both write B. */
+  const Stmt *two[3] = {fx_elem(a, "B1", B, A, 0, 10, 2), fx_elem(a, "B2", B, A, 0, 10, 3),
+                        fx_elem(a, "C", C, B, 0, 8, 1)};
+  Schedule *s = sch_create(fx_hand_func(a, p2, 2, (const Buffer *[]){B}, 1, two, 3), DECIDE_DEFAULT, 1);
+  SchRV b1 = sch_get_block(s, "B1"), c = sch_get_block(s, "C"), ci = fx_loop_rv(s, "C", 0);
+  FX_REFUSED(s, sch_compute_inline(s, b1), "block \"B2\" also writes B");
+  FX_REFUSED(s, sch_compute_at(s, b1, ci), "block \"B2\" also writes B");
+  FX_REFUSED(s, sch_cache_write(s, b1, 0, SCOPE_LOCAL) >= 0 ? 0 : 1, "block \"B2\" also writes B");
+  FX_REFUSED(s, sch_reverse_compute_inline(s, c), "B has two producers");
+  sch_free(s);
+
+  /* X rewrites the input A between B and its consumer C. */
+  const Stmt *upd[3] = {fx_elem(a, "B", B, A, 0, 10, 2), fx_elem(a, "X", A, A, 0, 10, 5),
+                        fx_elem(a, "C", C, B, 0, 8, 1)};
+  s = sch_create(fx_hand_func(a, p2, 2, (const Buffer *[]){B}, 1, upd, 3), DECIDE_DEFAULT, 1);
+  SchRV b = sch_get_block(s, "B");
+  ci = fx_loop_rv(s, "C", 0);
+  FX_REFUSED(s, sch_compute_inline(s, b), "block \"X\" writes A between block \"B\" and its consumers");
+  FX_REFUSED(s, sch_compute_at(s, b, ci), "block \"X\" writes A, which block \"B\" reads");
+  sch_free(s);
+
+  /* C reads B shifted by one; D reads B too. */
+  const Stmt *sh[3] = {fx_elem(a, "B", B, A, 0, 10, 2), fx_elem(a, "C", C, B, 1, 8, 1),
+                       fx_elem(a, "D", D, B, 0, 8, 1)};
+  s = sch_create(fx_hand_func(a, p3, 3, (const Buffer *[]){B}, 1, sh, 3), DECIDE_DEFAULT, 1);
+  c = sch_get_block(s, "C");
+  SchRV d = sch_get_block(s, "D"), bi = fx_loop_rv(s, "B", 0);
+  FX_REFUSED(s, sch_reverse_compute_inline(s, c), "must read B at exactly its iterators");
+  FX_REFUSED(s, sch_reverse_compute_at(s, c, bi), "must read B at its own iterators");
+  FX_REFUSED(s, sch_reverse_compute_inline(s, d), "iterator \"vi\" of block \"D\" must cover dimension 0 of B");
+  SchRV bb = sch_get_block(s, "B"), cl = fx_loop_rv(s, "C", 0);
+  FX_REFUSED(s, sch_compute_at(s, bb, cl), "consumer \"D\" of block \"B\" is not under loop");
+  /* The shifted read still inlines into both consumers. */
+  assert_int_equal(sch_compute_inline(s, sch_get_block(s, "B")), LOOM_OK);
+  fx_check(s);
+  sch_free(s);
+  arena_free(a);
+}
+
 /* Random valid schedules of the pad + scale + stencil program: random
  * sizes, split factors, and a random choice of where each stage goes. */
 static void test_random_stencil_schedules(void **state) {
@@ -309,6 +356,7 @@ int main(void) {
       cmocka_unit_test(test_reverse_compute_at_split),
       cmocka_unit_test(test_softmax_row_fusion),
       cmocka_unit_test(test_random_stencil_schedules),
+      cmocka_unit_test(test_hand_built_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
