@@ -189,12 +189,41 @@ static void test_random_schedules(void **state) {
   }
 }
 
+/* B = A * 2 + 1 over 6x10: fuse i, j, split the fused loop by 8 and
+ * vectorize. The floordiv/floormod bindings flatten back to the fused index,
+ * so the vector accesses are contiguous; 60 = 7*8 + 4 also needs a tail. */
+static void test_fuse_split_vectorize(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  LoomError err = {0};
+  TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){6, 10}, &err);
+  TeTensor *B = te_compute(a, "B", 2, (int64_t[]){6, 10}, scale_body, A, &err);
+  PrimFunc *f = te_create_primfunc(a, "fused", (TeTensor *[]){A, B}, 2, &err);
+  assert_non_null(f);
+  Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+  SchRV fused = sch_fuse(s, (SchRV[]){loop_of(s, "B", 0), loop_of(s, "B", 1)}, 2);
+  if (fused < 0) fail_msg("fuse: %s", sch_error(s));
+  SchRV parts[2];
+  assert_int_equal(sch_split(s, fused, (int64_t[]){-1, 8}, 2, parts), 0);
+  must(s, sch_vectorize(s, parts[1]));
+  xc_check_same(f, sch_func(s), 141);
+  LowerOptions opt = lower_options_default();
+  const PrimFunc *l = lower_checked(a, sch_func(s), &opt, 142);
+  xc_dump("lower(fuse+split+vectorize)", l);
+  XcCount c = xc_count(l);
+  assert_int_equal(c.vector_stores, 2);
+  assert_int_equal(c.stmt[STMT_IF], 0);
+  sch_free(s);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_tiled_vectorized),
       cmocka_unit_test(test_options_change_shape_not_results),
       cmocka_unit_test(test_cache_read_compute_at_storage_align),
       cmocka_unit_test(test_decompose_reduction),
+      cmocka_unit_test(test_fuse_split_vectorize),
       cmocka_unit_test(test_random_schedules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
