@@ -212,8 +212,11 @@ static void emit_for(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
   cg_emit_expr(cg, &extb, s->loop.extent);
   sb_indent(sb, ind);
   const char *ty = cg_scalar_type(cg, s->loop.var->dtype, "a loop variable");
+  int64_t mn, ex;
   if (expr_is_int(s->loop.min, 0))
     sb_printf(sb, "for (%s %s = 0; %s < %s; ++%s) {\n", ty, var, var, sb_cstr(&extb), var);
+  else if (expr_as_int(s->loop.min, &mn) && expr_as_int(s->loop.extent, &ex))
+    sb_printf(sb, "for (%s %s = %lld; %s < %lld; ++%s) {\n", ty, var, (long long)mn, var, (long long)(mn + ex), var);
   else
     sb_printf(sb, "for (%s %s = %s; %s < %s + %s; ++%s) {\n", ty, var, sb_cstr(&minb), var, sb_cstr(&minb),
               sb_cstr(&extb), var);
