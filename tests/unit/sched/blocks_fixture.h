@@ -18,6 +18,7 @@
 #include "te/te.h"
 #include "tir/interp.h"
 #include "tir/schedule/sched_internal.h"
+#include "tir/text.h"
 
 /* ---- te bodies ---- */
 typedef struct Args {
@@ -250,8 +251,16 @@ static inline void fx_check_same(const PrimFunc *ref, const PrimFunc *got, uint6
   free(cnt);
 }
 
-/* Checks the scheduled program computes the same as the original. */
+/* Checks the scheduled program is well formed and computes the same as
+ * the original. */
 static inline void fx_check(Schedule *s) {
+  LoomError err = {0};
+  if (tir_verify(sch_func(s), &err) != LOOM_OK) {
+    char *txt = tir_print_func(sch_func(s));
+    fprintf(stderr, "%s\n", txt);
+    free(txt);
+    fail_msg("verify: %s", err.msg);
+  }
   fx_check_same(sch_original(s), sch_func(s), 42);
   fx_check_same(sch_original(s), sch_func(s), 7);
 }

@@ -188,6 +188,7 @@ static void test_trace_replay(void **state) {
   if (trace_apply(sch_trace(s), r) != LOOM_OK) fail_msg("replay: %s", sch_error(r));
   assert_int_equal(trace_length(sch_trace(r)), trace_length(sch_trace(s)));
   fx_check_same(sch_func(s), sch_func(r), 5);
+  assert_true(tir_func_equal(sch_func(s), sch_func(r)));
   const char *names[4] = {"C", "C_init", "C_local", "E"};
   for (int k = 0; k < 4; k++) assert_int_equal(fx_depth(r, names[k]), fx_depth(s, names[k]));
   sch_free(r);
