@@ -21,9 +21,26 @@ static bool uses_any(const Expr *e, const Expr *const *vars, int n) {
   return false;
 }
 
+/* Every enclosing loop's range is known, so floordiv/floormod of split and
+ * fused iterators fold back to plain affine forms. */
+static Analyzer *analyzer_for(Arena *a, const SimplifyCtx *c) {
+  Analyzer *az = arith_analyzer_new(a);
+  for (int i = 0; i < c->depth; i++) arith_bind_range(az, c->stack[i].var, c->stack[i].min, c->stack[i].extent);
+  return az;
+}
+
 static const Stmt *simplify_stmt_cb(Mutator *m, const Stmt *s) {
   SimplifyCtx *c = m->user;
   if (s->kind == STMT_FOR) {
+    /* Inner loop bounds may mention a replaced loop (after compute_at the
+     * region a loop covers depends on the outer loops). */
+    if (uses_any(s->loop.min, c->vars, c->n_vars) || uses_any(s->loop.extent, c->vars, c->n_vars)) {
+      Analyzer *az = analyzer_for(m->arena, c);
+      Stmt *n = arena_memdup(m->arena, s, sizeof *n);
+      n->loop.min = arith_simplify(az, s->loop.min);
+      n->loop.extent = arith_simplify(az, s->loop.extent);
+      s = n;
+    }
     LOOM_ASSERT(c->depth < 256);
     c->stack[c->depth++] = (LoopRange){s->loop.var, s->loop.min, s->loop.extent};
     const Stmt *r = mutate_stmt_children(m, s);
@@ -36,10 +53,7 @@ static const Stmt *simplify_stmt_cb(Mutator *m, const Stmt *s) {
   for (int i = 0; i < s->realize.n && !touched; i++)
     touched = uses_any(s->realize.iter_values[i], c->vars, c->n_vars);
   if (!touched) return s;
-  /* Every enclosing loop's range is known, so floordiv/floormod of split and
-   * fused iterators fold back to plain affine forms. */
-  Analyzer *az = arith_analyzer_new(m->arena);
-  for (int i = 0; i < c->depth; i++) arith_bind_range(az, c->stack[i].var, c->stack[i].min, c->stack[i].extent);
+  Analyzer *az = analyzer_for(m->arena, c);
   const Expr **vals = ARENA_ARRAY(m->arena, const Expr *, s->realize.n);
   for (int i = 0; i < s->realize.n; i++) vals[i] = arith_simplify(az, s->realize.iter_values[i]);
   const Expr *pred = arith_simplify(az, s->realize.predicate);

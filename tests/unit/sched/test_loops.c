@@ -39,6 +39,12 @@ static void assert_bijective_bindings(Schedule *s, const char *name) {
   if (!ok) fail_msg("bindings of %s: %s", name, err.msg);
 }
 
+/* root { for i { for j { B } }  for i2 { for j2 { C } } } is built by
+ * splitting nothing: two te stages give two sibling nests. */
+static const Expr *add1_body(Arena *a, const Expr *const *ax, void *user) {
+  return expr_add(a, te_load(a, user, ax), expr_float(a, DT_F32, 1.0));
+}
+
 static void test_get_block_and_loops(void **state) {
   (void)state;
   Arena *a = arena_new();
@@ -298,12 +304,6 @@ static void test_reorder(void **state) {
   arena_free(a);
 }
 
-/* root { for i { for j { B } }  for i2 { for j2 { C } } } is built by
- * splitting nothing: two te stages give two sibling nests. */
-static const Expr *add1_body(Arena *a, const Expr *const *ax, void *user) {
-  return expr_add(a, te_load(a, user, ax), expr_float(a, DT_F32, 1.0));
-}
-
 static void test_reorder_refusals(void **state) {
   (void)state;
   Arena *a = arena_new();
@@ -351,6 +351,31 @@ static void test_reorder_refusals(void **state) {
   arena_free(a);
 }
 
+/* Splitting a loop that a producer was computed at: the producer's nest
+ * under it is rewritten too, and an imperfect split guards it as well. */
+static void test_split_after_compute_at(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  LoomError err = {0};
+  TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){16, 12}, &err);
+  TeTensor *B = te_compute(a, "B", 2, (int64_t[]){16, 12}, add1_body, A, &err);
+  TeTensor *C = te_compute(a, "C", 2, (int64_t[]){16, 12}, add1_body, B, &err);
+  PrimFunc *f = te_create_primfunc(a, "two_stages", (TeTensor *[]){A, C}, 2, &err);
+  assert_non_null(f);
+  Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+  SchRV lc[4], io[2], jo[2];
+  loops_of(s, "C", lc);
+  if (sch_compute_at(s, sch_get_block(s, "B"), lc[1]) != LOOM_OK) fail_msg("%s", sch_error(s));
+  assert_int_equal(sch_split(s, lc[0], (int64_t[]){3, 6}, 2, io), 0);
+  assert_int_equal(sch_split(s, lc[1], (int64_t[]){-1, 5}, 2, jo), 0);
+  const Stmt *rb = stmt_find_block(sch_func(s)->body, "B");
+  assert_true(expr_uses_var(rb->realize.predicate, sch_loop_var(s, io[0])));
+  assert_true(expr_uses_var(rb->realize.predicate, sch_loop_var(s, jo[0])));
+  check_same_results(f, sch_func(s), 13);
+  sch_free(s);
+  arena_free(a);
+}
+
 static void test_tile(void **state) {
   (void)state;
   Arena *a = arena_new();
@@ -393,7 +418,7 @@ int main(void) {
       cmocka_unit_test(test_split_imperfect),     cmocka_unit_test(test_split_refusals),
       cmocka_unit_test(test_fuse),                cmocka_unit_test(test_fuse_refusals),
       cmocka_unit_test(test_reorder),             cmocka_unit_test(test_reorder_refusals),
-      cmocka_unit_test(test_tile),
+      cmocka_unit_test(test_split_after_compute_at), cmocka_unit_test(test_tile),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
