@@ -82,7 +82,10 @@ static IntSet eval_sum(Analyzer *az, const Expr *e, const PtrMap *dom) {
       int varying = -1, n_varying = 0;
       for (int k = 0; k < term->n_atoms; k++)
         if (uses_dom(term->atoms[k], dom)) varying = k, n_varying++;
-      if (n_varying != 1) {
+      /* A product too large to distribute stays an atom of kind mul;
+       * recursing into it would parse it back into the same atom. */
+      ExprKind vk = n_varying == 1 ? term->atoms[varying]->kind : EXPR_MUL;
+      if (n_varying != 1 || vk == EXPR_ADD || vk == EXPR_SUB || vk == EXPR_MUL) {
         ts = from_bound(az, arith_bound_in(az, mono, dom));
       } else {
         const Expr *mult = expr_i64(az->arena, term->coef);

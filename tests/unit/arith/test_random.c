@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "arith/arith.h"
@@ -154,7 +155,7 @@ static void run_random(DType t, int cases, uint64_t seed0, bool with_sets) {
     for (int q = 0; q < NV; q++)
       arith_bind_range(az, c.vars[q], expr_int(c.a, t, c.mins[q]), expr_int(c.a, t, c.exts[q]));
     Check k = {0};
-    k.orig = gen_int(&c, (int)rng_int(&c.rng, 1, 4));
+    k.orig = gen_int(&c, (int)rng_int(&c.rng, 1, 5));
     k.simp = arith_simplify(az, k.orig);
     k.bound = arith_const_bound(az, k.orig);
     /* The canonical form is a fixed point. */
@@ -182,16 +183,23 @@ static void run_random(DType t, int cases, uint64_t seed0, bool with_sets) {
   }
 }
 
+/* LOOM_ARITH_SOAK=n multiplies the case counts for a long local run. */
+static int soak(void) {
+  const char *s = getenv("LOOM_ARITH_SOAK");
+  int n = s ? atoi(s) : 1;
+  return n > 0 ? n : 1;
+}
+
 static void test_random_i64(void **state) {
   (void)state;
-  run_random(DT_I64, 4000, 1, true);
+  run_random(DT_I64, 4000 * soak(), 1, true);
 }
 
 static void test_random_narrow(void **state) {
   (void)state;
-  run_random(DT_I8, 1500, 100000, false);
-  run_random(DT_I32, 1500, 200000, false);
-  run_random(dtype_make(DT_UINT, 8, 1), 1500, 300000, false);
+  run_random(DT_I8, 1500 * soak(), 10000000, false);
+  run_random(DT_I32, 1500 * soak(), 20000000, false);
+  run_random(dtype_make(DT_UINT, 8, 1), 1500 * soak(), 30000000, false);
 }
 
 /* Affine expressions: simplified const bound and eval_set are exact. */

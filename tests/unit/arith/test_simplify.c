@@ -188,6 +188,14 @@ static void test_eval_set(void **state) {
   ptrmap_put(&dom, i0, &s0);
   r = arith_eval_set(f.az, ADD(i1, C(1)), &dom);
   assert_true(expr_is_int(r.min, 1) && expr_is_int(r.max, 11));
+  /* a product too large to distribute is bounded, not recursed into forever */
+  const Expr *big = ADD(ADD(ADD(f.i, f.j), ADD(f.k, f.x)), C(1));
+  ptrmap_put(&dom, f.i, &s0);
+  ptrmap_put(&dom, f.j, &s0);
+  ptrmap_put(&dom, f.k, &s0);
+  ptrmap_put(&dom, f.x, &s0);
+  r = arith_eval_set(f.az, MUL(big, ADD(big, C(1))), &dom);
+  assert_true(expr_is_int(r.min, 2) && expr_is_int(r.max, 29 * 30));
   PtrMap dom2;
   ptrmap_init(&dom2, f.a);
   /* unions simplify */
