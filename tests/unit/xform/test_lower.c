@@ -217,6 +217,42 @@ static void test_fuse_split_vectorize(void **state) {
   arena_free(a);
 }
 
+/* B = A*2+1, C = B*2+1, D = C*2+1 over [n]: random split of D's loop,
+ * B and/or C computed at its outer loop or cached in local memory, random
+ * vectorize/unroll of the inner loops; lowered under random options. */
+static void test_random_chain_schedules(void **state) {
+  (void)state;
+  uint64_t rng = 0xc4a1;
+  for (int trial = 0; trial < 30; trial++) {
+    Arena *a = arena_new();
+    LoomError err = {0};
+    int64_t n = 1 + (int64_t)(xc_rng(&rng) % 40);
+    TeTensor *A = te_placeholder(a, "A", DT_F32, 1, (int64_t[]){n}, &err);
+    TeTensor *B = te_compute(a, "B", 1, (int64_t[]){n}, scale_body, A, &err);
+    TeTensor *C = te_compute(a, "C", 1, (int64_t[]){n}, scale_body, B, &err);
+    TeTensor *D = te_compute(a, "D", 1, (int64_t[]){n}, scale_body, C, &err);
+    PrimFunc *f = te_create_primfunc(a, "chain3", (TeTensor *[]){A, D}, 2, &err);
+    assert_non_null(f);
+    Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+    SchRV parts[2];
+    int64_t factor = 1 + (int64_t)(xc_rng(&rng) % 9);
+    assert_int_equal(sch_split(s, loop_of(s, "D", 0), (int64_t[]){-1, factor}, 2, parts), 0);
+    if (xc_rng(&rng) % 2) (void)sch_cache_write(s, sch_get_block(s, "C"), 0, SCOPE_LOCAL);
+    if (xc_rng(&rng) % 2) (void)sch_compute_at(s, sch_get_block(s, "C"), parts[0]);
+    if (xc_rng(&rng) % 2) (void)sch_compute_at(s, sch_get_block(s, "B"), parts[0]);
+    if (xc_rng(&rng) % 2) (void)sch_vectorize(s, parts[1]);
+    else if (xc_rng(&rng) % 2) (void)sch_unroll(s, parts[1]);
+    LowerOptions opt = lower_options_default();
+    opt.partition_loops = xc_rng(&rng) % 4 != 0;
+    opt.storage_rewrite = xc_rng(&rng) % 4 != 0;
+    opt.max_unroll_extent = (int)(xc_rng(&rng) % 3) * 4;
+    xc_check_same(f, sch_func(s), 400 + (uint64_t)trial);
+    xc_dump("lower(chain3)", lower_checked(a, sch_func(s), &opt, 500 + (uint64_t)trial));
+    sch_free(s);
+    arena_free(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_tiled_vectorized),
@@ -225,6 +261,7 @@ int main(void) {
       cmocka_unit_test(test_decompose_reduction),
       cmocka_unit_test(test_fuse_split_vectorize),
       cmocka_unit_test(test_random_schedules),
+      cmocka_unit_test(test_random_chain_schedules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
