@@ -139,7 +139,8 @@ char *trace_to_text(const Trace *t);
 Trace *trace_parse(Arena *a, const char *text, LoomError *err);
 int trace_length(const Trace *t);
 /* Re-executes every instruction of t on s (normally fresh from the same
- * PrimFunc); sampling instructions return their recorded decisions. */
+ * PrimFunc); sampling instructions return their recorded decisions. On an
+ * error s is left as it was before the call. */
 loom_status trace_apply(const Trace *t, Schedule *s);
 
 #endif

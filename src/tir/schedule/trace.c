@@ -457,9 +457,17 @@ loom_status trace_apply(const Trace *t, Schedule *s) {
   int total = 0;
   for (int i = 0; i < t->n; i++) total += t->insts[i].n_outputs;
   RVMap m = {ARENA_ARRAY(s->arena, SchRV, total), ARENA_ARRAY(s->arena, SchRV, total), 0};
+  /* All or nothing: a trace that fails halfway leaves s as it was. */
+  const PrimFunc *saved_func = s->func;
+  int saved_rvs = s->n_rvs, saved_trace = s->trace->n;
   for (int i = 0; i < t->n; i++) {
     loom_status st = replay_one(s, &t->insts[i], i, &m);
-    if (st != LOOM_OK) return st;
+    if (st != LOOM_OK) {
+      s->func = saved_func;
+      s->n_rvs = saved_rvs;
+      s->trace->n = saved_trace;
+      return st;
+    }
   }
   return LOOM_OK;
 }

@@ -39,6 +39,8 @@ static void test_annotate_matmul(void **state) {
   assert_refused(s, sch_parallel(s, l[1]), before, "nested inside parallel loop i");
   assert_refused(s, sch_parallel(s, l[0]), before, "already parallel");
   assert_refused(s, sch_unroll(s, l[0]), before, "already parallel");
+  assert_int_equal(sch_fuse(s, (SchRV[]){l[0], l[1]}, 2), -1);
+  assert_refused(s, LOOM_ERR_SCHEDULE, before, "loop i is parallel; only serial loops can be fused");
   assert_int_equal(sch_vectorize(s, l[1]), LOOM_OK);
   assert_int_equal(kind_of(s, l[1]), FOR_VECTORIZED);
   assert_int_equal(sch_unroll(s, l[2]), LOOM_OK); /* unroll is always legal */

@@ -198,6 +198,10 @@ static void test_apply_errors(void **state) {
     Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
     assert_int_equal(trace_apply(t, s), LOOM_ERR_SCHEDULE);
     assert_contains(sch_error(s), cases[i].msg);
+    /* nothing of the failed replay remains */
+    assert_ptr_equal(sch_func(s), f);
+    assert_int_equal(trace_length(sch_trace(s)), 0);
+    assert_int_equal(s->n_rvs, 0);
     sch_free(s);
   }
   arena_free(a);
