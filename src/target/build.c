@@ -78,9 +78,17 @@ static char *read_file(const char *path, size_t *len) {
 }
 
 /* Writes data to path through a temporary name + rename. */
+/* A temporary name unique across processes (pid), threads (the address of a
+ * stack variable) and time, so concurrent builds of one key never share it. */
+static void temp_name(char *buf, size_t cap, const char *path) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(buf, cap, "%s.tmp.%ld.%lx.%ld", path, (long)getpid(), (unsigned long)(uintptr_t)&ts, (long)ts.tv_nsec);
+}
+
 static loom_status write_file_atomic(const char *path, const char *data, LoomError *err) {
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  char tmp[PATH_MAX + 64];
+  temp_name(tmp, sizeof tmp, path);
   FILE *f = fopen(tmp, "wb");
   if (!f) return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", tmp, strerror(errno));
   size_t n = strlen(data);
@@ -158,7 +166,7 @@ loom_status build_shared_object(const char *source, const BuildOptions *opt, Bui
     h = hash_str(h, text);
     free(text);
   }
-  char base[PATH_MAX - 64], c_path[PATH_MAX], tmp_so[PATH_MAX + 64], err_path[PATH_MAX + 64];
+  char base[PATH_MAX - 64], c_path[PATH_MAX], tmp_so[PATH_MAX + 128], err_path[PATH_MAX + 128];
   if (snprintf(base, sizeof base, "%s/%016llx", cache, (unsigned long long)h) >= (int)sizeof base - 4)
     return err_set(err, LOOM_ERR_IO, "cache directory path too long: \"%s\"", cache);
   snprintf(out->so_path, sizeof out->so_path, "%s.so", base);
@@ -172,10 +180,9 @@ loom_status build_shared_object(const char *source, const BuildOptions *opt, Bui
   st = write_file_atomic(c_path, source, err);
   if (st) return st;
 
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  snprintf(tmp_so, sizeof tmp_so, "%s.so.tmp.%ld.%ld", base, (long)getpid(), (long)ts.tv_nsec);
-  snprintf(err_path, sizeof err_path, "%s.err.%ld.%ld", base, (long)getpid(), (long)ts.tv_nsec);
+  temp_name(tmp_so, sizeof tmp_so, out->so_path);
+  temp_name(err_path, sizeof err_path, base);
+  strncat(err_path, ".err", sizeof err_path - strlen(err_path) - 1);
 
   size_t flen = strlen(cflags) + strlen(extra) + 2;
   char *flags = malloc(flen);
