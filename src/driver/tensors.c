@@ -1,0 +1,134 @@
+/* DLTensors for a PrimFunc's parameters, with seeded random contents. */
+#include "driver/driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* The parameter as the caller sees it: N-d even after flattening. */
+static const Buffer *param_buffer(const PrimFunc *f, int i) {
+  return f->orig_params ? f->orig_params[i] : f->params[i];
+}
+
+loom_status driver_tensors_alloc(const PrimFunc *f, uint64_t seed, DriverTensors *out,
+                                 LoomError *err) {
+  if (!f || !out) return err_set(err, LOOM_ERR_INVALID_ARG, "driver_tensors_alloc: NULL argument");
+  memset(out, 0, sizeof *out);
+  int n = f->n_params;
+  out->n = n;
+  out->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *out->tensors);
+  out->ptrs = calloc((size_t)(n > 0 ? n : 1), sizeof *out->ptrs);
+  out->bytes = calloc((size_t)(n > 0 ? n : 1), sizeof *out->bytes);
+  if (!out->tensors || !out->ptrs || !out->bytes) {
+    driver_tensors_free(out);
+    return err_set(err, LOOM_ERR_INTERNAL, "driver_tensors_alloc: out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    const Buffer *b = param_buffer(f, i);
+    DLTensor *t = &out->tensors[i];
+    out->ptrs[i] = t;
+    if (b->dtype.lanes != 1 || b->dtype.bits % 8 != 0 || b->dtype.code == DT_HANDLE) {
+      char buf[16];
+      driver_tensors_free(out);
+      return err_set(err, LOOM_ERR_INVALID_ARG,
+                     "driver_tensors_alloc: parameter \"%s\" of \"%s\" has dtype %s, expected a "
+                     "scalar type of whole bytes",
+                     b->name, f->name, dtype_str(b->dtype, buf));
+    }
+    int64_t *shape = calloc((size_t)(b->ndim > 0 ? b->ndim : 1), sizeof *shape);
+    t->shape = shape;
+    int64_t count = 1;
+    for (int d = 0; d < b->ndim; d++) {
+      const Expr *e = b->shape[d];
+      if (!shape || e->kind != EXPR_INT || e->int_value < 0) {
+        driver_tensors_free(out);
+        return err_set(err, LOOM_ERR_INVALID_ARG,
+                       "driver_tensors_alloc: dimension %d of parameter \"%s\" of \"%s\" is not a "
+                       "non-negative constant",
+                       d, b->name, f->name);
+      }
+      shape[d] = e->int_value;
+      count *= e->int_value;
+    }
+    size_t bytes = (size_t)count * (size_t)(b->dtype.bits / 8);
+    size_t padded = (bytes + 63) / 64 * 64;
+    t->data = aligned_alloc(64, padded ? padded : 64);
+    if (!t->data) {
+      driver_tensors_free(out);
+      return err_set(err, LOOM_ERR_INTERNAL, "driver_tensors_alloc: out of memory for \"%s\"", b->name);
+    }
+    memset(t->data, 0, padded ? padded : 64);
+    out->bytes[i] = bytes;
+    t->device.device_type = kDLCPU;
+    t->ndim = b->ndim;
+    t->dtype.code = (uint8_t)b->dtype.code;
+    t->dtype.bits = (uint8_t)b->dtype.bits;
+    t->dtype.lanes = 1;
+  }
+  driver_tensors_randomize(out, seed);
+  return LOOM_OK;
+}
+
+static void fill(DLTensor *t, size_t bytes, uint64_t *rng) {
+  size_t width = t->dtype.bits / 8, count = width ? bytes / width : 0;
+  for (size_t k = 0; k < count; k++) {
+    uint64_t r = splitmix64(rng);
+    double u = (double)(r >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0; /* [-1, 1) */
+    int64_t small = (int64_t)(r % 9);                                      /* [0, 8] */
+    void *p = (char *)t->data + k * width;
+    switch (t->dtype.code) {
+      case kDLFloat:
+        if (width == 4) *(float *)p = (float)u;
+        else if (width == 8) *(double *)p = u;
+        else memset(p, 0, width); /* f16: zero is exact in every encoding */
+        break;
+      case kDLInt:
+        small -= 4;
+        /* fallthrough */
+      default:
+        if (t->dtype.code == DT_BOOL) small &= 1;
+        switch (width) {
+          case 1: *(int8_t *)p = (int8_t)small; break;
+          case 2: *(int16_t *)p = (int16_t)small; break;
+          case 4: *(int32_t *)p = (int32_t)small; break;
+          default: *(int64_t *)p = small; break;
+        }
+    }
+  }
+}
+
+void driver_tensors_randomize(DriverTensors *t, uint64_t seed) {
+  for (int i = 0; i < t->n; i++) {
+    uint64_t rng = seed * 0x100000001b3ULL + (uint64_t)i * 0x9e3779b97f4a7c15ULL;
+    fill(&t->tensors[i], t->bytes[i], &rng);
+  }
+}
+
+void driver_tensors_copy(DriverTensors *dst, const DriverTensors *src) {
+  for (int i = 0; i < dst->n && i < src->n; i++) {
+    size_t bytes = dst->bytes[i] < src->bytes[i] ? dst->bytes[i] : src->bytes[i];
+    if (bytes) memcpy(dst->tensors[i].data, src->tensors[i].data, bytes);
+  }
+}
+
+void driver_tensors_data(const DriverTensors *t, void **out) {
+  for (int i = 0; i < t->n; i++) out[i] = t->tensors[i].data;
+}
+
+void driver_tensors_free(DriverTensors *t) {
+  if (!t) return;
+  for (int i = 0; t->tensors && i < t->n; i++) {
+    free(t->tensors[i].data);
+    free(t->tensors[i].shape);
+  }
+  free(t->tensors);
+  free(t->ptrs);
+  free(t->bytes);
+  memset(t, 0, sizeof *t);
+}
