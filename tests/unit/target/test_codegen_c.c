@@ -407,12 +407,57 @@ static void test_codegen_refusals(void **state) {
   arena_free(a);
 }
 
+/* f64 math, a bool output, and a parallel loop over a symbolic extent that
+ * starts at 3 (the closure captures n; the chunk offsets add to the min). */
+static void test_f64_bool_symbolic_parallel(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  const Expr *n = expr_var(a, "n", DT_I64);
+  const Buffer *X = buffer_new(a, "X", DT_F64, 1, &n), *Y = buffer_new(a, "Y", DT_F64, 1, &n);
+  const Buffer *M = buffer_new(a, "M", DT_BOOL1, 1, &n);
+  const Buffer *ps[] = {X, Y, M};
+  const Expr *i = expr_var(a, "i", DT_I64);
+  const Expr *x = h_ld(a, X, i);
+  const Expr *args2[] = {x, expr_float(a, DT_F64, 2.0)};
+  const Stmt *body[] = {
+      h_st(a, Y, i, expr_add(a, expr_call(a, CALL_EXP, DT_F64, &x, 1), expr_call(a, CALL_POW, DT_F64, args2, 2))),
+      h_st(a, M, i, expr_lt(a, x, expr_float(a, DT_F64, 0.0))),
+  };
+  const Stmt *loop = stmt_for(a, i, h_i(a, 3), expr_sub(a, n, h_i(a, 3)), FOR_PARALLEL, stmt_seq(a, body, 2));
+  PrimFunc *f = primfunc_new(a, "f64_bool", ps, 3, loop);
+  Module *m = harness_compile(&f, 1, NULL);
+  Kernel k = harness_kernel(m, "f64_bool");
+  ThreadPool *pool;
+  assert_int_equal(threadpool_create(2, &pool, NULL), LOOM_OK);
+  enum { LEN = 29 };
+  double xs[LEN], ys[LEN];
+  _Bool ms[LEN];
+  for (int q = 0; q < LEN; q++) xs[q] = (q - 14) * 0.3;
+  for (int use_pool = 0; use_pool < 2; use_pool++) {
+    memset(ys, 0, sizeof ys);
+    memset(ms, 0, sizeof ms);
+    int64_t sh[] = {LEN};
+    DLTensor tx = harness_tensor(xs, kDLFloat, 64, 1, sh), ty = harness_tensor(ys, kDLFloat, 64, 1, sh),
+             tm = harness_tensor(ms, kDLUInt, 8, 1, sh);
+    DLTensor *args[] = {&tx, &ty, &tm};
+    assert_int_equal(call(&k, args, 3, use_pool ? pool : NULL), 0);
+    for (int q = 0; q < LEN; q++) {
+      double want = q < 3 ? 0 : exp(xs[q]) + pow(xs[q], 2.0);
+      assert_true(fabs(ys[q] - want) <= 1e-12 * (1 + fabs(want)));
+      assert_int_equal(ms[q], q >= 3 && xs[q] < 0);
+    }
+  }
+  threadpool_destroy(pool);
+  module_unload(m);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vector_add),       cmocka_unit_test(test_matmul_parallel),
       cmocka_unit_test(test_floordiv_floormod), cmocka_unit_test(test_select_cast_call),
       cmocka_unit_test(test_allocations),      cmocka_unit_test(test_argument_checks),
-      cmocka_unit_test(test_codegen_refusals),
+      cmocka_unit_test(test_codegen_refusals), cmocka_unit_test(test_f64_bool_symbolic_parallel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
