@@ -230,17 +230,17 @@ static bool to_sum(Ctx *c, const Expr *e, Sum *out) {
       if (uses_loop(c, q)) p = e->bin.b, q = e->bin.a;
       if (uses_loop(c, q)) return fail(c, "product of two iterators (not affine)%s", NULL);
       int64_t k;
-      if (!expr_as_int(q, &k)) return fail(c, "iterator scaled by a non-constant%s", NULL);
+      if (!expr_as_int(arith_simplify(c->az, q), &k)) return fail(c, "iterator scaled by a non-constant%s", NULL);
       Sum x;
       if (!to_sum(c, p, &x)) return false;
       for (int i = 0; i < x.n; i++) x.splits[i].scale *= k;
-      x.base = arith_simplify(c->az, expr_mul(c->a, x.base, q));
+      x.base = arith_simplify(c->az, expr_mul(c->a, x.base, expr_i64(c->a, k)));
       *out = x;
       return true;
     }
     case EXPR_FLOORDIV: case EXPR_FLOORMOD: {
       int64_t d;
-      if (!expr_as_int(e->bin.b, &d) || d <= 0) return fail(c, "division of an iterator by a non-positive or symbolic divisor%s", NULL);
+      if (!expr_as_int(arith_simplify(c->az, e->bin.b), &d) || d <= 0) return fail(c, "division of an iterator by a non-positive or symbolic divisor%s", NULL);
       return div_mod(c, e->kind, e, d, out);
     }
     default: break;
@@ -340,6 +340,27 @@ static bool check_uses(Ctx *c, const SplitVec *top, bool bijective) {
         continue;
       }
     }
+    /* Checked whole: a piece of it may also be used directly on its own
+     * mark (floormod(i0*4 + i1, 2) simplifies to floormod(i1, 2)); lift
+     * such uses up to digits of m so that m's tiling sees them. */
+    if (!m->loop_var && m->limit == m->extent) {
+      for (int k = 0; k < m->n_source; k++) {
+        const Split *p = &m->source[k];
+        SplitVec *pu = &uses[p->mark->id];
+        int kept = 0;
+        for (int q = 0; q < pu->n; q++) {
+          Split w = pu->items[q];
+          int64_t top = p->lower * p->extent, wtop = w.lower * w.extent;
+          if (w.lower >= p->lower && w.lower % p->lower == 0 && wtop <= top && top % wtop == 0) {
+            Split lifted = {m, p->scale * (w.lower / p->lower), w.extent, 1};
+            VEC_PUSH(c->a, *u, lifted);
+          } else {
+            pu->items[kept++] = w;
+          }
+        }
+        pu->n = kept;
+      }
+    }
     qsort(u->items, (size_t)u->n, sizeof(Split), cmp_lower);
     int64_t expected = 1;
     for (int k = 0; k < u->n; k++) {
@@ -360,9 +381,9 @@ static bool check_uses(Ctx *c, const SplitVec *top, bool bijective) {
   return true;
 }
 
-bool arith_detect_iter_map(Analyzer *az, const Expr *const *indices, int n, const IterVar *loops,
-                           int n_loops, const Expr *predicate, bool require_bijective,
-                           const Expr **out_extents, const Expr **out_mins, LoomError *err) {
+static bool detect_once(Analyzer *az, const Expr *const *indices, int n, const IterVar *loops, int n_loops,
+                        const Expr *predicate, bool require_bijective, bool simplify_first,
+                        const Expr **out_extents, const Expr **out_mins, LoomError *err) {
   Ctx c = {az, arith_arena(az), loops, n_loops, NULL, {NULL, 0, 0}, err, "iterator map", false};
   c.loop_marks = ARENA_ARRAY(c.a, IterMark *, n_loops);
   for (int l = 0; l < n_loops; l++) {
@@ -386,13 +407,14 @@ bool arith_detect_iter_map(Analyzer *az, const Expr *const *indices, int n, cons
   }
   if (predicate) {
     c.what = arena_printf(c.a, "predicate %s", expr_to_string(c.a, predicate));
-    if (!apply_predicate(&c, arith_simplify(az, predicate), require_bijective)) return false;
+    const Expr *p = simplify_first ? arith_simplify(az, predicate) : predicate;
+    if (!apply_predicate(&c, p, require_bijective)) return false;
   }
   SplitVec top = {NULL, 0, 0};
   for (int k = 0; k < n; k++) {
     c.what = arena_printf(c.a, "index %d (%s)", k, expr_to_string(c.a, indices[k]));
     Sum s;
-    if (!to_sum(&c, arith_simplify(az, indices[k]), &s)) return false;
+    if (!to_sum(&c, simplify_first ? arith_simplify(az, indices[k]) : indices[k], &s)) return false;
     int64_t extent = 1;
     if (s.n > 0) {
       Split f;
@@ -409,4 +431,23 @@ bool arith_detect_iter_map(Analyzer *az, const Expr *const *indices, int n, cons
   }
   c.what = "iterator map";
   return check_uses(&c, &top, require_bijective);
+}
+
+/* The bindings as written by split/fuse are compositional, which is what the
+ * coverage check reads best; the simplifier may rewrite them across fusion
+ * boundaries (floormod(i*12 + j*4 + k, 6) -> floormod(j*4 + k, 6)) but also
+ * cancels what the raw form cannot take (i - i). Both forms have the same
+ * value, so accepting either is sound: try the raw form, then the simplified
+ * one, and report the raw form's error. */
+bool arith_detect_iter_map(Analyzer *az, const Expr *const *indices, int n, const IterVar *loops,
+                           int n_loops, const Expr *predicate, bool require_bijective,
+                           const Expr **out_extents, const Expr **out_mins, LoomError *err) {
+  LoomError first = {0};
+  if (detect_once(az, indices, n, loops, n_loops, predicate, require_bijective, false, out_extents, out_mins, &first))
+    return true;
+  LoomError second = {0};
+  if (detect_once(az, indices, n, loops, n_loops, predicate, require_bijective, true, out_extents, out_mins, &second))
+    return true;
+  if (err) *err = first;
+  return false;
 }
