@@ -423,6 +423,7 @@ static const Expr *parse_number(Parser *p, bool neg) {
   if (neg && t->mag == (uint64_t)INT64_MAX + 1) v = INT64_MIN;
   else if (t->mag > (uint64_t)INT64_MAX) return fail(p, t, "an integer literal that fits in int64");
   else v = neg ? -(int64_t)t->mag : (int64_t)t->mag;
+  if (t->dtype.code == DT_BOOL && v != 0 && v != 1) return fail(p, t, "0 or 1 for a bool literal");
   return expr_int(p->a, t->dtype, v);
 }
 

@@ -386,6 +386,10 @@ static void test_parse_errors(void **state) {
       {"func f(A: f32[4]) {\n  A[0] = 1.5\n}",
        "line 2, column 10: expected a float literal with a float dtype suffix (1.5f32), got '1.5'"},
       {"func f(A: f32[4]) {\n  A[0] = ramp(0, 1, 0)\n}", "line 2, column 21: expected an integer in [1, 1024], got '0'"},
+      {"func f(A: bool[4]) {\n  A[0] = 5bool\n}", "line 2, column 10: expected 0 or 1 for a bool literal, got '5bool'"},
+      {"func f(A: f32[4]) {\n  A[0] = f32(up)\n}", "line 2, column 14: expected 'inf' or 'nan', got 'up'"},
+      {"func f(A: f32[4]) {\n  A[0] = reduce_sum(A[0])\n}",
+       "line 2, column 25: expected at least one reduction axis [k, min, extent], got ')'"},
   };
   Arena *a = arena_new();
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -469,12 +473,38 @@ static void test_func_equal(void **state) {
   arena_free(a);
 }
 
+static void test_print_stmt(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  PrimFunc *f = fixture_matmul(a);
+  /* the loop nest under root, at indent 1, with the names it has */
+  const Stmt *loops = primfunc_root(f)->body;
+  StrBuf sb;
+  sb_init(&sb);
+  tir_print_stmt(&sb, loops, 1);
+  const char *want_start = "  for i in 0:128 {\n    for j in 0:32 {\n";
+  assert_memory_equal(sb_cstr(&sb), want_start, strlen(want_start));
+  /* the same lines as in the function's text, two levels shallower */
+  assert_non_null(strstr(sb_cstr(&sb), "\n          C[vi, vj] = (C[vi, vj] + (A[vi, vk] * B[vk, vj]))\n"));
+  sb_free(&sb);
+  /* a Seq prints one item per line; free variables print by name */
+  const Expr *n = expr_var(a, "n", DT_I64);
+  const Expr *c4 = expr_i64(a, 4);
+  Buffer *X = buffer_new(a, "X", DT_I64, 1, &c4);
+  const Stmt *two = stmt_seq2(a, stmt_store(a, X, n, &c4, 1), stmt_store(a, X, expr_add(a, n, n), &c4, 1));
+  sb_init(&sb);
+  tir_print_stmt(&sb, two, 0);
+  assert_string_equal(sb_cstr(&sb), "X[4] = n\nX[4] = (n + n)\n");
+  sb_free(&sb);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_golden),         cmocka_unit_test(test_everything_round_trip),
       cmocka_unit_test(test_random_expr_round_trip), cmocka_unit_test(test_parse_handwritten),
       cmocka_unit_test(test_parse_expr_scope),       cmocka_unit_test(test_parse_errors),
-      cmocka_unit_test(test_func_equal),
+      cmocka_unit_test(test_func_equal),            cmocka_unit_test(test_print_stmt),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
