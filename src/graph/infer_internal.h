@@ -32,6 +32,10 @@ const int64_t *infer_attr_ints(const GraphNode *n, const char *name, int *count)
  * constant folder); count is the number of elements taken. */
 void graph_slice_bounds(int64_t extent, int64_t step, int64_t *start, int64_t *end, int64_t *count);
 
+/* Overflow-checked extent arithmetic: shapes come from untrusted files. */
+static inline bool infer_add(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
+static inline bool infer_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+
 #define INFER_DECL(x) loom_status infer_##x(Graph *g, GraphNode *n, LoomError *err);
 INFER_DECL(unary)
 INFER_DECL(broadcast)

@@ -102,7 +102,8 @@ loom_status infer_concat(Graph *g, GraphNode *n, LoomError *err) {
     if (!dtype_eq(x->dtype, x0->dtype)) return infer_fail(g, n, err, "input %d \"%s\" has a different dtype", k, x->name);
     for (int d = 0; d < x->rank; d++) {
       if (d == axis) {
-        dims[d] = dims[d] < 0 || x->dims[d] < 0 ? -1 : dims[d] + x->dims[d];
+        if (dims[d] < 0 || x->dims[d] < 0) dims[d] = -1;
+        else if (!infer_add(dims[d], x->dims[d], &dims[d])) return infer_fail(g, n, err, "concatenated extent overflows");
       } else if (x->dims[d] >= 0 && dims[d] >= 0 && x->dims[d] != dims[d]) {
         return infer_fail(g, n, err, "input %d \"%s\" has extent %lld in dimension %d, expected %lld", k, x->name,
                           (long long)x->dims[d], d, (long long)dims[d]);
@@ -144,7 +145,7 @@ loom_status infer_split(Graph *g, GraphNode *n, LoomError *err) {
       e = k < n->noutputs - 1 ? part : extent - part * (n->noutputs - 1);
       if (e < 0) return infer_fail(g, n, err, "cannot split extent %lld into %d parts", (long long)extent, n->noutputs);
     }
-    sum += e;
+    if (e >= 0 && !infer_add(sum, e, &sum)) return infer_fail(g, n, err, "split sizes overflow");
     dims[axis] = e;
     infer_set(g, n, k, x->dtype, x->rank, dims);
   }
@@ -156,16 +157,17 @@ loom_status infer_split(Graph *g, GraphNode *n, LoomError *err) {
 /* Clamps Slice bounds as the ONNX spec does; shared with the folder. */
 void graph_slice_bounds(int64_t extent, int64_t step, int64_t *start, int64_t *end, int64_t *count) {
   int64_t s = *start, e = *end;
+  if (step < -INT64_MAX) step = -INT64_MAX; /* same slice; keeps -step defined */
   if (s < 0) s += extent;
   if (e < 0) e += extent;
   if (step > 0) {
     s = s < 0 ? 0 : s > extent ? extent : s;
     e = e < 0 ? 0 : e > extent ? extent : e;
-    *count = e > s ? (e - s + step - 1) / step : 0;
+    *count = e > s ? (e - s - 1) / step + 1 : 0;
   } else {
     s = s < 0 ? 0 : s > extent - 1 ? extent - 1 : s;
     e = e < -1 ? -1 : e > extent - 1 ? extent - 1 : e;
-    *count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+    *count = s > e ? (s - e - 1) / (-step) + 1 : 0;
   }
   *start = s;
   *end = e;
@@ -312,7 +314,8 @@ loom_status infer_pad(Graph *g, GraphNode *n, LoomError *err) {
       if (st) return st;
     }
     if (dims[ax] < 0) continue;
-    dims[ax] += pads[k] + pads[k + nax];
+    if (!infer_add(dims[ax], pads[k], &dims[ax]) || !infer_add(dims[ax], pads[k + nax], &dims[ax]))
+      return infer_fail(g, n, err, "padding overflows axis %d", ax);
     if (dims[ax] < 0) return infer_fail(g, n, err, "padding makes axis %d negative", ax);
   }
   infer_set(g, n, 0, x->dtype, x->rank, dims);
@@ -330,7 +333,8 @@ loom_status infer_tile(Graph *g, GraphNode *n, LoomError *err) {
   int64_t dims[INFER_MAX_RANK];
   for (int k = 0; k < x->rank; k++) {
     if (rep[k] < 0) return infer_fail(g, n, err, "repeats entry %d is negative", k);
-    dims[k] = x->dims[k] < 0 ? -1 : x->dims[k] * rep[k];
+    dims[k] = -1;
+    if (x->dims[k] >= 0 && !infer_mul(x->dims[k], rep[k], &dims[k])) return infer_fail(g, n, err, "tiled extent overflows");
   }
   infer_set(g, n, 0, x->dtype, x->rank, dims);
   return LOOM_OK;
@@ -354,7 +358,9 @@ loom_status infer_resize(Graph *g, GraphNode *n, LoomError *err) {
     for (int k = 0; k < x->rank; k++) {
       double s = graph_tensor_get_f64(sc, k);
       if (!(s > 0) || s > 1e6) return infer_fail(g, n, err, "scale %d is not positive", k);
-      dims[k] = x->dims[k] < 0 ? -1 : (int64_t)((double)x->dims[k] * s);
+      double d = (double)x->dims[k] * s;
+      if (d >= 9.0e18) return infer_fail(g, n, err, "resized extent overflows");
+      dims[k] = x->dims[k] < 0 ? -1 : (int64_t)d;
     }
   }
   infer_set(g, n, 0, x->dtype, x->rank, dims);

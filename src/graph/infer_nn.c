@@ -40,6 +40,10 @@ static loom_status window_out(Graph *g, GraphNode *n, LoomError *err, const Grap
   if (p && cnt != 2 * nsp) return infer_fail(g, n, err, "pads has %d entries, expected %d", cnt, 2 * nsp);
   for (int k = 0; k < 2 * nsp; k++) pads[k] = p ? p[k] : 0;
   for (int k = 0; k < nsp; k++) {
+    /* Bounding every operand to 2^31 keeps the formulas below in range. */
+    const int64_t big = (int64_t)1 << 31;
+    if (strides[k] > big || dil[k] > big || kernel[k] > big || pads[k] > big || pads[k + nsp] > big || x->dims[2 + k] > big)
+      return infer_fail(g, n, err, "window parameters or extents above 2^31 are not supported (dimension %d)", k);
     if (strides[k] < 1 || dil[k] < 1 || kernel[k] < 1)
       return infer_fail(g, n, err, "strides, dilations and kernel extents must be positive (dimension %d)", k);
     if (pads[k] < 0 || pads[k + nsp] < 0) return infer_fail(g, n, err, "negative pads are not supported");
@@ -92,7 +96,9 @@ loom_status infer_conv(Graph *g, GraphNode *n, LoomError *err) {
   int nsp = x->rank - 2;
   int64_t group = graph_attr_int(n, "group", 1);
   if (group < 1) return infer_fail(g, n, err, "group must be positive, got %lld", (long long)group);
-  if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != w->dims[1] * group)
+  int64_t in_ch;
+  if (!infer_mul(w->dims[1], group, &in_ch)) return infer_fail(g, n, err, "group %lld is too large", (long long)group);
+  if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != in_ch)
     return infer_fail(g, n, err, "input has %lld channels but weight \"%s\" expects %lld x group %lld", (long long)x->dims[1],
                       w->name, (long long)w->dims[1], (long long)group);
   if (w->dims[0] >= 0 && w->dims[0] % group)

@@ -238,7 +238,7 @@ static bool fold_range(FoldCtx *c, GraphTensor *o) {
   int64_t count = graph_tensor_numel(o);
   if (dtype_is_int(o->dtype)) {
     int64_t s = graph_tensor_get_i64(in_t(c, 0), 0), d = graph_tensor_get_i64(in_t(c, 2), 0);
-    for (int64_t k = 0; k < count; k++) graph_tensor_set_i64(o, k, s + k * d);
+    for (int64_t k = 0; k < count; k++) graph_tensor_set_i64(o, k, (int64_t)((uint64_t)s + (uint64_t)k * (uint64_t)d));
   } else {
     double s = graph_tensor_get_f64(in_t(c, 0), 0), d = graph_tensor_get_f64(in_t(c, 2), 0);
     for (int64_t k = 0; k < count; k++) graph_tensor_set_f64(o, k, s + (double)k * d);

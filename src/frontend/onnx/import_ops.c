@@ -151,7 +151,10 @@ static loom_status convert_attr(NodeCtx *c, const OnnxAttr *a, const AttrSpec *s
   switch (t) {
   case ONNX_ATTR_INT: out->kind = GRAPH_ATTR_INT; out->i = a->i; break;
   case ONNX_ATTR_FLOAT: out->kind = GRAPH_ATTR_FLOAT; out->f = a->f; break;
-  case ONNX_ATTR_STRING: out->kind = GRAPH_ATTR_STRING; out->s = arena_strndup(ar, (const char *)a->s.data, a->s.len); break;
+  case ONNX_ATTR_STRING:
+    out->kind = GRAPH_ATTR_STRING;
+    out->s = a->s.data ? arena_strndup(ar, (const char *)a->s.data, a->s.len) : "";
+    break;
   case ONNX_ATTR_INTS:
     out->kind = GRAPH_ATTR_INTS;
     out->n = a->ints.n;
