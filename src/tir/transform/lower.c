@@ -2,7 +2,8 @@
 #include "tir/transform/transform.h"
 
 LowerOptions lower_options_default(void) {
-  LowerOptions o = {.partition_loops = true, .storage_rewrite = true, .max_unroll_extent = 64};
+  LowerOptions o = {.partition_loops = true, .storage_rewrite = true, .compact_buffers = true,
+                    .max_unroll_extent = 64};
   return o;
 }
 
@@ -14,6 +15,7 @@ const PrimFunc *tir_lower(Arena *a, const PrimFunc *f, const LowerOptions *opt, 
   if (!f) return NULL;
   /* Bindings substituted into guards fold here, before partitioning reads them. */
   f = tir_simplify(a, f);
+  if (opt->compact_buffers) f = tir_compact_buffers(a, f);
   if (opt->partition_loops) f = tir_loop_partition(a, f);
   f = tir_flatten_buffers(a, f, err);
   if (!f) return NULL;

@@ -7,6 +7,8 @@
  *                         bindings, predicates -> if, init -> if (all reduction
  *                         iterators at their minimum), alloc_buffers -> Allocate
  *   tir_simplify          fold the substituted bindings
+ *   tir_compact_buffers   move each temporary's Allocate down to where it is
+ *                         used and shrink it to the region used there
  *   tir_loop_partition    split a loop whose body is guarded by a predicate on
  *                         the loop variable into a guard-free main part and a tail
  *   tir_flatten_buffers   N-d buffers -> 1-d (row-major, honouring storage_align);
@@ -29,6 +31,7 @@
 typedef struct LowerOptions {
   bool partition_loops;  /* default true */
   bool storage_rewrite;  /* default true */
+  bool compact_buffers;  /* default true */
   int max_unroll_extent; /* unrolled loops longer than this stay loops; default 64 */
 } LowerOptions;
 
@@ -36,6 +39,7 @@ LowerOptions lower_options_default(void);
 
 const PrimFunc *tir_simplify(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_lower_blocks(Arena *a, const PrimFunc *f, LoomError *err);
+const PrimFunc *tir_compact_buffers(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_loop_partition(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_flatten_buffers(Arena *a, const PrimFunc *f, LoomError *err);
 const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f);

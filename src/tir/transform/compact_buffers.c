@@ -1,0 +1,362 @@
+/* tir_compact_buffers: allocate each temporary where it is used, only as big
+ * as the region used there (TVM's buffer-allocation planning + compaction).
+ *
+ * After block lowering every intermediate buffer is allocated at the top of
+ * the function at its full size, even when compute_at placed its producer
+ * under a loop so that one iteration only needs a tile of it. For
+ * Allocate(b, body) we walk down from body while all accesses of b stay in
+ * one child (a seq element, a loop body, an if's then-branch) and put the
+ * allocation there, then shrink each dimension to the accessed region
+ * [lo_d, hi_d] (relaxed over the loops inside the new position; lo_d may
+ * depend on the loops around it) and rewrite indices to idx_d - lo_d.
+ *
+ * Entering a loop L is only done when no value can flow between iterations
+ * of L through b, because after compaction the elements of different
+ * iterations share storage and each iteration's storage is fresh:
+ *   - disjoint: the regions of consecutive iterations are disjoint in some
+ *     dimension (then they are disjoint for all pairs of iterations, since
+ *     lo(v+1) > hi(v) >= lo(v) chains), or
+ *   - written before read: L's body is a sequence in which every statement
+ *     that stores b comes before every statement that loads b, the stores
+ *     are unconditional `b[u0 + c0, ...] = ...` over distinct loops u_d
+ *     (so they write exactly a box) and the box covers every load
+ *     (the shape compute_at and cache_read produce).
+ * A reduction accumulator (read and written in the same statement, or read
+ * before written) fails both and stays outside the loop.
+ * Extents that are not bounded by a constant keep the original shape. */
+#include "arith/arith.h"
+#include "support/ptrmap.h"
+#include "support/vec.h"
+#include "tir/transform/transform.h"
+#include "tir/transform/xform_util.h"
+
+typedef struct CompactCtx {
+  Analyzer *az;
+  Arena *arena;
+} CompactCtx;
+
+/* ---- accessed region of b in a statement ---- */
+
+typedef struct RegionWalk {
+  CompactCtx *c;
+  const Buffer *b;
+  PtrMap dom; /* loop var inside the statement -> IntSet* */
+  IntSet *box;
+  bool any, ok;
+  bool loads, stores; /* which kinds of access to include */
+} RegionWalk;
+
+static void region_add(RegionWalk *w, const Expr *const *idx, int n) {
+  if (n != w->b->ndim) {
+    w->ok = false;
+    return;
+  }
+  for (int d = 0; d < n; d++) {
+    IntSet s = arith_eval_set(w->c->az, idx[d], &w->dom);
+    if (!s.min || !s.max) {
+      w->ok = false;
+      return;
+    }
+    w->box[d] = w->any ? intset_union(w->c->az, w->box[d], s) : s;
+  }
+  w->any = true;
+}
+
+static bool region_expr_cb(Visitor *v, const Expr *e) {
+  RegionWalk *w = v->user;
+  if (e->kind == EXPR_LOAD && e->load.buffer == w->b && w->loads) region_add(w, e->load.indices, e->load.n);
+  return w->ok;
+}
+
+static void region_exprs(RegionWalk *w, const Expr *e) {
+  Visitor v = {NULL, region_expr_cb, w};
+  visit_expr(&v, e);
+}
+
+static void region_stmt(RegionWalk *w, const Stmt *s) {
+  if (!s || !w->ok) return;
+  switch (s->kind) {
+    case STMT_FOR: {
+      IntSet lo = arith_eval_set(w->c->az, s->loop.min, &w->dom);
+      IntSet hi = arith_eval_set(w->c->az, expr_sub(w->c->arena, expr_add(w->c->arena, s->loop.min, s->loop.extent),
+                                                    expr_i64(w->c->arena, 1)),
+                                 &w->dom);
+      if (!lo.min || !hi.max) {
+        w->ok = false;
+        return;
+      }
+      IntSet *r = ARENA_NEW(w->c->arena, IntSet);
+      r->min = lo.min;
+      r->max = hi.max;
+      ptrmap_put(&w->dom, s->loop.var, r);
+      region_stmt(w, s->loop.body);
+      return;
+    }
+    case STMT_STORE:
+      region_exprs(w, s->store.value);
+      for (int i = 0; i < s->store.n; i++) region_exprs(w, s->store.indices[i]);
+      if (s->store.buffer == w->b && w->stores) region_add(w, s->store.indices, s->store.n);
+      return;
+    case STMT_SEQ:
+      for (int i = 0; i < s->seq.n; i++) region_stmt(w, s->seq.stmts[i]);
+      return;
+    case STMT_IF:
+      region_exprs(w, s->if_.cond);
+      region_stmt(w, s->if_.then_s);
+      region_stmt(w, s->if_.else_s);
+      return;
+    case STMT_ALLOCATE: region_stmt(w, s->alloc.body); return;
+    case STMT_EVALUATE: return;
+    default: w->ok = false; return; /* blocks: not lowered yet */
+  }
+}
+
+/* Region of b's accesses in s (loops inside s relaxed); NULL if unknown. */
+static IntSet *region_of(CompactCtx *c, const Buffer *b, const Stmt *s, bool loads, bool stores) {
+  RegionWalk w = {c, b, {0}, ARENA_ARRAY(c->arena, IntSet, b->ndim), false, true, loads, stores};
+  ptrmap_init(&w.dom, c->arena);
+  region_stmt(&w, s);
+  return w.ok && w.any ? w.box : NULL;
+}
+
+/* ---- may the allocation move inside loop L? ---- */
+
+static bool regions_disjoint(CompactCtx *c, const Buffer *b, const Stmt *loop) {
+  int64_t ext;
+  if (!expr_as_int(loop->loop.extent, &ext)) return false;
+  if (ext <= 1) return true;
+  IntSet *box = region_of(c, b, loop->loop.body, true, true);
+  if (!box) return false;
+  Arena *a = c->arena;
+  PtrMap next;
+  ptrmap_init(&next, a);
+  const Expr *v = loop->loop.var;
+  ptrmap_put(&next, v, (void *)expr_add(a, v, expr_i64(a, 1)));
+  /* v and v + 1 both in range. */
+  arith_bind_range(c->az, v, loop->loop.min, expr_sub(a, loop->loop.extent, expr_i64(a, 1)));
+  bool disjoint = false;
+  for (int d = 0; d < b->ndim && !disjoint; d++) {
+    const Expr *lo_next = expr_substitute(a, box[d].min, &next);
+    disjoint = arith_can_prove(c->az, expr_binary(a, EXPR_GT, lo_next, box[d].max));
+  }
+  arith_bind_range(c->az, v, loop->loop.min, loop->loop.extent);
+  return disjoint;
+}
+
+typedef VEC(const Stmt *) LoopList;
+
+/* The box written by `b[u_0 + c_0, ...] = ...` under loops `loops` (inside
+ * the candidate loop): each index one distinct loop variable plus an offset
+ * free of those loops. False when the store does not have that shape. */
+static bool store_box(CompactCtx *c, const Stmt *st, const LoopList *loops, IntSet *out) {
+  Arena *a = c->arena;
+  const Expr **used = ARENA_ARRAY(a, const Expr *, st->store.n);
+  for (int d = 0; d < st->store.n; d++) {
+    const Stmt *hit = NULL;
+    for (int k = 0; k < loops->n; k++) {
+      if (!expr_uses_var(st->store.indices[d], loops->items[k]->loop.var)) continue;
+      if (hit) return false;
+      hit = loops->items[k];
+    }
+    if (!hit) { /* a single element */
+      out[d].min = out[d].max = arith_simplify(c->az, st->store.indices[d]);
+      used[d] = NULL;
+      continue;
+    }
+    for (int k = 0; k < loops->n; k++)
+      if (expr_uses_var(hit->loop.min, loops->items[k]->loop.var) ||
+          expr_uses_var(hit->loop.extent, loops->items[k]->loop.var))
+        return false;
+    for (int e = 0; e < d; e++)
+      if (used[e] == hit->loop.var) return false;
+    used[d] = hit->loop.var;
+    const Expr *off = arith_simplify(c->az, expr_sub(a, st->store.indices[d], hit->loop.var));
+    for (int k = 0; k < loops->n; k++)
+      if (expr_uses_var(off, loops->items[k]->loop.var)) return false;
+    out[d].min = arith_simplify(c->az, expr_add(a, hit->loop.min, off));
+    out[d].max = arith_simplify(c->az, expr_sub(a, expr_add(a, out[d].min, hit->loop.extent), expr_i64(a, 1)));
+  }
+  return true;
+}
+
+/* Does s (through loops and sequences only, so unconditionally) contain a
+ * box store of b covering `need`? */
+static bool has_covering_store(CompactCtx *c, const Buffer *b, const Stmt *s, LoopList *loops, const IntSet *need) {
+  switch (s->kind) {
+    case STMT_FOR: {
+      VEC_PUSH(c->arena, *loops, s);
+      bool ok = has_covering_store(c, b, s->loop.body, loops, need);
+      loops->n--;
+      return ok;
+    }
+    case STMT_SEQ:
+      for (int i = 0; i < s->seq.n; i++)
+        if (has_covering_store(c, b, s->seq.stmts[i], loops, need)) return true;
+      return false;
+    case STMT_STORE: {
+      if (s->store.buffer != b || s->store.n != b->ndim) return false;
+      IntSet *box = ARENA_ARRAY(c->arena, IntSet, b->ndim);
+      if (!store_box(c, s, loops, box)) return false;
+      for (int d = 0; d < b->ndim; d++) {
+        if (!arith_can_prove(c->az, expr_binary(c->arena, EXPR_LE, box[d].min, need[d].min))) return false;
+        if (!arith_can_prove(c->az, expr_binary(c->arena, EXPR_GE, box[d].max, need[d].max))) return false;
+      }
+      return true;
+    }
+    default: return false;
+  }
+}
+
+typedef struct AccessCtx {
+  const Buffer *b;
+  bool loads, stores;
+} AccessCtx;
+
+static bool access_stmt_cb(Visitor *v, const Stmt *s) {
+  AccessCtx *c = v->user;
+  if (s->kind == STMT_STORE && s->store.buffer == c->b) c->stores = true;
+  return true;
+}
+
+static bool access_expr_cb(Visitor *v, const Expr *e) {
+  AccessCtx *c = v->user;
+  if (e->kind == EXPR_LOAD && e->load.buffer == c->b) c->loads = true;
+  return true;
+}
+
+static AccessCtx accesses(const Stmt *s, const Buffer *b) {
+  AccessCtx c = {b, false, false};
+  Visitor v = {access_stmt_cb, access_expr_cb, &c};
+  visit_stmt(&v, s);
+  return c;
+}
+
+static bool written_before_read(CompactCtx *c, const Buffer *b, const Stmt *loop) {
+  const Stmt *body = loop->loop.body;
+  if (body->kind != STMT_SEQ) return false;
+  int n = body->seq.n, last_store = -1, first_load = n;
+  for (int i = 0; i < n; i++) {
+    AccessCtx ac = accesses(body->seq.stmts[i], b);
+    if (ac.stores) last_store = i;
+    if (ac.loads && first_load == n) first_load = i;
+  }
+  if (last_store < 0 || first_load == n || last_store >= first_load) return false;
+  IntSet *need = region_of(c, b, body, true, false);
+  if (!need) return false;
+  for (int i = 0; i < first_load; i++) {
+    LoopList loops = {0};
+    if (has_covering_store(c, b, body->seq.stmts[i], &loops, need)) return true;
+  }
+  return false;
+}
+
+/* ---- placement and rewriting ---- */
+
+typedef struct RebaseCtx {
+  const Buffer *from;
+  const Buffer *to;
+  const Expr *const *lo;
+} RebaseCtx;
+
+static const Expr *const *rebase_indices(Arena *a, const RebaseCtx *r, const Expr *const *idx, int n) {
+  const Expr **out = ARENA_ARRAY(a, const Expr *, n);
+  for (int d = 0; d < n; d++) out[d] = expr_is_int(r->lo[d], 0) ? idx[d] : expr_sub(a, idx[d], r->lo[d]);
+  return out;
+}
+
+static const Expr *rebase_expr_cb(Mutator *m, const Expr *e) {
+  RebaseCtx *r = m->user;
+  e = mutate_expr_children(m, e);
+  if (e->kind != EXPR_LOAD || e->load.buffer != r->from) return e;
+  return expr_load(m->arena, r->to, rebase_indices(m->arena, r, e->load.indices, e->load.n), e->load.n);
+}
+
+static const Stmt *rebase_stmt_cb(Mutator *m, const Stmt *s) {
+  RebaseCtx *r = m->user;
+  s = mutate_stmt_children(m, s);
+  if (s->kind != STMT_STORE || s->store.buffer != r->from) return s;
+  return stmt_store(m->arena, r->to, s->store.value, rebase_indices(m->arena, r, s->store.indices, s->store.n),
+                    s->store.n);
+}
+
+/* Allocate b around s, shrunk to the region s accesses. */
+static const Stmt *allocate_compact(CompactCtx *c, const Buffer *b, const Stmt *s) {
+  Arena *a = c->arena;
+  IntSet *box = b->strides ? NULL : region_of(c, b, s, true, true);
+  if (!box) return stmt_allocate(a, b, s);
+  const Expr **shape = ARENA_ARRAY(a, const Expr *, b->ndim);
+  const Expr **lo = ARENA_ARRAY(a, const Expr *, b->ndim);
+  bool changed = false;
+  for (int d = 0; d < b->ndim; d++) {
+    const Expr *ext = arith_simplify(c->az, expr_add(a, expr_sub(a, box[d].max, box[d].min), expr_i64(a, 1)));
+    IntBound eb = arith_const_bound(c->az, ext);
+    int64_t full;
+    bool full_const = expr_as_int(b->shape[d], &full);
+    if (eb.max == INT64_MAX || eb.max < 1 || (full_const && eb.max >= full)) {
+      shape[d] = b->shape[d];
+      lo[d] = expr_i64(a, 0);
+      continue;
+    }
+    shape[d] = expr_i64(a, eb.max);
+    lo[d] = box[d].min;
+    changed = true;
+  }
+  if (!changed) return stmt_allocate(a, b, s);
+  Buffer *nb = arena_memdup(a, b, sizeof *b);
+  nb->shape = shape;
+  RebaseCtx r = {b, nb, lo};
+  Mutator m = {a, rebase_stmt_cb, rebase_expr_cb, &r};
+  return stmt_allocate(a, nb, mutate_stmt(&m, s));
+}
+
+static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
+  Arena *a = c->arena;
+  switch (s->kind) {
+    case STMT_SEQ: {
+      int hit = -1, count = 0;
+      for (int i = 0; i < s->seq.n; i++)
+        if (xform_stmt_touches_buffer(s->seq.stmts[i], b)) {
+          hit = i;
+          count++;
+        }
+      if (count != 1) break;
+      const Stmt **items = arena_memdup(a, s->seq.stmts, sizeof(Stmt *) * (size_t)s->seq.n);
+      items[hit] = place(c, b, s->seq.stmts[hit]);
+      return stmt_seq(a, items, s->seq.n);
+    }
+    case STMT_FOR: {
+      if (s->loop.kind == FOR_THREAD_BINDING) break;
+      arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
+      if (!regions_disjoint(c, b, s) && !written_before_read(c, b, s)) break;
+      Stmt *n = arena_memdup(a, s, sizeof *s);
+      n->loop.body = place(c, b, s->loop.body);
+      return n;
+    }
+    case STMT_IF:
+      if ((s->if_.else_s && xform_stmt_touches_buffer(s->if_.else_s, b)) ||
+          expr_reads_buffer(s->if_.cond, b))
+        break;
+      return stmt_if(a, s->if_.cond, place(c, b, s->if_.then_s), s->if_.else_s);
+    case STMT_ALLOCATE: return stmt_allocate(a, s->alloc.buffer, place(c, b, s->alloc.body));
+    default: break;
+  }
+  return allocate_compact(c, b, s);
+}
+
+static const Stmt *compact_stmt_cb(Mutator *m, const Stmt *s) {
+  CompactCtx *c = m->user;
+  if (s->kind == STMT_FOR) arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
+  s = mutate_stmt_children(m, s); /* inner allocations first */
+  if (s->kind != STMT_ALLOCATE) return s;
+  if (!xform_stmt_touches_buffer(s->alloc.body, s->alloc.buffer)) return s;
+  return place(c, s->alloc.buffer, s->alloc.body);
+}
+
+static const Expr *keep_expr_cb(Mutator *m, const Expr *e) { return e; }
+
+const PrimFunc *tir_compact_buffers(Arena *a, const PrimFunc *f) {
+  CompactCtx c = {arith_analyzer_new(a), a};
+  Mutator m = {a, compact_stmt_cb, keep_expr_cb, &c};
+  const Stmt *body = mutate_stmt(&m, f->body);
+  return body == f->body ? f : xform_func_with_body(a, f, body);
+}

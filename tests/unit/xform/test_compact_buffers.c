@@ -1,0 +1,97 @@
+#include "xform_check.h"
+
+/* The first statement of loop `s`'s body (through Allocates). */
+static const Stmt *skip_allocs(const Stmt *s) {
+  while (s->kind == STMT_ALLOCATE) s = s->alloc.body;
+  return s;
+}
+
+/* Stencil after compute_at: for i0 { T[i0*8 + a] = A[..] (a < 10);
+ * B[i0*8 + b] = T[i0*8 + b] + T[i0*8 + b + 2] (b < 8) }. Regions of
+ * consecutive i0 overlap, but each iteration writes its tile before reading
+ * it, so T moves into the loop with 10 elements. */
+static void test_stencil_tile_written_before_read(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 34), *T = xc_buf1(a, "T", 34), *B = xc_buf1(a, "B", 32);
+  const Expr *i0 = expr_var(a, "i0", DT_I64), *x = expr_var(a, "x", DT_I64), *y = expr_var(a, "y", DT_I64);
+  const Expr *base = expr_mul(a, i0, xc_i(a, 8));
+  const Expr *tx = expr_add(a, base, x), *ty = expr_add(a, base, y);
+  const Expr *ty2 = expr_add(a, ty, xc_i(a, 2));
+  const Stmt *prod = stmt_for(a, x, xc_i(a, 0), xc_i(a, 10), FOR_SERIAL,
+                              stmt_store(a, T, expr_mul(a, expr_load(a, A, &tx, 1), expr_float(a, DT_F32, 3.0)), &tx, 1));
+  const Stmt *cons = stmt_for(a, y, xc_i(a, 0), xc_i(a, 8), FOR_SERIAL,
+                              stmt_store(a, B, expr_add(a, expr_load(a, T, &ty, 1), expr_load(a, T, &ty2, 1)), &ty, 1));
+  const Stmt *loop = stmt_for(a, i0, xc_i(a, 0), xc_i(a, 4), FOR_SERIAL, stmt_seq2(a, prod, cons));
+  const Buffer *params[2] = {A, B};
+  PrimFunc *f = primfunc_new(a, "stencil", params, 2, stmt_allocate(a, T, loop));
+  const PrimFunc *g = tir_compact_buffers(a, f);
+  xc_dump("compact(stencil)", g);
+  assert_int_equal(g->body->kind, STMT_FOR);
+  const Stmt *alloc = g->body->loop.body;
+  assert_int_equal(alloc->kind, STMT_ALLOCATE);
+  assert_true(expr_is_int(alloc->alloc.buffer->shape[0], 10));
+  xc_check_same(f, g, 151);
+  xc_check_same(f, tir_lower(a, f, NULL, &(LoomError){0}), 152);
+  arena_free(a);
+}
+
+/* An accumulator read and written in every iteration of k stays outside k
+ * (moving it in would drop the running sum); the interpreter's
+ * uninitialized-read check would catch a wrong move. */
+static void test_accumulator_stays_outside(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 20), *acc = xc_buf1(a, "acc", 4), *B = xc_buf1(a, "B", 4);
+  const Expr *k = expr_var(a, "k", DT_I64), *j = expr_var(a, "j", DT_I64);
+  const Expr *kj = expr_add(a, expr_mul(a, k, xc_i(a, 4)), j);
+  const Stmt *init = stmt_if(a, expr_binary(a, EXPR_EQ, k, xc_i(a, 0)),
+                             stmt_store(a, acc, expr_float(a, DT_F32, 0.0), &j, 1), NULL);
+  const Stmt *upd = stmt_store(a, acc, expr_add(a, expr_load(a, acc, &j, 1), expr_load(a, A, &kj, 1)), &j, 1);
+  const Stmt *out = stmt_store(a, B, expr_load(a, acc, &j, 1), &j, 1);
+  const Stmt *body = stmt_for(a, j, xc_i(a, 0), xc_i(a, 4), FOR_SERIAL, stmt_seq(a, (const Stmt *[]){init, upd, out}, 3));
+  const Buffer *params[2] = {A, B};
+  PrimFunc *f = primfunc_new(a, "acc", params, 2,
+                             stmt_allocate(a, acc, stmt_for(a, k, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL, body)));
+  const PrimFunc *g = tir_compact_buffers(a, f);
+  xc_dump("compact(acc)", g);
+  assert_int_equal(g->body->kind, STMT_ALLOCATE);
+  xc_check_same(f, g, 153);
+  arena_free(a);
+}
+
+/* Disjoint tiles: B computed per tile of a split loop moves inside the
+ * tile loop with the tile's size, indices rebased. */
+static void test_disjoint_tiles(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf2(a, "A", 6, 8), *T = xc_buf2(a, "T", 6, 8), *B = xc_buf2(a, "B", 6, 8);
+  const Expr *io = expr_var(a, "io", DT_I64), *ii = expr_var(a, "ii", DT_I64), *j = expr_var(a, "j", DT_I64);
+  const Expr *r = expr_add(a, expr_mul(a, io, xc_i(a, 2)), ii);
+  const Expr *idx[2] = {r, j};
+  const Stmt *st1 = stmt_store(a, T, expr_add(a, expr_load(a, A, idx, 2), expr_float(a, DT_F32, 1.0)), idx, 2);
+  const Stmt *st2 = stmt_store(a, B, expr_mul(a, expr_load(a, T, idx, 2), expr_load(a, T, idx, 2)), idx, 2);
+  const Stmt *l1 = stmt_for(a, ii, xc_i(a, 0), xc_i(a, 2), FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, 8), FOR_SERIAL, st1));
+  const Stmt *l2 = stmt_for(a, ii, xc_i(a, 0), xc_i(a, 2), FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, 8), FOR_SERIAL, st2));
+  const Stmt *loop = stmt_for(a, io, xc_i(a, 0), xc_i(a, 3), FOR_PARALLEL, stmt_seq2(a, l1, l2));
+  const Buffer *params[2] = {A, B};
+  PrimFunc *f = primfunc_new(a, "tiles", params, 2, stmt_allocate(a, T, loop));
+  const PrimFunc *g = tir_compact_buffers(a, f);
+  xc_dump("compact(tiles)", g);
+  assert_int_equal(g->body->kind, STMT_FOR);
+  const Buffer *t = g->body->loop.body->alloc.buffer;
+  assert_true(expr_is_int(t->shape[0], 2));
+  assert_true(expr_is_int(t->shape[1], 8));
+  assert_int_equal(skip_allocs(g->body->loop.body)->kind, STMT_SEQ);
+  xc_check_same(f, g, 154);
+  arena_free(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_stencil_tile_written_before_read),
+      cmocka_unit_test(test_accumulator_stays_outside),
+      cmocka_unit_test(test_disjoint_tiles),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
