@@ -245,6 +245,251 @@ def bad_models(outdir):
         pass
 
 
+DTYPE_NAMES = {TensorProto.FLOAT: "f32", TensorProto.INT64: "i64", TensorProto.BOOL: "bool", TensorProto.INT32: "i32"}
+
+
+def write_shapes(m, outdir, name):
+    """Writes ONNX's own inferred shapes (name dtype d0,d1,...), the reference
+    the C test compares Loom's inference with. Only fully static shapes."""
+    inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+    # ONNX's C++ inference and its reference implementation disagree on
+    # pools with ceil_mode: the reference (like PyTorch and ONNX Runtime)
+    # drops a last window that would start in the end padding. Loom follows
+    # the reference, so those outputs take the reference formula.
+    from onnx.reference.ops.op_pool_common import get_output_shape_explicit_padding
+    overrides = {}
+    shapes = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in m.graph.input}
+    for node in m.graph.node:
+        at = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type in ("MaxPool", "AveragePool") and at.get("ceil_mode") and node.input[0] in shapes:
+            x = shapes[node.input[0]]
+            sp, _ = get_output_shape_explicit_padding(at.get("pads"), x[2:], at["kernel_shape"], at.get("strides"),
+                                                      at.get("dilations"), True)
+            overrides[node.output[0]] = x[:2] + [int(d) for d in sp]
+    lines = []
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape") or tt.elem_type not in DTYPE_NAMES:
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+        dims = overrides.get(vi.name, dims)
+        if any(d < 0 for d in dims):
+            continue
+        lines.append("%s %s %s" % (vi.name, DTYPE_NAMES[tt.elem_type], ",".join(map(str, dims)) or "-"))
+    with open(os.path.join(outdir, name), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return len(lines)
+
+
+def random_ops(outdir, count=240):
+    """One model holding `count` independent single-op branches with random
+    shapes and attributes; every branch output is a graph output."""
+    rng = np.random.default_rng(2024)
+    inputs, outputs, nodes, inits = [], [], [], []
+    values = {}  # folded outputs -> numpy-computed expected values
+    k = 0
+
+    def inp(shape, dtype=TensorProto.FLOAT):
+        name = "in%d_%d" % (k, len(inputs))
+        inputs.append(helper.make_tensor_value_info(name, dtype, list(shape)))
+        return name
+
+    def const(arr):
+        name = "c%d_%d" % (k, len(inits))
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def rand_shape(rank, lo=1, hi=6):
+        return [int(rng.integers(lo, hi)) for _ in range(rank)]
+
+    ops = ["Conv", "MaxPool", "AveragePool", "Gemm", "MatMul", "Add", "Slice", "ReduceSum", "Transpose", "Concat",
+           "Split", "Gather", "Unsqueeze", "Squeeze", "Pad", "Expand", "Flatten", "Reshape", "GlobalAveragePool", "Where",
+           "Tile", "Resize", "Shape", "Range", "ConstantOfShape", "Softmax", "LayerNormalization", "Cast"]
+    while k < count:
+        op = ops[k % len(ops)]
+        out = "out%d" % k
+        attrs = {}
+        if op == "Conv":
+            nsp = int(rng.integers(1, 3))
+            group = int(rng.choice([1, 2]))
+            cin = group * int(rng.integers(1, 3))
+            x = inp([1, cin] + rand_shape(nsp, 5, 12))
+            ks = rand_shape(nsp, 1, 4)
+            w = const(np.zeros([group * int(rng.integers(1, 3)), cin // group] + ks, np.float32))
+            attrs["strides"] = rand_shape(nsp, 1, 3)
+            attrs["dilations"] = rand_shape(nsp, 1, 3)
+            attrs["group"] = group
+            if rng.random() < 0.5:
+                attrs["auto_pad"] = str(rng.choice(["SAME_UPPER", "SAME_LOWER", "VALID"]))
+            else:
+                attrs["pads"] = rand_shape(2 * nsp, 0, 3)
+            ins = [x, w]
+        elif op in ("MaxPool", "AveragePool"):
+            nsp = 2
+            x = inp([1, 2] + rand_shape(nsp, 6, 12))
+            attrs["kernel_shape"] = rand_shape(nsp, 1, 4)
+            attrs["strides"] = rand_shape(nsp, 1, 3)
+            attrs["ceil_mode"] = int(rng.integers(0, 2))
+            # ONNX requires pads smaller than the kernel
+            attrs["pads"] = [int(rng.integers(0, kk)) for kk in attrs["kernel_shape"] * 2]
+            ins = [x]
+        elif op == "Gemm":
+            m, kk, n = rand_shape(3)
+            ta, tb = int(rng.integers(0, 2)), int(rng.integers(0, 2))
+            a = inp([kk, m] if ta else [m, kk])
+            b = const(np.zeros([n, kk] if tb else [kk, n], np.float32))
+            c = const(np.zeros(rand_shape(1, 1, 2) if rng.random() < 0.5 else [n], np.float32))
+            attrs.update(transA=ta, transB=tb)
+            ins = [a, b, c]
+        elif op == "MatMul":
+            batch = rand_shape(int(rng.integers(0, 3)), 1, 4)
+            m, kk, n = rand_shape(3)
+            sa = ([1 if rng.random() < 0.3 else d for d in batch] + [m, kk]) if rng.random() < 0.8 else [kk]
+            sb = (batch[int(rng.integers(0, len(batch) + 1)):] + [kk, n]) if rng.random() < 0.8 else [kk]
+            ins = [inp(sa), inp(sb)]
+        elif op == "Add":
+            shape = rand_shape(int(rng.integers(1, 5)))
+            other = [1 if rng.random() < 0.4 else d for d in shape][int(rng.integers(0, len(shape))):]
+            ins = [inp(shape), inp(other)]
+        elif op == "Slice":
+            shape = rand_shape(int(rng.integers(1, 4)), 1, 10)
+            nax = int(rng.integers(1, len(shape) + 1))
+            axes = list(rng.permutation(len(shape))[:nax])
+            starts = [int(rng.integers(-12, 12)) for _ in axes]
+            ends = [int(rng.integers(-12, 12)) for _ in axes]
+            steps = [int(rng.choice([-3, -2, -1, 1, 2, 3])) for _ in axes]
+            ins = [inp(shape), const(np.array(starts, np.int64)), const(np.array(ends, np.int64)),
+                   const(np.array([int(a) - (len(shape) if rng.random() < 0.3 else 0) for a in axes], np.int64)),
+                   const(np.array(steps, np.int64))]
+        elif op == "ReduceSum":
+            shape = rand_shape(int(rng.integers(1, 5)))
+            axes = sorted(set(int(a) for a in rng.integers(0, len(shape), size=int(rng.integers(1, len(shape) + 1)))))
+            attrs["keepdims"] = int(rng.integers(0, 2))
+            ins = [inp(shape), const(np.array(axes, np.int64))]
+        elif op == "Transpose":
+            shape = rand_shape(int(rng.integers(1, 5)))
+            if rng.random() < 0.7:
+                attrs["perm"] = [int(p) for p in rng.permutation(len(shape))]
+            ins = [inp(shape)]
+        elif op == "Concat":
+            shape = rand_shape(int(rng.integers(1, 4)))
+            axis = int(rng.integers(0, len(shape)))
+            ins = []
+            for _ in range(int(rng.integers(1, 4))):
+                s2 = list(shape)
+                s2[axis] = int(rng.integers(1, 5))
+                ins.append(inp(s2))
+            attrs["axis"] = axis - (len(shape) if rng.random() < 0.3 else 0)
+        elif op == "Split":
+            shape = rand_shape(int(rng.integers(1, 4)), 2, 9)
+            axis = int(rng.integers(0, len(shape)))
+            parts = int(rng.integers(1, 4))
+            attrs["axis"] = axis
+            if rng.random() < 0.5 and shape[axis] >= parts:
+                cuts = sorted(rng.choice(np.arange(1, shape[axis]), size=parts - 1, replace=False)) if parts > 1 else []
+                sizes = np.diff([0] + [int(c) for c in cuts] + [shape[axis]])
+                ins = [inp(shape), const(np.array(sizes, np.int64))]
+            else:
+                parts = min(parts, shape[axis])
+                attrs["num_outputs"] = parts  # opset 18: the last part may be smaller
+                ins = [inp(shape)]
+            nodes.append(helper.make_node("Split", ins, ["%s_%d" % (out, j) for j in range(parts)], name="n%d" % k,
+                                          **attrs))
+            for j in range(parts):
+                outputs.append(helper.make_tensor_value_info("%s_%d" % (out, j), TensorProto.FLOAT, None))
+            k += 1
+            continue
+        elif op == "Gather":
+            shape = rand_shape(int(rng.integers(1, 4)))
+            axis = int(rng.integers(0, len(shape)))
+            ins = [inp(shape), inp(rand_shape(int(rng.integers(0, 3))), TensorProto.INT64)]
+            attrs["axis"] = axis
+        elif op == "Unsqueeze":
+            shape = rand_shape(int(rng.integers(0, 4)))
+            r = len(shape) + int(rng.integers(1, 3))
+            axes = [int(a) for a in rng.permutation(r)[: r - len(shape)]]
+            ins = [inp(shape), const(np.array([a - (r if rng.random() < 0.3 else 0) for a in axes], np.int64))]
+        elif op == "Squeeze":
+            shape = [1 if rng.random() < 0.5 else d for d in rand_shape(int(rng.integers(1, 5)), 2, 5)]
+            ones = [i for i, d in enumerate(shape) if d == 1]
+            ins = [inp(shape)]
+            if ones and rng.random() < 0.6:
+                ins.append(const(np.array(ones[: int(rng.integers(1, len(ones) + 1))], np.int64)))
+        elif op == "Pad":
+            shape = rand_shape(int(rng.integers(1, 5)))
+            pads = [int(rng.integers(0, 3)) for _ in range(2 * len(shape))]
+            ins = [inp(shape), const(np.array(pads, np.int64))]
+        elif op == "Expand":
+            shape = [1 if rng.random() < 0.5 else d for d in rand_shape(int(rng.integers(1, 4)))]
+            target = [int(rng.integers(1, 4)) if d == 1 else d for d in shape]
+            target = rand_shape(int(rng.integers(0, 2))) + target
+            ins = [inp(shape), const(np.array(target, np.int64))]
+        elif op == "Flatten":
+            shape = rand_shape(int(rng.integers(1, 5)))
+            attrs["axis"] = int(rng.integers(-len(shape), len(shape) + 1))
+            ins = [inp(shape)]
+        elif op == "Reshape":
+            shape = rand_shape(int(rng.integers(1, 5)))
+            total = int(np.prod(shape))
+            target = [total] if rng.random() < 0.3 else [shape[0], -1]
+            if rng.random() < 0.3:
+                target = [0] + [-1] if len(shape) > 1 else [-1]
+            ins = [inp(shape), const(np.array(target, np.int64))]
+        elif op == "GlobalAveragePool":
+            ins = [inp([1, 3] + rand_shape(int(rng.integers(1, 3)), 2, 8))]
+        elif op == "Where":
+            a = rand_shape(3)
+            ins = [inp([1 if rng.random() < 0.5 else d for d in a], TensorProto.BOOL), inp(a[1:]), inp([a[0], 1, 1])]
+        elif op == "Tile":
+            shape = rand_shape(int(rng.integers(1, 4)))
+            ins = [inp(shape), const(np.array(rand_shape(len(shape), 1, 4), np.int64))]
+        elif op == "Resize":
+            shape = [1, 2] + rand_shape(2, 2, 8)
+            if rng.random() < 0.5:
+                ins = [inp(shape), "", const(np.array([1, 1, 2.0, 0.5], np.float32))]
+            else:
+                ins = [inp(shape), "", "", const(np.array([1, 2] + rand_shape(2, 1, 9), np.int64))]
+        elif op == "Shape":
+            shape = rand_shape(int(rng.integers(1, 5)))
+            if rng.random() < 0.5:
+                attrs["start"] = int(rng.integers(-5, 5))
+                attrs["end"] = int(rng.integers(-5, 5))
+            ins = [inp(shape)]
+            values[out] = np.array(shape, np.int64)[slice(attrs.get("start"), attrs.get("end"))]
+        elif op == "Range":
+            start, limit, delta = int(rng.integers(-5, 5)), int(rng.integers(-9, 9)), int(rng.choice([-3, -1, 1, 2]))
+            values[out] = np.arange(start, limit, delta, dtype=np.int64)
+            ins = [const(np.array(start, np.int64)), const(np.array(limit, np.int64)), const(np.array(delta, np.int64))]
+        elif op == "ConstantOfShape":
+            cshape = rand_shape(int(rng.integers(1, 4)))
+            ins = [const(np.array(cshape, np.int64))]
+            attrs["value"] = numpy_helper.from_array(np.array([7], np.int64))
+            values[out] = np.full(cshape, 7, np.int64)
+        elif op == "Softmax":
+            shape = rand_shape(int(rng.integers(1, 4)))
+            ins = [inp(shape)]
+            attrs["axis"] = int(rng.integers(-len(shape), len(shape)))
+        elif op == "LayerNormalization":
+            shape = rand_shape(int(rng.integers(1, 4)))
+            axis = int(rng.integers(-len(shape), len(shape)))
+            ins = [inp(shape), const(np.ones(shape[axis:], np.float32))]
+            attrs["axis"] = axis
+        elif op == "Cast":
+            ins = [inp(rand_shape(2))]
+            attrs["to"] = int(rng.choice([TensorProto.INT64, TensorProto.BOOL, TensorProto.INT32]))
+        nodes.append(helper.make_node(op, ins, [out], name="n%d" % k, **attrs))
+        outputs.append(helper.make_tensor_value_info(out, TensorProto.UNDEFINED, None))
+        k += 1
+    g = helper.make_graph(nodes, "random_ops", inputs, [onnx.ValueInfoProto(name=o.name) for o in outputs], inits)
+    m = model(g, 18)
+    onnx.save(m, os.path.join(outdir, "random_ops.onnx"))
+    with open(os.path.join(outdir, "random_ops.values"), "w") as f:
+        for name, v in values.items():
+            f.write("%s %s\n" % (name, ",".join(map(str, v.ravel())) or "-"))
+    n = write_shapes(m, outdir, "random_ops.shapes")
+    assert n >= count * 0.9, "ONNX inferred only %d shapes" % n
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(outdir, exist_ok=True)
@@ -257,6 +502,7 @@ def main():
     external_data(outdir)
     bert_like(outdir)
     bad_models(outdir)
+    random_ops(outdir)
 
 
 if __name__ == "__main__":

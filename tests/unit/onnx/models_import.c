@@ -200,11 +200,81 @@ static void test_bad_models(void **state) {
   expect_error("no_such_file.onnx", LOOM_ERR_IO, "cannot open");
 }
 
+
+/* Differential check of shape/dtype inference: random single-op branches
+ * (random shapes, axes, pads, strides, dilations, auto_pad, ceil_mode...),
+ * compared with ONNX's own shape inference, which make_models.py wrote to
+ * random_ops.shapes as "name dtype d0,d1,..." lines. */
+static void test_random_ops_vs_onnx_inference(void **state) {
+  (void)state;
+  Graph *g = load("random_ops.onnx");
+  FILE *f = fopen(model_path("random_ops.shapes"), "r");
+  assert_non_null(f);
+  char line[1024];
+  int checked = 0, mismatches = 0;
+  while (fgets(line, sizeof line, f)) {
+    char name[256], dt[16], dims_text[512];
+    if (sscanf(line, "%255s %15s %511s", name, dt, dims_text) != 3) continue;
+    const GraphValue *v = &g->values[find_value(g, name)];
+    int64_t dims[16];
+    int rank = 0;
+    if (strcmp(dims_text, "-")) {
+      for (char *p = dims_text; *p && rank < 16;) {
+        dims[rank++] = strtoll(p, &p, 10);
+        if (*p == ',') p++;
+      }
+    }
+    char buf[16];
+    bool ok = v->rank == rank && !strcmp(v->dtype.bits ? dtype_str(v->dtype, buf) : "?", dt);
+    for (int k = 0; ok && k < rank; k++) ok = v->dims[k] == dims[k];
+    if (!ok) {
+      StrBuf sb;
+      sb_init(&sb);
+      graph_print_value_type(g, find_value(g, name), &sb);
+      print_error("%s: loom %s, onnx %s", name, sb_cstr(&sb), line);
+      sb_free(&sb);
+      mismatches++;
+    }
+    checked++;
+  }
+  fclose(f);
+  assert_true(checked >= 200);
+  assert_int_equal(mismatches, 0);
+
+  /* Shape (with start/end), Range and ConstantOfShape fold to constants
+   * whose values numpy computed (random_ops.values: "name v0,v1,..."). */
+  f = fopen(model_path("random_ops.values"), "r");
+  assert_non_null(f);
+  int folded = 0;
+  while (fgets(line, sizeof line, f)) {
+    char name[256], vals[768];
+    if (sscanf(line, "%255s %767s", name, vals) != 2) continue;
+    const GraphTensor *t = graph_value_constant(g, find_value(g, name));
+    if (!t) fail_msg("%s was not folded", name);
+    int64_t k = 0;
+    if (strcmp(vals, "-")) {
+      for (char *p = vals; *p; k++) {
+        int64_t expect = strtoll(p, &p, 10);
+        if (*p == ',') p++;
+        assert_true(k < graph_tensor_numel(t));
+        if (graph_tensor_get_i64(t, k) != expect) fail_msg("%s[%lld]: %lld, expected %lld", name, (long long)k,
+                                                           (long long)graph_tensor_get_i64(t, k), (long long)expect);
+      }
+    }
+    assert_int_equal(k, graph_tensor_numel(t));
+    folded++;
+  }
+  fclose(f);
+  assert_true(folded >= 20);
+  graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_bn_relu), cmocka_unit_test(test_mlp),          cmocka_unit_test(test_shape_chain),
       cmocka_unit_test(test_opset7),       cmocka_unit_test(test_opset17),      cmocka_unit_test(test_external_data),
       cmocka_unit_test(test_bert_like),    cmocka_unit_test(test_bad_models),
+      cmocka_unit_test(test_random_ops_vs_onnx_inference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
