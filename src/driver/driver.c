@@ -39,12 +39,12 @@ static loom_status emit_source(Arena *a, const PrimFunc *const *funcs, int n,
     lowered[i] = tir_lower(a, funcs[i], lower, err);
     if (!lowered[i]) {
       if (err && err->status == LOOM_OK) err->status = LOOM_ERR_INTERNAL;
-      err_prefix(err, "driver_build: lowering \"%s\": ", funcs[i]->name);
+      err_prefix(err, "driver_build: lowering \"%s\"", funcs[i]->name);
       return err ? err->status : LOOM_ERR_INTERNAL;
     }
     loom_status st = codegen_c_func(sb, lowered[i], err);
     if (st) {
-      err_prefix(err, "driver_build: generating C for \"%s\": ", funcs[i]->name);
+      err_prefix(err, "driver_build: generating C for \"%s\"", funcs[i]->name);
       return st;
     }
   }

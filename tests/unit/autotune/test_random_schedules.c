@@ -1,0 +1,395 @@
+/* The random-schedule correctness harness (issue 2 item 8).
+ *
+ * For every computation of the suite: N random schedules (seeded, so each is
+ * reproducible from its seed), the unscheduled function and all scheduled
+ * ones built into ONE module, each run on the same random inputs, every
+ * parameter compared with the unscheduled function's result:
+ *   integer dtypes: exactly equal;
+ *   f32: |x - y| <= 1e-5 * max(1, |y|)   (y = unscheduled; relative 1e-5,
+ *        absolute 1e-5 near zero; NaN only matches NaN, inf only itself).
+ * Also, for every schedule: the program verifies, the trace replays (directly
+ * and through its text form) to a structurally identical function; and a few
+ * functions per computation are cross-checked against the interpreter.
+ *
+ * Environment:
+ *   LOOM_HARNESS_SCHEDULES  schedules per computation (default 25)
+ *   LOOM_HARNESS_SEED       first seed (default 1); seeds are SEED..SEED+N-1
+ *   LOOM_HARNESS_ONLY       run only computations whose name contains this
+ * A failure prints the computation, the seed, the trace and the lowered
+ * program; rerun it with LOOM_HARNESS_ONLY=<name> LOOM_HARNESS_SEED=<seed>
+ * LOOM_HARNESS_SCHEDULES=1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autotune/autotune.h"
+#include "driver/driver.h"
+#include "runtime/threadpool.h"
+#include "tir/interp.h"
+#include "tir/text.h"
+#include "topi/topi.h"
+
+/* ---- the suite (small shapes: each run must be fast) ---- */
+
+typedef PrimFunc *(*MakeFn)(Arena *a, LoomError *err);
+
+static PrimFunc *mk_matmul_f32(Arena *a, LoomError *e) { return topi_matmul(a, 16, 12, 20, DT_F32, e); }
+static PrimFunc *mk_matmul_i32(Arena *a, LoomError *e) { return topi_matmul(a, 9, 8, 10, DT_I32, e); }
+static PrimFunc *mk_batch_matmul(Arena *a, LoomError *e) { return topi_batch_matmul(a, 2, 8, 6, 10, e); }
+static PrimFunc *mk_conv2d(Arena *a, LoomError *e) {
+  TopiConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
+  return topi_conv2d_nchw(a, &p, e);
+}
+static PrimFunc *mk_conv2d_nchwc(Arena *a, LoomError *e) {
+  TopiConv2d p = {.N = 1, .C = 4, .H = 6, .W = 6, .K = 4, .R = 3, .S = 3, .stride = 1, .pad = 1};
+  return topi_conv2d_nchwc(a, &p, 2, 2, e);
+}
+static PrimFunc *mk_depthwise(Arena *a, LoomError *e) {
+  TopiConv2d p = {.N = 1, .C = 3, .H = 8, .W = 8, .K = 3, .R = 3, .S = 3, .stride = 1, .pad = 1};
+  return topi_depthwise_conv2d_nchw(a, &p, e);
+}
+static PrimFunc *mk_max_pool(Arena *a, LoomError *e) {
+  return topi_pool2d(a, TOPI_POOL_MAX, 1, 3, 8, 8, 3, 2, 1, false, e);
+}
+static PrimFunc *mk_avg_pool(Arena *a, LoomError *e) {
+  return topi_pool2d(a, TOPI_POOL_AVG, 1, 2, 7, 7, 3, 1, 1, false, e);
+}
+static PrimFunc *mk_softmax(Arena *a, LoomError *e) { return topi_softmax(a, 2, (int64_t[]){4, 12}, e); }
+static PrimFunc *mk_layer_norm(Arena *a, LoomError *e) {
+  return topi_layer_norm(a, 2, (int64_t[]){3, 16}, 1e-5, e);
+}
+static PrimFunc *mk_transpose(Arena *a, LoomError *e) {
+  return topi_transpose(a, 3, (int64_t[]){3, 4, 5}, (int[]){2, 0, 1}, e);
+}
+static PrimFunc *mk_broadcast_add(Arena *a, LoomError *e) {
+  return topi_broadcast_add(a, 3, (int64_t[]){4, 1, 6}, (int64_t[]){1, 5, 6}, e);
+}
+static PrimFunc *mk_sum_inner(Arena *a, LoomError *e) {
+  return topi_reduce_sum(a, 2, (int64_t[]){6, 10}, 1, DT_F32, e);
+}
+static PrimFunc *mk_sum_outer(Arena *a, LoomError *e) {
+  return topi_reduce_sum(a, 2, (int64_t[]){10, 6}, 0, DT_F32, e);
+}
+static PrimFunc *mk_sum_i32(Arena *a, LoomError *e) {
+  return topi_reduce_sum(a, 3, (int64_t[]){4, 5, 6}, 1, DT_I32, e);
+}
+
+/* ---- settings ---- */
+
+static long env_long(const char *name, long dflt) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  char *end;
+  long x = strtol(v, &end, 10);
+  return *end ? dflt : x;
+}
+
+static BuildOptions harness_build_options(void) {
+  BuildOptions o = {0};
+  const char *dir = getenv("LOOM_TEST_CACHE_DIR");
+  o.cache_dir = dir && *dir ? dir : "/tmp/loom-test-cache";
+  o.include_dir = LOOM_SOURCE_DIR "/include";
+  return o;
+}
+
+/* ---- comparison ---- */
+
+/* First element where x differs from the reference y (metric at the top of
+ * the file); -1 when none. */
+static int64_t first_mismatch(const DLTensor *x, const DLTensor *y, size_t bytes, double *xv,
+                              double *yv) {
+  if (x->dtype.code == kDLFloat && x->dtype.bits == 32) {
+    const float *a = x->data, *b = y->data;
+    for (size_t i = 0; i < bytes / 4; i++) {
+      bool ok;
+      if (isnan(b[i])) ok = isnan(a[i]);
+      else if (isinf(b[i])) ok = a[i] == b[i];
+      else ok = fabs((double)a[i] - (double)b[i]) <= 1e-5 * fmax(1.0, fabs((double)b[i]));
+      if (!ok) {
+        *xv = a[i], *yv = b[i];
+        return (int64_t)i;
+      }
+    }
+    return -1;
+  }
+  size_t w = x->dtype.bits / 8;
+  for (size_t i = 0; i < bytes / w; i++)
+    if (memcmp((const char *)x->data + i * w, (const char *)y->data + i * w, w) != 0) {
+      int64_t a = 0, b = 0;
+      memcpy(&a, (const char *)x->data + i * w, w < 8 ? w : 8);
+      memcpy(&b, (const char *)y->data + i * w, w < 8 ? w : 8);
+      *xv = (double)a, *yv = (double)b;
+      return (int64_t)i;
+    }
+  return -1;
+}
+
+/* Compares every parameter; prints the first mismatch. */
+static bool tensors_match(const char *what, const DriverTensors *got, const DriverTensors *ref) {
+  for (int p = 0; p < got->n; p++) {
+    double xv, yv;
+    int64_t at = first_mismatch(&got->tensors[p], &ref->tensors[p], got->bytes[p], &xv, &yv);
+    if (at >= 0) {
+      fprintf(stderr, "MISMATCH %s: parameter %d, flat element %lld: got %.9g, expected %.9g\n",
+              what, p, (long long)at, xv, yv);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ---- one computation ---- */
+
+typedef struct Case {
+  const char *name;
+  Arena *a;
+  const PrimFunc *orig;      /* renamed <name>_ref */
+  int n;                     /* schedules */
+  uint64_t *seeds;
+  Schedule **sch;
+  const PrimFunc **funcs;    /* [0] = orig, [1 + k] = schedule k (renamed), NULL if unusable */
+  int failures;
+  int printed;
+  RandomScheduleStats total;
+} Case;
+
+static PrimFunc *renamed(Arena *a, const PrimFunc *f, const char *name) {
+  PrimFunc *g = ARENA_NEW(a, PrimFunc);
+  *g = *f;
+  g->name = arena_strdup(a, name);
+  return g;
+}
+
+/* Prints what is needed to reproduce schedule k; the lowered program too
+ * when given (only for the first few failures: it is long). */
+static void report(Case *c, int k, const char *what, const char *msg, const PrimFunc *lowered) {
+  c->failures++;
+  fprintf(stderr, "\n==== FAIL %s seed %llu: %s%s%s\n", c->name, (unsigned long long)c->seeds[k], what,
+          msg ? ": " : "", msg ? msg : "");
+  if (c->printed++ >= 3) return;
+  char *t = trace_to_text(sch_trace(c->sch[k]));
+  fprintf(stderr, "---- trace ----\n%s", t);
+  free(t);
+  char *p = tir_print_func(lowered ? lowered : sch_func(c->sch[k]));
+  fprintf(stderr, "---- %s program ----\n%s\n", lowered ? "lowered" : "scheduled", p);
+  free(p);
+}
+
+/* Schedules k: generate, verify, replay (direct and through text). */
+static void schedule_one(Case *c, int k) {
+  LoomError err = {0};
+  Schedule *s = sch_create(c->orig, DECIDE_RANDOM, c->seeds[k]);
+  c->sch[k] = s;
+  RandomScheduleStats st;
+  if (random_schedule_apply(s, &st, &err)) {
+    report(c, k, "random_schedule_apply", err.msg, NULL);
+    return;
+  }
+  c->total.tried += st.tried, c->total.applied += st.applied, c->total.refused += st.refused;
+  if (tir_verify(sch_func(s), &err)) {
+    report(c, k, "tir_verify", err.msg, NULL);
+    return;
+  }
+  Schedule *r = sch_create(c->orig, DECIDE_DEFAULT, 0);
+  if (trace_apply(sch_trace(s), r) || !tir_func_equal(sch_func(s), sch_func(r)))
+    report(c, k, "trace_apply does not reproduce the program", sch_error(r), NULL);
+  sch_free(r);
+  char *text = trace_to_text(sch_trace(s));
+  Arena *ta = arena_new();
+  Trace *parsed = trace_parse(ta, text, &err);
+  if (!parsed) {
+    report(c, k, "trace_parse of trace_to_text", err.msg, NULL);
+  } else {
+    r = sch_create(c->orig, DECIDE_DEFAULT, 0);
+    if (trace_apply(parsed, r) || !tir_func_equal(sch_func(s), sch_func(r)))
+      report(c, k, "trace text round trip does not reproduce the program", sch_error(r), NULL);
+    sch_free(r);
+  }
+  arena_free(ta);
+  free(text);
+  char name[96];
+  snprintf(name, sizeof name, "%s_s%d", c->name, k);
+  c->funcs[1 + k] = renamed(c->a, sch_func(s), name);
+}
+
+/* Builds every usable function into one module; a function that breaks
+ * the batch (lowering, codegen or compiler error) is found by building
+ * each alone, reported and dropped. */
+static DriverModule *build_all(Case *c, const DriverOptions *opt) {
+  LoomError err = {0};
+  const PrimFunc *batch[1 + 1024];
+  int map[1 + 1024], nb = 0;
+  for (int i = 0; i <= c->n; i++)
+    if (c->funcs[i]) map[nb] = i, batch[nb++] = c->funcs[i];
+  DriverModule *m = NULL;
+  if (driver_build(c->a, batch, nb, opt, &m, &err) == LOOM_OK) return m;
+  fprintf(stderr, "%s: batch build failed (%s); building one by one\n", c->name, err.msg);
+  int kept = 0;
+  for (int i = 0; i < nb; i++) {
+    DriverModule *one = NULL;
+    if (driver_build(c->a, &batch[i], 1, opt, &one, &err) == LOOM_OK) {
+      driver_module_free(one);
+      map[kept] = map[i], batch[kept++] = batch[i];
+      continue;
+    }
+    if (map[i] == 0) fail_msg("%s: the unscheduled function does not build: %s", c->name, err.msg);
+    report(c, map[i] - 1, "build", err.msg, NULL);
+    c->funcs[map[i]] = NULL;
+  }
+  if (driver_build(c->a, batch, kept, opt, &m, &err))
+    fail_msg("%s: build without the failing functions still fails: %s", c->name, err.msg);
+  return m;
+}
+
+static bool run_kernel(DriverModule *m, const char *name, DriverTensors *t, ThreadPool *pool,
+                       LoomError *err) {
+  Kernel k;
+  if (driver_get_kernel(m, name, &k, err)) return false;
+  return kernel_call(&k, t->ptrs, t->n, pool, NULL, err) == LOOM_OK;
+}
+
+/* The reference interpreter on f (block-level or lowered) vs expected. */
+static void interp_check(Case *c, int k, const PrimFunc *f, const DriverTensors *input,
+                         const DriverTensors *expected, const char *what) {
+  LoomError err = {0};
+  DriverTensors t;
+  assert_int_equal(driver_tensors_alloc(c->orig, 0, &t, &err), LOOM_OK);
+  driver_tensors_copy(&t, input);
+  void *data[16];
+  assert_true(t.n <= 16);
+  driver_tensors_data(&t, data);
+  char label[160];
+  snprintf(label, sizeof label, "%s %s (interpreter)", c->name, what);
+  if (tir_interpret(f, data, &err)) {
+    if (k < 0) fail_msg("%s: %s", label, err.msg);
+    report(c, k, label, err.msg, NULL);
+  } else if (!tensors_match(label, &t, expected)) {
+    if (k < 0) fail_msg("%s: interpreter disagrees with the compiled unscheduled function", c->name);
+    report(c, k, label, "interpreter disagrees with the compiled unscheduled function", NULL);
+  }
+  driver_tensors_free(&t);
+}
+
+static void run_case(const char *name, MakeFn make) {
+  const char *only = getenv("LOOM_HARNESS_ONLY");
+  if (only && *only && !strstr(name, only)) return;
+  long n = env_long("LOOM_HARNESS_SCHEDULES", 25);
+  long first = env_long("LOOM_HARNESS_SEED", 1);
+  if (n < 0) n = 0;
+  if (n > 1024) n = 1024;
+
+  Case c = {.name = name, .a = arena_new(), .n = (int)n};
+  LoomError err = {0};
+  PrimFunc *f = make(c.a, &err);
+  if (!f) fail_msg("%s: %s", name, err.msg);
+  char ref_name[96];
+  snprintf(ref_name, sizeof ref_name, "%s_ref", name);
+  c.orig = renamed(c.a, f, ref_name);
+  c.seeds = calloc((size_t)n + 1, sizeof *c.seeds);
+  c.sch = calloc((size_t)n + 1, sizeof *c.sch);
+  c.funcs = calloc((size_t)n + 1, sizeof *c.funcs);
+  c.funcs[0] = c.orig;
+  for (int k = 0; k < c.n; k++) {
+    c.seeds[k] = (uint64_t)(first + k);
+    schedule_one(&c, k);
+  }
+
+  BuildOptions bo = harness_build_options();
+  DriverOptions opt = {.build = &bo};
+  DriverModule *m = build_all(&c, &opt);
+  ThreadPool *pool = NULL;
+  assert_int_equal(threadpool_create(2, &pool, &err), LOOM_OK);
+
+  /* The inputs every function sees; outputs start as the same garbage. */
+  DriverTensors input, ref, got;
+  assert_int_equal(driver_tensors_alloc(c.orig, 0x5eed0000u + (uint64_t)first, &input, &err), LOOM_OK);
+  assert_int_equal(driver_tensors_alloc(c.orig, 0, &ref, &err), LOOM_OK);
+  assert_int_equal(driver_tensors_alloc(c.orig, 0, &got, &err), LOOM_OK);
+  driver_tensors_copy(&ref, &input);
+  if (!run_kernel(m, c.orig->name, &ref, pool, &err)) fail_msg("%s: %s", c.orig->name, err.msg);
+
+  /* The compiled unscheduled function must agree with the interpreter. */
+  interp_check(&c, -1, c.orig, &input, &ref, "unscheduled");
+
+  int lowered_idx = 1, checked_interp = 0;
+  for (int k = 0; k < c.n; k++) {
+    if (!c.funcs[1 + k]) continue;
+    int li = lowered_idx++; /* index of this function in the module */
+    driver_tensors_copy(&got, &input);
+    char label[128];
+    snprintf(label, sizeof label, "%s seed %llu", name, (unsigned long long)c.seeds[k]);
+    if (!run_kernel(m, c.funcs[1 + k]->name, &got, pool, &err)) {
+      report(&c, k, "kernel call", err.msg, driver_lowered(m, li));
+      continue;
+    }
+    if (!tensors_match(label, &got, &ref)) {
+      report(&c, k, "result differs from the unscheduled function", NULL, driver_lowered(m, li));
+      continue;
+    }
+    /* A few schedules also through the interpreter: the scheduled blocks
+     * (checks schedule primitives apart from lowering) and the lowered
+     * program (checks lowering apart from codegen). */
+    if (checked_interp < 2) {
+      checked_interp++;
+      interp_check(&c, k, c.funcs[1 + k], &input, &ref, "scheduled");
+      interp_check(&c, k, driver_lowered(m, li), &input, &ref, "lowered");
+    }
+  }
+
+  fprintf(stderr, "%-16s %3d schedules, %d failures; primitives tried %d, applied %d, refused %d\n",
+          name, c.n, c.failures, c.total.tried, c.total.applied, c.total.refused);
+  driver_tensors_free(&input);
+  driver_tensors_free(&ref);
+  driver_tensors_free(&got);
+  threadpool_destroy(pool);
+  driver_module_free(m);
+  for (int k = 0; k < c.n; k++) sch_free(c.sch[k]);
+  int failures = c.failures;
+  free(c.seeds);
+  free(c.sch);
+  free(c.funcs);
+  arena_free(c.a);
+  assert_int_equal(failures, 0);
+}
+
+#define CASE(fn, label) \
+  static void test_##fn(void **state) { \
+    (void)state; \
+    run_case(label, mk_##fn); \
+  }
+CASE(matmul_f32, "matmul_f32")
+CASE(matmul_i32, "matmul_i32")
+CASE(batch_matmul, "batch_matmul")
+CASE(conv2d, "conv2d_nchw")
+CASE(conv2d_nchwc, "conv2d_nchwc")
+CASE(depthwise, "depthwise_conv2d")
+CASE(max_pool, "max_pool")
+CASE(avg_pool, "avg_pool")
+CASE(softmax, "softmax")
+CASE(layer_norm, "layer_norm")
+CASE(transpose, "transpose")
+CASE(broadcast_add, "broadcast_add")
+CASE(sum_inner, "sum_inner")
+CASE(sum_outer, "sum_outer")
+CASE(sum_i32, "sum_i32")
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matmul_f32),   cmocka_unit_test(test_matmul_i32),
+      cmocka_unit_test(test_batch_matmul), cmocka_unit_test(test_conv2d),
+      cmocka_unit_test(test_conv2d_nchwc), cmocka_unit_test(test_depthwise),
+      cmocka_unit_test(test_max_pool),     cmocka_unit_test(test_avg_pool),
+      cmocka_unit_test(test_softmax),      cmocka_unit_test(test_layer_norm),
+      cmocka_unit_test(test_transpose),    cmocka_unit_test(test_broadcast_add),
+      cmocka_unit_test(test_sum_inner),    cmocka_unit_test(test_sum_outer),
+      cmocka_unit_test(test_sum_i32),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
