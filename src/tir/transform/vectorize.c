@@ -1,6 +1,6 @@
 /* tir_vectorize: FOR_VECTORIZED loops -> vector statements.
  *
- * A vectorized loop v in [min, min+L) (L constant, 2..64) whose body is
+ * A vectorized loop v in [min, min+L) (L constant, a power of two in 2..64) whose body is
  * stores, sequences and ifs with lane-invariant conditions becomes the same
  * statements on L lanes: v is ramp(min, 1, L), loop-invariant values are
  * broadcast, and each store's (1-d) index must come out as ramp(base, 1, L)
@@ -203,6 +203,8 @@ static const Stmt *vec_stmt(VecCtx *c, const Stmt *s) {
 static const Stmt *vectorize_loop(Arena *a, Analyzer *az, const Stmt *s) {
   int64_t lanes;
   if (!expr_as_int(s->loop.extent, &lanes) || lanes < 2 || lanes > VECTORIZE_MAX_LANES) return NULL;
+  /* GCC/Clang vector types (C codegen) need a power-of-two lane count. */
+  if (lanes & (lanes - 1)) return NULL;
   if (!xform_expr_is_plain_scalar(s->loop.min)) return NULL;
   StmtList stores = {0};
   if (!body_stores(a, s->loop.body, s->loop.var, &stores) || !independent_lanes(&stores)) return NULL;
