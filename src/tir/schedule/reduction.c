@@ -52,6 +52,14 @@ SchRV sch_decompose_reduction(Schedule *s, SchRV block_rv, SchRV loop_rv) {
     if (reduce[i] && spatial[i])
       return sch_fail(s, "decompose_reduction: loop \"%s\" carries both spatial and reduction iterators of "
                       "block \"%s\"", name, blk->name), -1;
+    /* A loop at or below `loop` that binds no iterator (left by compute_at)
+     * re-runs the whole reduction each iteration; with the init hoisted
+     * above it, the later runs would accumulate onto the earlier ones. */
+    int64_t ext;
+    if (i >= li && !reduce[i] && !spatial[i] && !(expr_as_int(path[i]->loop.extent, &ext) && ext == 1))
+      return sch_fail(s, "decompose_reduction: loop \"%s\" at or below loop \"%s\" carries no iterator of "
+                      "block \"%s\" (the reduction re-runs in each of its iterations); expected a loop "
+                      "below it", name, ln, blk->name), -1;
   }
 
   /* Copies of the spatial loops at and below `loop`. */
