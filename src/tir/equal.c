@@ -139,8 +139,39 @@ static bool eq_realize(Eq *q, const Stmt *x, const Stmt *y) {
          eq_stmt(q, a->init, b->init) && eq_stmt(q, a->body, b->body);
 }
 
+/* A Seq as the list stmt_seq would make of it: nested Seqs flattened,
+ * Evaluate no-ops dropped. Hand-built or rewritten trees need not be in that
+ * form, and the nesting means nothing, so it does not count as a difference. */
+static void seq_flatten(Eq *q, const Stmt *s, const Stmt ***items, int *n, int *cap) {
+  if (s->kind == STMT_SEQ) {
+    for (int i = 0; i < s->seq.n; i++)
+      if (s->seq.stmts[i] && s->seq.stmts[i]->kind != STMT_EVALUATE) seq_flatten(q, s->seq.stmts[i], items, n, cap);
+    return;
+  }
+  if (*n == *cap) {
+    int grown = *cap ? *cap * 2 : 8;
+    const Stmt **more = ARENA_ARRAY(q->fwd.arena, const Stmt *, grown);
+    if (*n) memcpy(more, *items, sizeof(*more) * (size_t)*n);
+    *items = more;
+    *cap = grown;
+  }
+  (*items)[(*n)++] = s;
+}
+
+static bool eq_seq(Eq *q, const Stmt *x, const Stmt *y) {
+  const Stmt **xs = NULL, **ys = NULL;
+  int nx = 0, ny = 0, cx = 0, cy = 0;
+  seq_flatten(q, x, &xs, &nx, &cx);
+  seq_flatten(q, y, &ys, &ny, &cy);
+  if (nx != ny) return false;
+  for (int i = 0; i < nx; i++)
+    if (!eq_stmt(q, xs[i], ys[i])) return false;
+  return true;
+}
+
 static bool eq_stmt(Eq *q, const Stmt *x, const Stmt *y) {
   if (!x || !y) return x == y;
+  if (x->kind == STMT_SEQ || y->kind == STMT_SEQ) return eq_seq(q, x, y);
   if (x->kind != y->kind) return false;
   switch (x->kind) {
     case STMT_FOR:
@@ -153,11 +184,7 @@ static bool eq_stmt(Eq *q, const Stmt *x, const Stmt *y) {
     case STMT_STORE:
       return x->store.n == y->store.n && eq_buffer_ref(q, x->store.buffer, y->store.buffer) &&
              eq_exprs(q, x->store.indices, y->store.indices, x->store.n) && eq_expr(q, x->store.value, y->store.value);
-    case STMT_SEQ:
-      if (x->seq.n != y->seq.n) return false;
-      for (int i = 0; i < x->seq.n; i++)
-        if (!eq_stmt(q, x->seq.stmts[i], y->seq.stmts[i])) return false;
-      return true;
+    case STMT_SEQ: break; /* handled above */
     case STMT_IF:
       return eq_expr(q, x->if_.cond, y->if_.cond) && eq_stmt(q, x->if_.then_s, y->if_.then_s) &&
              eq_stmt(q, x->if_.else_s, y->if_.else_s);

@@ -70,7 +70,9 @@ const Expr *tir_parse_expr(Arena *a, const char *text, const TirScope *scope, Lo
  * variables such as shape variables match on first use), buffers match by
  * parameter position or where they are allocated, and must agree in dtype,
  * shape, strides, scope and alignment. Block names are the blocks' identity
- * and must be equal; the function name and buffer/var names are ignored. */
+ * and must be equal; the function name and buffer/var names are ignored.
+ * Seq nesting and no-ops inside a Seq are not differences (compared as the
+ * flat list stmt_seq would build). */
 bool tir_func_equal(const PrimFunc *x, const PrimFunc *y);
 bool tir_stmt_equal(const Stmt *x, const Stmt *y);
 

@@ -467,6 +467,23 @@ static void test_func_equal(void **state) {
   assert_non_null(inner);
   assert_false(tir_func_equal(outer, inner));
   assert_false(tir_func_equal(inner, outer));
+  /* Seq nesting and no-ops inside a Seq are not differences; order and
+   * content are */
+  const Expr *c4 = expr_i64(a, 4);
+  Buffer *X = buffer_new(a, "X", DT_I64, 1, &c4);
+  const Stmt *s1 = stmt_store(a, X, expr_i64(a, 1), &c4, 1), *s2 = stmt_store(a, X, expr_i64(a, 2), &c4, 1);
+  const Stmt *s3 = stmt_store(a, X, expr_i64(a, 3), &c4, 1);
+  Stmt *nested = ARENA_NEW(a, Stmt), *outer_seq = ARENA_NEW(a, Stmt);
+  nested->kind = outer_seq->kind = STMT_SEQ;
+  nested->seq.stmts = (const Stmt *const *)arena_memdup(a, (const Stmt *[]){s1, stmt_nop(a)}, 2 * sizeof(Stmt *));
+  nested->seq.n = 2;
+  outer_seq->seq.stmts = (const Stmt *const *)arena_memdup(a, (const Stmt *[]){nested, s2, s3}, 3 * sizeof(Stmt *));
+  outer_seq->seq.n = 3;
+  assert_true(tir_stmt_equal(outer_seq, stmt_seq(a, (const Stmt *[]){s1, s2, s3}, 3)));
+  assert_false(tir_stmt_equal(outer_seq, stmt_seq(a, (const Stmt *[]){s1, s3, s2}, 3)));
+  assert_false(tir_stmt_equal(outer_seq, stmt_seq2(a, s1, s2)));
+  assert_false(tir_stmt_equal(s1, stmt_seq2(a, s1, s2)));
+  assert_true(tir_stmt_equal(s1, nested));
   /* statement-level equality */
   assert_true(tir_stmt_equal(f->body, g->body));
   assert_false(tir_stmt_equal(f->body, outer->body));
