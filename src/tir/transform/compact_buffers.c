@@ -309,6 +309,23 @@ static const Stmt *allocate_compact(CompactCtx *c, const Buffer *b, const Stmt *
   return stmt_allocate(a, nb, mutate_stmt(&m, s));
 }
 
+/* Mirrors the C code generator's stack limit (CODEGEN_C_STACK_LIMIT). */
+enum { COMPACT_PRIVATE_LIMIT_BYTES = 64 * 1024 };
+
+/* Bytes b would take compacted to its region in s (INT64_MAX if unknown). */
+static int64_t region_bytes(CompactCtx *c, const Buffer *b, const Stmt *s) {
+  IntSet *box = region_of(c, b, s, true, true);
+  if (!box) return INT64_MAX;
+  int64_t total = dtype_bytes(dtype_element(b->dtype));
+  for (int d = 0; d < b->ndim; d++) {
+    const Expr *ext = expr_add(c->arena, expr_sub(c->arena, box[d].max, box[d].min), expr_i64(c->arena, 1));
+    IntBound eb = arith_const_bound(c->az, arith_simplify(c->az, ext));
+    if (eb.max == INT64_MAX || eb.max > INT64_MAX / 2 / (total > 0 ? total : 1)) return INT64_MAX;
+    total *= eb.max > 0 ? eb.max : 1;
+  }
+  return total;
+}
+
 static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
   Arena *a = c->arena;
   switch (s->kind) {
@@ -327,7 +344,13 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
     case STMT_FOR: {
       if (s->loop.kind == FOR_THREAD_BINDING) break;
       arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
-      if (!regions_disjoint(c, b, s) && !written_before_read(c, b, s)) break;
+      bool disjoint = regions_disjoint(c, b, s);
+      if (!disjoint && !written_before_read(c, b, s)) break;
+      /* Inside a parallel loop the allocation becomes per-thread stack
+       * memory, which code generators bound; disjoint tiles are race-free
+       * in one shared buffer, so big ones stay outside. */
+      if (disjoint && s->loop.kind == FOR_PARALLEL && region_bytes(c, b, s->loop.body) > COMPACT_PRIVATE_LIMIT_BYTES)
+        break;
       Stmt *n = arena_memdup(a, s, sizeof *s);
       n->loop.body = place(c, b, s->loop.body);
       return n;

@@ -62,20 +62,24 @@ static void test_accumulator_stays_outside(void **state) {
 
 /* Disjoint tiles: B computed per tile of a split loop moves inside the
  * tile loop with the tile's size, indices rebased. */
-static void test_disjoint_tiles(void **state) {
-  (void)state;
-  Arena *a = arena_new();
-  Buffer *A = xc_buf2(a, "A", 6, 8), *T = xc_buf2(a, "T", 6, 8), *B = xc_buf2(a, "B", 6, 8);
+static PrimFunc *tiles_fn(Arena *a, int64_t cols, ForKind outer) {
+  Buffer *A = xc_buf2(a, "A", 6, cols), *T = xc_buf2(a, "T", 6, cols), *B = xc_buf2(a, "B", 6, cols);
   const Expr *io = expr_var(a, "io", DT_I64), *ii = expr_var(a, "ii", DT_I64), *j = expr_var(a, "j", DT_I64);
   const Expr *r = expr_add(a, expr_mul(a, io, xc_i(a, 2)), ii);
   const Expr *idx[2] = {r, j};
   const Stmt *st1 = stmt_store(a, T, expr_add(a, expr_load(a, A, idx, 2), expr_float(a, DT_F32, 1.0)), idx, 2);
   const Stmt *st2 = stmt_store(a, B, expr_mul(a, expr_load(a, T, idx, 2), expr_load(a, T, idx, 2)), idx, 2);
-  const Stmt *l1 = stmt_for(a, ii, xc_i(a, 0), xc_i(a, 2), FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, 8), FOR_SERIAL, st1));
-  const Stmt *l2 = stmt_for(a, ii, xc_i(a, 0), xc_i(a, 2), FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, 8), FOR_SERIAL, st2));
-  const Stmt *loop = stmt_for(a, io, xc_i(a, 0), xc_i(a, 3), FOR_PARALLEL, stmt_seq2(a, l1, l2));
+  const Stmt *l1 = stmt_for(a, ii, xc_i(a, 0), xc_i(a, 2), FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, cols), FOR_SERIAL, st1));
+  const Stmt *l2 = stmt_for(a, ii, xc_i(a, 0), xc_i(a, 2), FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, cols), FOR_SERIAL, st2));
+  const Stmt *loop = stmt_for(a, io, xc_i(a, 0), xc_i(a, 3), outer, stmt_seq2(a, l1, l2));
   const Buffer *params[2] = {A, B};
-  PrimFunc *f = primfunc_new(a, "tiles", params, 2, stmt_allocate(a, T, loop));
+  return primfunc_new(a, "tiles", params, 2, stmt_allocate(a, T, loop));
+}
+
+static void test_disjoint_tiles(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  PrimFunc *f = tiles_fn(a, 8, FOR_PARALLEL);
   const PrimFunc *g = tir_compact_buffers(a, f);
   xc_dump("compact(tiles)", g);
   assert_int_equal(g->body->kind, STMT_FOR);
@@ -87,11 +91,29 @@ static void test_disjoint_tiles(void **state) {
   arena_free(a);
 }
 
+/* Tiles of 2 x 10000 f32 (80 KB): private copies inside a parallel loop
+ * would exceed the code generator's stack budget, and disjoint tiles are
+ * race-free in one shared buffer, so T stays outside; a serial loop still
+ * gets the compact per-iteration buffer. */
+static void test_big_parallel_tiles_stay_shared(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  PrimFunc *par = tiles_fn(a, 10000, FOR_PARALLEL), *ser = tiles_fn(a, 10000, FOR_SERIAL);
+  const PrimFunc *gp = tir_compact_buffers(a, par), *gs = tir_compact_buffers(a, ser);
+  assert_int_equal(gp->body->kind, STMT_ALLOCATE);
+  assert_int_equal(gs->body->kind, STMT_FOR);
+  assert_true(expr_is_int(gs->body->loop.body->alloc.buffer->shape[0], 2));
+  xc_check_same(par, gp, 155);
+  xc_check_same(ser, gs, 156);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stencil_tile_written_before_read),
       cmocka_unit_test(test_accumulator_stays_outside),
       cmocka_unit_test(test_disjoint_tiles),
+      cmocka_unit_test(test_big_parallel_tiles_stay_shared),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
