@@ -95,12 +95,17 @@ typedef struct Check {
   const Expr *set_min, *set_max;
   int64_t lo, hi;
   bool any;
+  const Expr *proven; /* a condition arith_can_prove accepted, or NULL */
   const char *failure;
 } Check;
 
 static bool check_point(Ctx *c, const PtrMap *vals, void *ud) {
   Check *k = ud;
-  int64_t x, y;
+  int64_t x, y, p;
+  if (k->proven && arith_eval_int(k->proven, vals, &p) && !p) {
+    k->failure = "can_prove accepted a condition that is false somewhere";
+    return false;
+  }
   bool okx = arith_eval_int(k->orig, vals, &x);
   bool oky = arith_eval_int(k->simp, vals, &y);
   if (!okx) return true; /* division by zero in the original: nothing to compare */
@@ -142,6 +147,7 @@ static void ctx_init(Ctx *c, uint64_t seed, DType t) {
 static void report(Ctx *c, Check *k) {
   fprintf(stderr, "%s\n  orig: %s\n  simp: %s\n", k->failure, expr_to_string(c->a, k->orig),
           expr_to_string(c->a, k->simp));
+  if (k->proven) fprintf(stderr, "  proven: %s\n", expr_to_string(c->a, k->proven));
   for (int q = 0; q < NV; q++)
     fprintf(stderr, "  %s in [%lld, %lld)\n", c->vars[q]->var.name, (long long)c->mins[q],
             (long long)(c->mins[q] + c->exts[q]));
@@ -158,6 +164,8 @@ static void run_random(DType t, int cases, uint64_t seed0, bool with_sets) {
     k.orig = gen_int(&c, (int)rng_int(&c.rng, 1, 5));
     k.simp = arith_simplify(az, k.orig);
     k.bound = arith_const_bound(az, k.orig);
+    const Expr *cond = gen_bool(&c, (int)rng_int(&c.rng, 1, 3));
+    if (arith_can_prove(az, cond)) k.proven = cond;
     /* The canonical form is a fixed point. */
     const Expr *again = arith_simplify(az, k.simp);
     if (!expr_equal(again, k.simp))

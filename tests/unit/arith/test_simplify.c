@@ -114,6 +114,15 @@ static void test_minmax_compare_bool(void **state) {
   assert_true(arith_can_prove(f.az, expr_lt(f.a, ADD(MUL(f.i, C(8)), f.j), C(128))));
   assert_false(arith_can_prove(f.az, expr_lt(f.a, ADD(MUL(f.i, C(8)), f.j), C(127))));
   assert_true(arith_can_prove_equal(f.az, ADD(f.x, f.y), ADD(f.y, f.x)));
+  /* symbolic ranges: p in [0, n), q in [p, p + 4) */
+  const Expr *n = expr_var(f.a, "n", DT_I64), *p = expr_var(f.a, "p", DT_I64), *q = expr_var(f.a, "q", DT_I64);
+  arith_bind_range(f.az, p, C(0), n);
+  arith_bind_range(f.az, q, p, C(4));
+  assert_true(arith_can_prove(f.az, expr_lt(f.a, p, n)));
+  assert_false(arith_can_prove(f.az, expr_lt(f.a, p, SUB(n, C(1)))));
+  assert_true(arith_can_prove(f.az, expr_lt(f.a, q, ADD(n, C(3)))));
+  assert_false(arith_can_prove(f.az, expr_lt(f.a, q, ADD(n, C(2)))));
+  assert_true(arith_can_prove(f.az, expr_binary(f.a, EXPR_GE, q, C(0))));
   arena_free(f.a);
 }
 
