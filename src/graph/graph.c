@@ -291,3 +291,39 @@ void graph_remove_nodes(Graph *g, const bool *remove) {
   }
   g->nnodes = o;
 }
+
+int graph_bind_dim_param(Graph *g, const char *param, int64_t extent) {
+  int bound = 0;
+  for (int k = 0; k < g->ninputs; k++) {
+    GraphValue *v = &g->values[g->inputs[k]];
+    if (!v->dim_params) continue;
+    for (int d = 0; d < v->rank; d++) {
+      if (v->dim_params[d] && !strcmp(v->dim_params[d], param) && v->dims[d] < 0) {
+        v->dims[d] = extent;
+        bound++;
+      }
+    }
+  }
+  return bound;
+}
+
+loom_status graph_set_input_shape(Graph *g, const char *name, int rank, const int64_t *dims, LoomError *err) {
+  for (int k = 0; k < g->ninputs; k++) {
+    GraphValue *v = &g->values[g->inputs[k]];
+    if (strcmp(v->name, name)) continue;
+    if (v->rank >= 0 && v->rank != rank)
+      return err_set(err, LOOM_ERR_INVALID_ARG, "graph input \"%s\" has rank %d, got a shape of rank %d", name, v->rank, rank);
+    for (int d = 0; d < rank; d++) {
+      if (dims[d] < 0)
+        return err_set(err, LOOM_ERR_INVALID_ARG, "graph input \"%s\": extent %d is negative", name, d);
+      if (v->rank >= 0 && v->dims[d] >= 0 && v->dims[d] != dims[d])
+        return err_set(err, LOOM_ERR_INVALID_ARG, "graph input \"%s\": extent %d is %lld in the model, got %lld", name, d,
+                       (long long)v->dims[d], (long long)dims[d]);
+    }
+    const char **params = v->rank == rank ? v->dim_params : NULL;
+    graph_set_type(g, g->inputs[k], v->dtype, rank, dims);
+    v->dim_params = params;
+    return LOOM_OK;
+  }
+  return err_set(err, LOOM_ERR_INVALID_ARG, "the graph has no input named \"%s\"", name);
+}

@@ -210,6 +210,14 @@ int64_t graph_attr_int(const GraphNode *n, const char *name, int64_t dflt);
 double graph_attr_float(const GraphNode *n, const char *name, double dflt);
 const char *graph_attr_string(const GraphNode *n, const char *name, const char *dflt);
 
+/* Gives every graph-input extent named `param` (an ONNX dim_param such as
+ * "batch") the value `extent`; returns how many extents were bound. Run
+ * before inference to make a model with symbolic dims static. */
+int graph_bind_dim_param(Graph *g, const char *param, int64_t extent);
+/* Sets the shape of graph input `name` (all extents >= 0; the rank must
+ * match a known rank). Errors name the input. */
+loom_status graph_set_input_shape(Graph *g, const char *name, int rank, const int64_t *dims, LoomError *err);
+
 /* ---- tensors ---- */
 GraphTensor *graph_tensor_new(Arena *a, DType dtype, int rank, const int64_t *dims);
 int64_t graph_tensor_numel(const GraphTensor *t);

@@ -5,6 +5,15 @@
 
 #include <string.h>
 
+/* When a shape operand is not constant yet: the dtype is known, and the
+ * rank where given (-1 otherwise), with every extent unknown. */
+static loom_status partial(Graph *g, GraphNode *n, const GraphValue *x, int rank) {
+  int64_t dims[INFER_MAX_RANK];
+  for (int k = 0; k < INFER_MAX_RANK; k++) dims[k] = -1;
+  infer_set(g, n, 0, x->dtype, rank <= INFER_MAX_RANK ? rank : -1, dims);
+  return LOOM_OK;
+}
+
 loom_status infer_flatten(Graph *g, GraphNode *n, LoomError *err) {
   if (!infer_known(g, n, 0)) return LOOM_OK;
   const GraphValue *x = infer_input(g, n, 0);
@@ -24,7 +33,10 @@ loom_status infer_reshape(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   int64_t *shape;
   int r;
-  if (!infer_const_ints(g, n->inputs[1], &shape, &r)) return LOOM_OK;
+  if (!infer_const_ints(g, n->inputs[1], &shape, &r)) {
+    const GraphValue *s = infer_input(g, n, 1);
+    return partial(g, n, x, s && s->rank == 1 && s->dims[0] >= 0 ? (int)s->dims[0] : -1);
+  }
   if (r > INFER_MAX_RANK) return infer_fail(g, n, err, "target rank %d too large", r);
   bool allowzero = graph_attr_int(n, "allowzero", 0) != 0;
   int64_t dims[INFER_MAX_RANK];
@@ -180,9 +192,10 @@ loom_status infer_slice(Graph *g, GraphNode *n, LoomError *err) {
   if (x->rank > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");
   int64_t *starts, *ends, *axes = NULL, *steps = NULL;
   int ns, ne, na = 0, nst = 0;
-  if (!infer_const_ints(g, n->inputs[1], &starts, &ns) || !infer_const_ints(g, n->inputs[2], &ends, &ne)) return LOOM_OK;
-  if (infer_input(g, n, 3) && !infer_const_ints(g, n->inputs[3], &axes, &na)) return LOOM_OK;
-  if (infer_input(g, n, 4) && !infer_const_ints(g, n->inputs[4], &steps, &nst)) return LOOM_OK;
+  if (!infer_const_ints(g, n->inputs[1], &starts, &ns) || !infer_const_ints(g, n->inputs[2], &ends, &ne) ||
+      (infer_input(g, n, 3) && !infer_const_ints(g, n->inputs[3], &axes, &na)) ||
+      (infer_input(g, n, 4) && !infer_const_ints(g, n->inputs[4], &steps, &nst)))
+    return partial(g, n, x, x->rank);
   if (ne != ns || (axes && na != ns) || (steps && nst != ns))
     return infer_fail(g, n, err, "starts, ends, axes and steps must have the same length");
   int64_t dims[INFER_MAX_RANK];
@@ -231,7 +244,7 @@ loom_status infer_squeeze(Graph *g, GraphNode *n, LoomError *err) {
   if (x->rank > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");
   int64_t *axes = NULL;
   int na = 0;
-  if (infer_input(g, n, 1) && !infer_const_ints(g, n->inputs[1], &axes, &na)) return LOOM_OK;
+  if (infer_input(g, n, 1) && !infer_const_ints(g, n->inputs[1], &axes, &na)) return partial(g, n, x, -1);
   bool drop[INFER_MAX_RANK] = {0};
   if (!axes) {
     for (int k = 0; k < x->rank; k++) {
@@ -261,7 +274,7 @@ loom_status infer_unsqueeze(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   int64_t *axes;
   int na;
-  if (!infer_const_ints(g, n->inputs[1], &axes, &na)) return LOOM_OK;
+  if (!infer_const_ints(g, n->inputs[1], &axes, &na)) return partial(g, n, x, -1);
   int r = x->rank + na;
   if (r > INFER_MAX_RANK) return infer_fail(g, n, err, "rank %d too large", r);
   bool ins[INFER_MAX_RANK] = {0};
@@ -284,7 +297,7 @@ loom_status infer_expand(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   int64_t *shape;
   int r;
-  if (!infer_const_ints(g, n->inputs[1], &shape, &r)) return LOOM_OK;
+  if (!infer_const_ints(g, n->inputs[1], &shape, &r)) return partial(g, n, x, -1);
   int ro;
   int64_t dims[INFER_MAX_RANK];
   if (r > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");
@@ -301,8 +314,8 @@ loom_status infer_pad(Graph *g, GraphNode *n, LoomError *err) {
   int64_t *pads, *axes = NULL;
   int np, na = 0;
   if (!infer_input(g, n, 1)) return infer_fail(g, n, err, "missing pads input");
-  if (!infer_const_ints(g, n->inputs[1], &pads, &np)) return LOOM_OK;
-  if (infer_input(g, n, 3) && !infer_const_ints(g, n->inputs[3], &axes, &na)) return LOOM_OK;
+  if (!infer_const_ints(g, n->inputs[1], &pads, &np) || (infer_input(g, n, 3) && !infer_const_ints(g, n->inputs[3], &axes, &na)))
+    return partial(g, n, x, x->rank);
   int nax = axes ? na : x->rank;
   if (np != 2 * nax) return infer_fail(g, n, err, "pads has %d entries, expected %d", np, 2 * nax);
   int64_t dims[INFER_MAX_RANK];
@@ -328,7 +341,7 @@ loom_status infer_tile(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   int64_t *rep;
   int nr;
-  if (!infer_const_ints(g, n->inputs[1], &rep, &nr)) return LOOM_OK;
+  if (!infer_const_ints(g, n->inputs[1], &rep, &nr)) return partial(g, n, x, x->rank);
   if (nr != x->rank || x->rank > INFER_MAX_RANK) return infer_fail(g, n, err, "repeats has %d entries for rank %d", nr, x->rank);
   int64_t dims[INFER_MAX_RANK];
   for (int k = 0; k < x->rank; k++) {
@@ -348,12 +361,12 @@ loom_status infer_resize(Graph *g, GraphNode *n, LoomError *err) {
   int64_t *sizes;
   int ns;
   if (infer_input(g, n, 3)) {
-    if (!infer_const_ints(g, n->inputs[3], &sizes, &ns)) return LOOM_OK;
+    if (!infer_const_ints(g, n->inputs[3], &sizes, &ns)) return partial(g, n, x, x->rank);
     if (ns != x->rank) return infer_fail(g, n, err, "sizes has %d entries for rank %d", ns, x->rank);
     memcpy(dims, sizes, sizeof(int64_t) * (size_t)ns);
   } else {
     const GraphTensor *sc = graph_value_constant(g, n->ninputs > 2 ? n->inputs[2] : -1);
-    if (!sc) return n->ninputs > 2 && n->inputs[2] >= 0 ? LOOM_OK : infer_fail(g, n, err, "needs scales or sizes");
+    if (!sc) return n->ninputs > 2 && n->inputs[2] >= 0 ? partial(g, n, x, x->rank) : infer_fail(g, n, err, "needs scales or sizes");
     if (graph_tensor_numel(sc) != x->rank) return infer_fail(g, n, err, "scales has the wrong length for rank %d", x->rank);
     for (int k = 0; k < x->rank; k++) {
       double s = graph_tensor_get_f64(sc, k);

@@ -73,7 +73,7 @@ def mlp(outdir):
     save(model(g, 13), outdir, "mlp.onnx")
 
 
-def shape_chain(outdir, opset, name):
+def shape_chain(outdir, opset, name, batch=2):
     # x: [2, 3, 4, 5] -> Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])) -> [2, 60]
     const_m1 = numpy_helper.from_array(np.array([-1], np.int64), "minus_one")
     nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
@@ -89,7 +89,7 @@ def shape_chain(outdir, opset, name):
         helper.make_node("Reshape", ["x", "target"], ["r"], name="reshape"),
         helper.make_node("Identity", ["r"], ["y"], name="ident"),
     ]
-    g = helper.make_graph(nodes, "shape_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+    g = helper.make_graph(nodes, "shape_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 4, 5])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [const_m1])
     save(model(g, opset), outdir, name)
 
@@ -497,6 +497,7 @@ def main():
     mlp(outdir)
     shape_chain(outdir, 13, "shape_chain.onnx")
     shape_chain(outdir, 11, "shape_chain_opset11.onnx")
+    shape_chain(outdir, 13, "shape_chain_dynamic.onnx", batch="batch")
     opset7(outdir)
     opset17(outdir)
     external_data(outdir)

@@ -27,6 +27,17 @@ static loom_status find_opset(Importer *im, const OnnxModel *m) {
   return LOOM_OK;
 }
 
+/* Messages name nodes; exporters may leave names empty, so those get
+ * "<first output>" as their name, which is just as easy to find. */
+static void name_anonymous_nodes(Importer *im, OnnxGraph *og) {
+  for (int i = 0; i < og->nnodes; i++) {
+    OnnxNode *n = &og->nodes[i];
+    if (n->name[0]) continue;
+    if (n->noutputs > 0 && n->outputs[0][0]) n->name = arena_printf(im->scratch, "<%s>", n->outputs[0]);
+    else n->name = arena_printf(im->scratch, "<%s #%d>", n->op_type, i);
+  }
+}
+
 /* One message naming every unsupported op and node, not just the first. */
 static loom_status check_supported(Importer *im, const OnnxGraph *og) {
   StrBuf sb;
@@ -199,6 +210,7 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
   if (!st) st = find_opset(&im, m);
   if (!st) {
     im.g = graph_new(m->graph->name[0] ? m->graph->name : "main");
+    name_anonymous_nodes(&im, m->graph);
     st = check_supported(&im, m->graph);
   }
   if (!st) st = add_initializers(&im, m->graph);
@@ -273,6 +285,7 @@ Graph *onnx_import_file_prepared(const char *path, LoomError *err) {
   if (!st) st = graph_pass_remove_identity(g, err);
   if (!st) st = graph_pass_dce(g, err);
   if (!st) st = graph_pass_infer(g, err);
+  if (!st) st = graph_verify(g, err);
   if (st) {
     err_prefix(err, "%s", path);
     graph_free(g);

@@ -115,6 +115,39 @@ static void test_shape_chain(void **state) {
   check_shape_chain("shape_chain_opset11.onnx"); /* Unsqueeze axes as attribute */
 }
 
+/* A symbolic batch dim blocks folding until it is bound. */
+static void test_shape_chain_dynamic(void **state) {
+  (void)state;
+  Graph *g = load("shape_chain_dynamic.onnx");
+  char *text = dump(g);
+  assert_non_null(strstr(text, "graph shape_chain(%x: f32[batch, 3, 4, 5]) {\n"));
+  assert_non_null(strstr(text, "= Shape(%x)"));
+  assert_non_null(strstr(text, "  %y: f32[?, ?] = Reshape(%x, %target)"));
+  free(text);
+  graph_free(g);
+
+  LoomError err = {0};
+  g = onnx_import_file(model_path("shape_chain_dynamic.onnx"), &err);
+  assert_non_null(g);
+  assert_int_equal(graph_bind_dim_param(g, "batch", 2), 1);
+  assert_int_equal(graph_bind_dim_param(g, "other", 2), 0);
+  assert_int_equal(graph_pass_fold_constants(g, &err), LOOM_OK);
+  assert_int_equal(graph_pass_remove_identity(g, &err), LOOM_OK);
+  assert_int_equal(graph_pass_dce(g, &err), LOOM_OK);
+  text = dump(g);
+  assert_string_equal(text, "graph shape_chain(%x: f32[2, 3, 4, 5]) {\n"
+                            "  %target = const i64[2] [2, -1]\n"
+                            "  %y: f32[2, 60] = Reshape(%x, %target) {allowzero=0}  # \"reshape\"\n"
+                            "  return %y\n"
+                            "}\n");
+  free(text);
+  int64_t wrong[] = {2, 3, 4, 6};
+  assert_int_equal(graph_set_input_shape(g, "x", 4, wrong, &err), LOOM_ERR_INVALID_ARG);
+  assert_string_equal(err.msg, "graph input \"x\": extent 3 is 5 in the model, got 6");
+  assert_int_equal(graph_set_input_shape(g, "nope", 4, wrong, &err), LOOM_ERR_INVALID_ARG);
+  graph_free(g);
+}
+
 static void test_opset7(void **state) {
   (void)state;
   Graph *g = load("opset7.onnx");
@@ -272,6 +305,7 @@ static void test_random_ops_vs_onnx_inference(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_bn_relu), cmocka_unit_test(test_mlp),          cmocka_unit_test(test_shape_chain),
+      cmocka_unit_test(test_shape_chain_dynamic),
       cmocka_unit_test(test_opset7),       cmocka_unit_test(test_opset17),      cmocka_unit_test(test_external_data),
       cmocka_unit_test(test_bert_like),    cmocka_unit_test(test_bad_models),
       cmocka_unit_test(test_random_ops_vs_onnx_inference),
