@@ -1,0 +1,263 @@
+/* Operator compute definitions with ONNX semantics, one per graph op that
+ * produces a runtime tensor (Shape, ConstantOfShape and Range are folded at
+ * compile time and have none). docs/topi.md lists the ops and what each
+ * supports.
+ *
+ * Every function works at the te level: TeTensors in, TeTensor(s) out, so the
+ * graph fuser composes ops by passing one op's result to the next and lowers
+ * a fused group with one te_create_primfunc. Conventions:
+ *   - `name` names the output tensor (and so its block); stages an op needs
+ *     besides its output are named "<name>_<stage>" ("<name>_pad",
+ *     "<name>_max"...). Names must be unique within one PrimFunc, so the
+ *     caller passes node-derived names.
+ *   - Reductions (ReduceSum, pools, the reductions inside Softmax and
+ *     LayerNormalization) are a stage of their own whose body is only the
+ *     reduction; any arithmetic after it (mean's division, bias, scale) is a
+ *     separate elementwise stage, which a consumer can inline or fuse.
+ *   - Axes may be negative (counted from the end) wherever ONNX allows it.
+ *   - Bad arguments (rank, shape mismatch, dtype, attribute out of range,
+ *     an empty output) return NULL with a message naming the op and the
+ *     argument; nothing aborts on user input.
+ * dtypes: f32 everywhere; integer and bool where models use them (see each
+ * function). */
+#ifndef LOOM_TOPI_TOPI_OPS_H
+#define LOOM_TOPI_TOPI_OPS_H
+
+#include "te/te.h"
+#include "topi/topi.h" /* TopiPoolKind */
+
+#include <stdbool.h>
+
+/* ---------------- elementwise (op_elemwise.c) ---------------- */
+
+typedef enum TopiUnaryOp {
+  TOPI_RELU,
+  TOPI_LEAKY_RELU,   /* alpha */
+  TOPI_CLIP,         /* lo, hi (use -inf / +inf for an omitted bound) */
+  TOPI_SQRT,
+  TOPI_RECIPROCAL,
+  TOPI_EXP,
+  TOPI_LOG,
+  TOPI_NEG,
+  TOPI_ABS,
+  TOPI_FLOOR,
+  TOPI_CEIL,
+  TOPI_NOT,          /* bool only */
+  TOPI_ERF,
+  TOPI_TANH,
+  TOPI_SIGMOID,
+  TOPI_HARD_SIGMOID, /* alpha, beta */
+  TOPI_HARD_SWISH,
+  TOPI_GELU,         /* gelu_tanh selects the tanh approximation */
+  TOPI_IDENTITY,     /* also Dropout at inference */
+} TopiUnaryOp;
+
+typedef struct TopiUnaryParams {
+  double alpha, beta; /* LeakyRelu alpha; HardSigmoid alpha, beta */
+  double lo, hi;      /* Clip bounds; for integer inputs they are truncated */
+  bool gelu_tanh;
+} TopiUnaryParams;
+
+/* ONNX's defaults for op's attributes (LeakyRelu alpha 0.01, HardSigmoid
+ * 0.2/0.5, Clip unbounded, Gelu exact). */
+TopiUnaryParams topi_unary_defaults(TopiUnaryOp op);
+
+/* dtypes: Relu, LeakyRelu... float ops need f32 (f64 also works); Relu, Neg,
+ * Abs, Clip, Identity also accept integers; Not needs bool. p NULL = defaults. */
+TeTensor *topi_unary(Arena *a, const char *name, TopiUnaryOp op, const TeTensor *x,
+                     const TopiUnaryParams *p, LoomError *err);
+
+/* Cast to `to`: float -> int truncates toward zero (C), anything -> bool is
+ * x != 0, bool -> number is 0 or 1. */
+TeTensor *topi_cast(Arena *a, const char *name, const TeTensor *x, DType to, LoomError *err);
+
+typedef enum TopiBinaryOp {
+  TOPI_ADD,
+  TOPI_SUB,
+  TOPI_MUL,
+  TOPI_DIV,     /* integers truncate toward zero, as ONNX says */
+  TOPI_POW,     /* float base; the exponent is cast to the base's dtype */
+  TOPI_MAX,
+  TOPI_MIN,
+  TOPI_EQUAL,   /* bool result */
+  TOPI_LESS,    /* bool result */
+  TOPI_GREATER, /* bool result */
+  TOPI_AND,     /* bool operands */
+  TOPI_OR,      /* bool operands */
+  TOPI_PRELU,   /* x < 0 ? slope * x : x; slope broadcasts to x's shape */
+} TopiBinaryOp;
+
+/* Numpy multidirectional broadcasting of operands of any ranks (0-d
+ * included). Operands share one dtype except Pow's exponent. */
+TeTensor *topi_binary(Arena *a, const char *name, TopiBinaryOp op, const TeTensor *x,
+                      const TeTensor *y, LoomError *err);
+/* Sum / Max / Min of n >= 1 operands, all broadcast together (op is
+ * TOPI_ADD, TOPI_MAX or TOPI_MIN). One stage. */
+TeTensor *topi_variadic(Arena *a, const char *name, TopiBinaryOp op, const TeTensor *const *xs,
+                        int n, LoomError *err);
+/* cond (bool) ? x : y, the three broadcast together. */
+TeTensor *topi_where(Arena *a, const char *name, const TeTensor *cond, const TeTensor *x,
+                     const TeTensor *y, LoomError *err);
+/* Inference batch norm: x [N, C, ...] (rank >= 2), the others [C]:
+ * (x - mean) / sqrt(var + eps) * scale + bias. One stage. */
+TeTensor *topi_batch_norm(Arena *a, const char *name, const TeTensor *x, const TeTensor *scale,
+                          const TeTensor *bias, const TeTensor *mean, const TeTensor *var,
+                          double eps, LoomError *err);
+
+/* Output shape of broadcasting shapes x and y; false (message naming op) when
+ * they do not broadcast. out must hold max(rx, ry) entries. */
+bool topi_broadcast_shape(const char *op, int rx, const int64_t *x, int ry, const int64_t *y,
+                          int *rout, int64_t *out, LoomError *err);
+
+/* ---------------- nn (op_nn.c) ---------------- */
+
+typedef struct TopiConvParams {
+  int64_t strides[2];   /* h, w; 0 = 1 */
+  int64_t pads[4];      /* ONNX order: h_begin, w_begin, h_end, w_end */
+  int64_t dilations[2]; /* 0 = 1 */
+  int64_t group;        /* 0 = 1; C for depthwise */
+} TopiConvParams;
+
+/* 2-D convolution, NCHW: x [N, C, H, W], w [K, C/group, R, S], bias [K] or
+ * NULL -> [N, K, OH, OW]. f32. Stages "<name>_pad" (when any pad > 0),
+ * "<name>_conv" + name (bias add) when there is a bias, else the convolution
+ * is `name` itself. */
+TeTensor *topi_conv2d_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
+                      const TeTensor *bias, const TopiConvParams *p, LoomError *err);
+/* Blocked x86 layout, group 1: x [N, C/cb, H, W, cb], w [K/kb, C/cb, R, S,
+ * cb, kb], bias [K] or NULL -> [N, K/kb, OH, OW, kb]. Same stages. */
+TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
+                            const TeTensor *bias, const TopiConvParams *p, LoomError *err);
+/* Layout transforms at NCHWc boundaries: [N, C, H, W] -> [N, C/cb, H, W, cb]
+ * (C divisible by cb) and back. Weights: [K, C, R, S] -> [K/kb, C/cb, R, S,
+ * cb, kb]. */
+TeTensor *topi_nchw_to_nchwc(Arena *a, const char *name, const TeTensor *x, int64_t cb,
+                             LoomError *err);
+TeTensor *topi_nchwc_to_nchw(Arena *a, const char *name, const TeTensor *x, LoomError *err);
+TeTensor *topi_weight_to_kcrsck(Arena *a, const char *name, const TeTensor *w, int64_t cb,
+                                int64_t kb, LoomError *err);
+
+typedef struct TopiPoolParams {
+  int64_t kernel[2];    /* required, >= 1 */
+  int64_t strides[2];   /* 0 = 1 */
+  int64_t pads[4];      /* h_begin, w_begin, h_end, w_end */
+  int64_t dilations[2]; /* 0 = 1; MaxPool only */
+  bool ceil_mode;       /* a last window that would start in the end padding is dropped */
+  bool count_include_pad; /* AveragePool: divide by the window clipped to the padded input */
+} TopiPoolParams;
+
+/* x [N, C, H, W] f32. Max: stages "<name>_pad" (-inf, when padded) and
+ * name. Avg: "<name>_pad" (0), "<name>_sum", name (the division). */
+TeTensor *topi_pool2d_onnx(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x,
+                           const TopiPoolParams *p, LoomError *err);
+/* x [N, C, d1, ...] -> [N, C, 1, ...]: GlobalMaxPool is one reduction;
+ * GlobalAveragePool is "<name>_sum" then the division as name. */
+TeTensor *topi_global_pool(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x,
+                           LoomError *err);
+
+/* ---------------- matmul (op_matmul.c) ---------------- */
+
+/* alpha * A' B' + beta * C, A' = transA ? A^T : A (2-D), C NULL or
+ * unidirectionally broadcastable to [M, N]. f32. The product is `name` when
+ * alpha == 1 and no C, else "<name>_matmul" then name. */
+TeTensor *topi_gemm(Arena *a, const char *name, const TeTensor *A, const TeTensor *B,
+                    const TeTensor *C, double alpha, double beta, bool trans_a, bool trans_b,
+                    LoomError *err);
+/* numpy.matmul: 1-D operands get a 1 prepended (A) or appended (B) and it is
+ * dropped from the result; batch dims broadcast. f32, i32, i64. One stage. */
+TeTensor *topi_matmul_nd(Arena *a, const char *name, const TeTensor *A, const TeTensor *B,
+                         LoomError *err);
+
+/* ---------------- reductions and normalizations (op_reduce.c) ------- */
+
+typedef enum TopiReduceOp { TOPI_REDUCE_SUM, TOPI_REDUCE_MEAN, TOPI_REDUCE_MAX } TopiReduceOp;
+
+/* Reduce over axes (n_axes == 0: all axes, unless noop_with_empty_axes, in
+ * which case the input is copied). f32 (Sum/Max also integers). Mean is
+ * "<name>_sum" then name (the division). */
+TeTensor *topi_reduce(Arena *a, const char *name, TopiReduceOp op, const TeTensor *x,
+                      const int64_t *axes, int n_axes, bool keepdims, bool noop_with_empty_axes,
+                      LoomError *err);
+/* Softmax along one axis (opset 13). Stages "<name>_max", "<name>_exp",
+ * "<name>_sum", name. */
+TeTensor *topi_softmax_axis(Arena *a, const char *name, const TeTensor *x, int64_t axis,
+                            LoomError *err);
+/* LayerNormalization over axes [axis, rank): scale (and bias, or NULL) have
+ * shape x.shape[axis:] or broadcast to it. Stages "<name>_sum",
+ * "<name>_var", name. */
+TeTensor *topi_layer_norm_onnx(Arena *a, const char *name, const TeTensor *x,
+                               const TeTensor *scale, const TeTensor *bias, int64_t axis,
+                               double eps, LoomError *err);
+
+/* ---------------- data movement (op_transform.c) ---------------- */
+
+/* [d0 * ... * d(axis-1), d(axis) * ... ]; axis in [-r, r]. */
+TeTensor *topi_flatten(Arena *a, const char *name, const TeTensor *x, int64_t axis,
+                       LoomError *err);
+/* Target shape with ONNX's rules handled here: 0 copies the input extent
+ * (allowzero = 0), one -1 is inferred. */
+TeTensor *topi_reshape(Arena *a, const char *name, const TeTensor *x, const int64_t *shape,
+                       int n, LoomError *err);
+/* perm NULL = reversed axes. */
+TeTensor *topi_transpose_perm(Arena *a, const char *name, const TeTensor *x, const int64_t *perm,
+                              LoomError *err);
+TeTensor *topi_concat(Arena *a, const char *name, const TeTensor *const *xs, int n, int64_t axis,
+                      LoomError *err);
+/* n outputs named "<name>_<i>" into outs; sizes NULL = equal parts (the axis
+ * extent must divide by n). Each output is its own stage. */
+bool topi_split(Arena *a, const char *name, const TeTensor *x, int64_t axis, const int64_t *sizes,
+                int n, TeTensor **outs, LoomError *err);
+/* ONNX Slice: axes NULL = 0..n-1, steps NULL = 1; negative starts/ends count
+ * from the end, then they are clamped (to [0, d] for positive steps, [-1,
+ * d-1] for negative steps). An empty result is an error (te tensors have
+ * extents >= 1). */
+TeTensor *topi_slice(Arena *a, const char *name, const TeTensor *x, const int64_t *starts,
+                     const int64_t *ends, const int64_t *axes, const int64_t *steps, int n,
+                     LoomError *err);
+/* out = data[:axis] + indices.shape + data[axis+1:]; indices i32 or i64;
+ * negative indices wrap; indices still out of range are clamped into range
+ * (keeps generated code memory safe; ONNX calls them an error). */
+TeTensor *topi_gather(Arena *a, const char *name, const TeTensor *data, const TeTensor *indices,
+                      int64_t axis, LoomError *err);
+/* axes NULL = every extent-1 axis. */
+TeTensor *topi_squeeze(Arena *a, const char *name, const TeTensor *x, const int64_t *axes,
+                       int n_axes, LoomError *err);
+/* axes index the output (rank + n_axes). */
+TeTensor *topi_unsqueeze(Arena *a, const char *name, const TeTensor *x, const int64_t *axes,
+                         int n_axes, LoomError *err);
+/* Bidirectional broadcast of x to shape. */
+TeTensor *topi_expand(Arena *a, const char *name, const TeTensor *x, const int64_t *shape, int n,
+                      LoomError *err);
+
+typedef enum TopiPadMode { TOPI_PAD_CONSTANT, TOPI_PAD_REFLECT, TOPI_PAD_EDGE } TopiPadMode;
+/* pads: 2 * rank values, all begins then all ends; negative pads crop.
+ * Reflect needs pads < extent. value is cast to x's dtype. */
+TeTensor *topi_pad_onnx(Arena *a, const char *name, const TeTensor *x, const int64_t *pads,
+                        TopiPadMode mode, double value, LoomError *err);
+TeTensor *topi_tile(Arena *a, const char *name, const TeTensor *x, const int64_t *repeats,
+                    LoomError *err);
+
+typedef enum TopiResizeMode { TOPI_RESIZE_NEAREST, TOPI_RESIZE_LINEAR } TopiResizeMode;
+typedef enum TopiResizeCoord {
+  TOPI_COORD_HALF_PIXEL,
+  TOPI_COORD_PYTORCH_HALF_PIXEL,
+  TOPI_COORD_ASYMMETRIC,
+  TOPI_COORD_ALIGN_CORNERS,
+} TopiResizeCoord;
+typedef enum TopiResizeNearest {
+  TOPI_NEAREST_ROUND_PREFER_FLOOR,
+  TOPI_NEAREST_ROUND_PREFER_CEIL,
+  TOPI_NEAREST_FLOOR,
+  TOPI_NEAREST_CEIL,
+} TopiResizeNearest;
+
+/* out_shape: the output extents (the caller computes them from scales or
+ * sizes); scales: the per-axis scales ONNX uses in the coordinate transform
+ * (scales input, or out/in when sizes were given); NULL = out/in. Nearest
+ * resizes any axis; linear only the last two (the others must keep their
+ * extent). f32. */
+TeTensor *topi_resize(Arena *a, const char *name, const TeTensor *x, const int64_t *out_shape,
+                      const double *scales, TopiResizeMode mode, TopiResizeCoord coord,
+                      TopiResizeNearest nearest, LoomError *err);
+
+#endif
