@@ -246,7 +246,7 @@ static bool parse_arg(Parser *ps, InstBuild *b) {
       if (!expect(ps, '[')) return false;
       if (accept(ps, ']')) return true;
       do {
-        double v;
+        double v = 0;
         if (!parse_double(ps, &v)) return false;
         VEC_GROW(double, b->floats, b->n_floats, b->cap_floats);
         b->floats[b->n_floats++] = v;
