@@ -232,6 +232,8 @@ static IntBound bound_raw(Analyzer *az, const Expr *e, const PtrMap *dom, int de
 }
 
 static IntBound bound_rec(Analyzer *az, const Expr *e, const PtrMap *dom, int depth) {
+  /* 64-bit unsigned values do not fit the signed interval: know nothing. */
+  if (e->dtype.code == DT_UINT && e->dtype.bits >= 64) return arith_dtype_bound(e->dtype);
   IntBound b = bound_raw(az, e, dom, depth);
   /* Narrow integer types wrap: a result outside the type is the whole type. */
   IntBound full = arith_dtype_bound(e->dtype);

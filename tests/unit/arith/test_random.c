@@ -208,6 +208,8 @@ static void test_random_narrow(void **state) {
   run_random(DT_I8, 1500 * soak(), 10000000, false);
   run_random(DT_I32, 1500 * soak(), 20000000, false);
   run_random(dtype_make(DT_UINT, 8, 1), 1500 * soak(), 30000000, false);
+  run_random(dtype_make(DT_UINT, 64, 1), 1000 * soak(), 40000000, false);
+  run_random(dtype_make(DT_UINT, 32, 1), 1000 * soak(), 50000000, false);
 }
 
 /* Affine expressions: simplified const bound and eval_set are exact. */
