@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,18 @@ static void *fail(Parser *p, const Token *t, const char *expected) {
   if (t->kind == T_EOF) snprintf(got, sizeof got, "end of input");
   else snprintf(got, sizeof got, "'%.*s%s'", t->len > 24 ? 24 : t->len, t->start, t->len > 24 ? "..." : "");
   return fail_at(p, t->line, t->col, expected, got);
+}
+
+/* "expected <what>, got <n>" at token t, for counts (arity, indices). */
+static void *fail_count(Parser *p, const Token *t, int got, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void *fail_count(Parser *p, const Token *t, int got, const char *fmt, ...) {
+  char what[160], gotbuf[16];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  snprintf(gotbuf, sizeof gotbuf, "%d", got);
+  return fail_at(p, t->line, t->col, what, gotbuf);
 }
 
 /* ---- lexer ---- */
@@ -446,10 +459,7 @@ static bool parse_fixed_args(Parser *p, const Token *head, int n, const Expr **a
   int got = parse_expr_list(p, ")", &xs);
   if (got < 0) return false;
   if (got != n) {
-    char what[64], gotbuf[16];
-    snprintf(what, sizeof what, "%d argument%s to '%.*s'", n, n == 1 ? "" : "s", head->len, head->start);
-    snprintf(gotbuf, sizeof gotbuf, "%d", got);
-    fail_at(p, head->line, head->col, what, gotbuf);
+    fail_count(p, head, got, "%d argument%s to '%.*s'", n, n == 1 ? "" : "s", head->len, head->start);
     return false;
   }
   for (int i = 0; i < n; i++) args[i] = xs[i];
@@ -572,10 +582,8 @@ static const Expr *parse_ident_expr(Parser *p) {
     int n = parse_expr_list(p, ")", &xs);
     if (n < 0) return NULL;
     if (n != call_op_arity(op)) {
-      char what[64], got[16];
-      snprintf(what, sizeof what, "%d argument%s to '%s'", call_op_arity(op), call_op_arity(op) == 1 ? "" : "s", name);
-      snprintf(got, sizeof got, "%d", n);
-      return fail_at(p, t->line, t->col, what, got);
+      int want = call_op_arity(op);
+      return fail_count(p, t, n, "%d argument%s to '%s'", want, want == 1 ? "" : "s", name);
     }
     return expr_call(p->a, op, typed ? dt : xs[0]->dtype, xs, n);
   }
@@ -587,10 +595,7 @@ static const Expr *parse_ident_expr(Parser *p) {
     int n = parse_expr_list(p, "]", &idx);
     if (n < 0) return NULL;
     if (n != b->ndim) {
-      char what[64], got[32];
-      snprintf(what, sizeof what, "%d indices for buffer '%s'", b->ndim, b->name);
-      snprintf(got, sizeof got, "%d", n);
-      return fail_at(p, t->line, t->col, what, got);
+      return fail_count(p, t, n, "%d indices for buffer '%s'", b->ndim, b->name);
     }
     return expr_load(p->a, b, idx, n);
   }
@@ -727,10 +732,7 @@ static bool parse_region(Parser *p, BufferRegion *r) {
     if (!expect(p, "]")) return false;
   }
   if (d != b->ndim) {
-    char what[64], got[16];
-    snprintf(what, sizeof what, "%d dimensions in the region of buffer '%s'", b->ndim, b->name);
-    snprintf(got, sizeof got, "%d", d);
-    return fail_at(p, t->line, t->col, what, got);
+    return fail_count(p, t, d, "%d dimensions in the region of buffer '%s'", b->ndim, b->name);
   }
   r->buffer = b;
   r->min = mins;
@@ -882,10 +884,7 @@ static const Stmt *parse_store(Parser *p) {
   int n = parse_expr_list(p, "]", &idx);
   if (n < 0) return NULL;
   if (n != b->ndim) {
-    char what[64], got[16];
-    snprintf(what, sizeof what, "%d indices for buffer '%s'", b->ndim, b->name);
-    snprintf(got, sizeof got, "%d", n);
-    return fail_at(p, t->line, t->col, what, got);
+    return fail_count(p, t, n, "%d indices for buffer '%s'", b->ndim, b->name);
   }
   const Expr *value;
   if (!expect(p, "=") || !(value = parse_expr(p))) return NULL;
