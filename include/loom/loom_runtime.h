@@ -1,0 +1,107 @@
+/* Loom's runtime API: load a compiled model (`model.loom`, written by
+ * `loom compile`), bind inputs, run, read outputs. No compiler inside: this
+ * header uses only DLPack and loom_status.
+ *
+ *   LoomModel *m;
+ *   char err[1024];
+ *   LoomModelOptions opt = {.num_threads = 0};
+ *   if (loom_model_load("model.loom", &opt, &m, err, sizeof err)) { puts(err); ... }
+ *   loom_model_set_input(m, 0, &x);            // copies x (checked: dtype, shape)
+ *   loom_model_run(m);
+ *   DLTensor y;
+ *   loom_model_get_output(m, 0, &y);           // a view, valid until the next run
+ *   loom_model_free(m);
+ *
+ * Errors: every call returns a loom_status; after a failure other than in
+ * loom_model_load, loom_model_error(m) says what was wrong, naming the input,
+ * kernel or file and what was expected. Nothing aborts on bad input.
+ * A model is not thread-safe: one run at a time (its kernels use the model's
+ * own thread pool). */
+#ifndef LOOM_RUNTIME_API_H
+#define LOOM_RUNTIME_API_H
+
+#include "loom/loom_status.h"
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct LoomModel LoomModel;
+
+typedef struct LoomModelOptions {
+  /* Threads for parallel loops, the caller included. <= 0: $LOOM_NUM_THREADS,
+   * else the number of online CPUs. */
+  int32_t num_threads;
+} LoomModelOptions;
+
+/* Loads and validates an artifact (format version, Loom version, target vs
+ * this CPU, every offset, the metadata schema) and allocates its arena.
+ * opt may be NULL. On failure *out is NULL and errbuf (may be NULL) holds the
+ * message: LOOM_ERR_IO (unreadable), LOOM_ERR_PARSE (corrupt),
+ * LOOM_ERR_UNSUPPORTED (another version or target), LOOM_ERR_INVALID_ARG. */
+loom_status loom_model_load(const char *path, const LoomModelOptions *opt, LoomModel **out, char *errbuf,
+                            size_t errlen);
+/* NULL is allowed. Output views die with the model. */
+void loom_model_free(LoomModel *m);
+/* The message of the last failed call on m ("" when none). */
+const char *loom_model_error(const LoomModel *m);
+
+/* A graph input or output. Pointers are valid while the model lives. */
+typedef struct LoomTensorInfo {
+  const char *name;
+  DLDataType dtype;
+  int32_t ndim;
+  const int64_t *shape;
+} LoomTensorInfo;
+
+int32_t loom_model_num_inputs(const LoomModel *m);
+int32_t loom_model_num_outputs(const LoomModel *m);
+/* LOOM_ERR_INVALID_ARG for an index out of range. */
+loom_status loom_model_input_info(const LoomModel *m, int32_t index, LoomTensorInfo *out);
+loom_status loom_model_output_info(const LoomModel *m, int32_t index, LoomTensorInfo *out);
+/* Index of the input/output with that name, or -1. */
+int32_t loom_model_input_index(const LoomModel *m, const char *name);
+int32_t loom_model_output_index(const LoomModel *m, const char *name);
+int32_t loom_model_num_threads(const LoomModel *m);
+
+/* Copies t into the model's input buffer. t must be a CPU tensor with the
+ * input's dtype and shape, compact row-major (strides NULL or compact).
+ * LOOM_ERR_INVALID_ARG naming the input and what was expected otherwise. */
+loom_status loom_model_set_input(LoomModel *m, int32_t index, const DLTensor *t);
+loom_status loom_model_set_input_by_name(LoomModel *m, const char *name, const DLTensor *t);
+
+/* Runs every kernel in plan order. LOOM_ERR_INVALID_ARG when an input was
+ * never set (naming it); LOOM_ERR_RUNTIME naming the kernel when one fails. */
+loom_status loom_model_run(LoomModel *m);
+
+/* A view of output `index` (data owned by the model; valid until the next
+ * run or free). */
+loom_status loom_model_get_output(LoomModel *m, int32_t index, DLTensor *out);
+
+/* ---- profiling: time per plan step (one fused kernel), summed over runs ---- */
+void loom_model_set_profiling(LoomModel *m, bool enable);
+void loom_model_profile_reset(LoomModel *m);
+typedef struct LoomProfileEntry {
+  const char *kernel;       /* the kernel's symbol */
+  int32_t num_nodes;
+  const char *const *nodes; /* the ONNX nodes fused into it */
+  int64_t calls;            /* profiled runs */
+  double total_ms;
+} LoomProfileEntry;
+/* One entry per plan step, in call order. */
+int32_t loom_model_profile_count(const LoomModel *m);
+loom_status loom_model_profile_entry(const LoomModel *m, int32_t index, LoomProfileEntry *out);
+
+/* The Loom release of this runtime ("0.1.0"). */
+const char *loom_runtime_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,573 @@
+/* Reading an artifact: header checks, metadata validation, loading the
+ * kernels. Everything from the file is untrusted (the loader is fuzzed). */
+#include "runtime/artifact.h"
+
+#include "runtime/artifact_format.h"
+#include "runtime/dl_dtype.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *artifact_arg_kind_name(ArtifactArgKind k) {
+  switch (k) {
+    case ARTIFACT_ARG_INPUT: return "input";
+    case ARTIFACT_ARG_OUTPUT: return "output";
+    case ARTIFACT_ARG_WEIGHT: return "weight";
+    case ARTIFACT_ARG_ARENA: return "arena";
+  }
+  return "?";
+}
+
+/* ---- metadata ---- */
+
+typedef struct Reader {
+  Arena *a;
+  const char *what; /* the file, for messages */
+  LoomError *err;
+} Reader;
+
+static loom_status meta_fail(Reader *r, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static loom_status meta_fail(Reader *r, const char *where, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return err_set(r->err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt metadata: %s: %s", r->what, where, msg);
+}
+
+static const cJSON *get(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key); }
+
+static loom_status read_uint(Reader *r, const cJSON *v, const char *where, uint64_t limit, uint64_t *out) {
+  if (!cJSON_IsNumber(v)) return meta_fail(r, where, "expected a non-negative integer");
+  double d = v->valuedouble;
+  if (!isfinite(d) || d < 0 || d != floor(d) || d > (double)limit)
+    return meta_fail(r, where, "expected an integer in [0, %llu], got %g", (unsigned long long)limit, d);
+  *out = (uint64_t)d;
+  return LOOM_OK;
+}
+
+/* A name: 1..ARTIFACT_MAX_NAME printable bytes (UTF-8 allowed). */
+static loom_status read_name(Reader *r, const cJSON *v, const char *where, const char **out) {
+  if (!cJSON_IsString(v) || !v->valuestring) return meta_fail(r, where, "expected a string");
+  const char *s = v->valuestring;
+  size_t n = strlen(s);
+  if (n == 0 || n > ARTIFACT_MAX_NAME) return meta_fail(r, where, "expected 1 to %d bytes, got %zu", ARTIFACT_MAX_NAME, n);
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) return meta_fail(r, where, "control character in a name");
+  *out = arena_strdup(r->a, s);
+  return LOOM_OK;
+}
+
+static bool is_c_identifier(const char *s) {
+  if (!(isalpha((unsigned char)*s) || *s == '_')) return false;
+  for (; *s; s++)
+    if (!(isalnum((unsigned char)*s) || *s == '_')) return false;
+  return true;
+}
+
+static loom_status read_dtype(Reader *r, const cJSON *v, const char *where, DLDataType *out) {
+  if (!cJSON_IsString(v) || !dl_dtype_parse(v->valuestring, out))
+    return meta_fail(r, where, "expected a dtype name (\"float32\", \"int64\", \"bool\", ...)");
+  return LOOM_OK;
+}
+
+static loom_status read_shape(Reader *r, const cJSON *v, const char *where, DLDataType dtype, int32_t *ndim,
+                              const int64_t **shape, uint64_t *nbytes) {
+  if (!cJSON_IsArray(v)) return meta_fail(r, where, "expected an array of dimensions");
+  int n = cJSON_GetArraySize(v);
+  if (n > ARTIFACT_MAX_DIMS) return meta_fail(r, where, "%d dimensions, at most %d allowed", n, ARTIFACT_MAX_DIMS);
+  int64_t *dims = ARENA_ARRAY(r->a, int64_t, n);
+  int i = 0;
+  const cJSON *d;
+  cJSON_ArrayForEach(d, v) {
+    uint64_t x;
+    char w[160];
+    snprintf(w, sizeof w, "%s[%d]", where, i);
+    loom_status st = read_uint(r, d, w, ARTIFACT_MAX_INT, &x);
+    if (st) return st;
+    dims[i++] = (int64_t)x;
+  }
+  if (!dl_shape_bytes(dims, n, dl_dtype_bytes(dtype), ARTIFACT_MAX_BYTES, nbytes))
+    return meta_fail(r, where, "tensor larger than %llu bytes", (unsigned long long)ARTIFACT_MAX_BYTES);
+  *ndim = n;
+  *shape = dims;
+  return LOOM_OK;
+}
+
+static loom_status read_tensor(Reader *r, const cJSON *v, const char *where, ArtifactTensor *t) {
+  char w[160];
+  if (!cJSON_IsObject(v)) return meta_fail(r, where, "expected an object");
+  snprintf(w, sizeof w, "%s.name", where);
+  loom_status st = read_name(r, get(v, "name"), w, &t->name);
+  snprintf(w, sizeof w, "%s.dtype", where);
+  if (!st) st = read_dtype(r, get(v, "dtype"), w, &t->dtype);
+  snprintf(w, sizeof w, "%s.shape", where);
+  if (!st) st = read_shape(r, get(v, "shape"), w, t->dtype, &t->ndim, &t->shape, &t->nbytes);
+  return st;
+}
+
+/* An array member of the top-level object, with at most `max` elements. */
+static loom_status read_array(Reader *r, const cJSON *root, const char *key, int max, const cJSON **arr, int *n) {
+  *arr = get(root, key);
+  if (!cJSON_IsArray(*arr)) return meta_fail(r, key, "missing, or not an array");
+  *n = cJSON_GetArraySize(*arr);
+  if (*n > max) return meta_fail(r, key, "%d entries, at most %d allowed", *n, max);
+  return LOOM_OK;
+}
+
+static loom_status read_tensors(Reader *r, const cJSON *root, const char *key, ArtifactTensor **out, int32_t *count) {
+  const cJSON *arr;
+  int n;
+  loom_status st = read_array(r, root, key, 1 << 20, &arr, &n);
+  if (st) return st;
+  ArtifactTensor *ts = ARENA_ARRAY(r->a, ArtifactTensor, n);
+  int i = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, arr) {
+    char w[64];
+    snprintf(w, sizeof w, "%s[%d]", key, i);
+    if ((st = read_tensor(r, v, w, &ts[i]))) return st;
+    for (int j = 0; j < i; j++)
+      if (!strcmp(ts[j].name, ts[i].name)) return meta_fail(r, w, "duplicate name \"%s\"", ts[i].name);
+    i++;
+  }
+  *out = ts;
+  *count = n;
+  return LOOM_OK;
+}
+
+static loom_status read_weights(Reader *r, const cJSON *root, uint64_t blob_size, Artifact *art) {
+  const cJSON *arr;
+  int n;
+  loom_status st = read_array(r, root, "weights", 1 << 24, &arr, &n);
+  if (st) return st;
+  ArtifactWeight *ws = ARENA_ARRAY(r->a, ArtifactWeight, n);
+  int i = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, arr) {
+    char w[64], wo[80];
+    snprintf(w, sizeof w, "weights[%d]", i);
+    if ((st = read_tensor(r, v, w, &ws[i].t))) return st;
+    snprintf(wo, sizeof wo, "%s.offset", w);
+    if ((st = read_uint(r, get(v, "offset"), wo, ARTIFACT_MAX_INT, &ws[i].offset))) return st;
+    if (ws[i].offset % ARTIFACT_ALIGN)
+      return meta_fail(r, wo, "%llu is not a multiple of %d", (unsigned long long)ws[i].offset, ARTIFACT_ALIGN);
+    if (ws[i].offset > blob_size || ws[i].t.nbytes > blob_size - ws[i].offset)
+      return meta_fail(r, w, "\"%s\" (%llu bytes at offset %llu) lies outside the %llu-byte weights section",
+                       ws[i].t.name, (unsigned long long)ws[i].t.nbytes, (unsigned long long)ws[i].offset,
+                       (unsigned long long)blob_size);
+    ws[i].data = art->weights + ws[i].offset;
+    i++;
+  }
+  art->spec.weights = ws;
+  art->spec.num_weights = n;
+  return LOOM_OK;
+}
+
+static loom_status read_kernels(Reader *r, const cJSON *root, Artifact *art) {
+  const cJSON *arr;
+  int n;
+  loom_status st = read_array(r, root, "kernels", 1 << 20, &arr, &n);
+  if (st) return st;
+  ArtifactKernel *ks = ARENA_ARRAY(r->a, ArtifactKernel, n);
+  int i = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, arr) {
+    char w[64], wn[96];
+    snprintf(w, sizeof w, "kernels[%d]", i);
+    if (!cJSON_IsObject(v)) return meta_fail(r, w, "expected an object");
+    snprintf(wn, sizeof wn, "%s.name", w);
+    if ((st = read_name(r, get(v, "name"), wn, &ks[i].name))) return st;
+    /* The name is a dlsym symbol, and NAME_workspace_bytes must fit too. */
+    if (!is_c_identifier(ks[i].name) || strlen(ks[i].name) > 100)
+      return meta_fail(r, wn, "\"%s\" is not a C identifier of at most 100 bytes", ks[i].name);
+    const cJSON *nodes = get(v, "nodes");
+    snprintf(wn, sizeof wn, "%s.nodes", w);
+    if (!cJSON_IsArray(nodes)) return meta_fail(r, wn, "expected an array of ONNX node names");
+    int nn = cJSON_GetArraySize(nodes);
+    const char **names = ARENA_ARRAY(r->a, const char *, nn);
+    int j = 0;
+    const cJSON *nv;
+    cJSON_ArrayForEach(nv, nodes) {
+      char wj[128];
+      snprintf(wj, sizeof wj, "%s[%d]", wn, j);
+      if ((st = read_name(r, nv, wj, &names[j]))) return st;
+      j++;
+    }
+    ks[i].nodes = names;
+    ks[i].num_nodes = nn;
+    i++;
+  }
+  art->spec.kernels = ks;
+  art->spec.num_kernels = n;
+  return LOOM_OK;
+}
+
+static const ArtifactTensor *arg_source(const ArtifactSpec *s, ArtifactArgKind kind, int32_t index) {
+  switch (kind) {
+    case ARTIFACT_ARG_INPUT: return index < s->num_inputs ? &s->inputs[index] : NULL;
+    case ARTIFACT_ARG_OUTPUT: return index < s->num_outputs ? &s->outputs[index] : NULL;
+    case ARTIFACT_ARG_WEIGHT: return index < s->num_weights ? &s->weights[index].t : NULL;
+    case ARTIFACT_ARG_ARENA: break;
+  }
+  return NULL;
+}
+
+static bool same_shape(int32_t n1, const int64_t *s1, int32_t n2, const int64_t *s2) {
+  if (n1 != n2) return false;
+  for (int32_t i = 0; i < n1; i++)
+    if (s1[i] != s2[i]) return false;
+  return true;
+}
+
+static loom_status read_arg(Reader *r, const cJSON *v, const char *where, const ArtifactSpec *s, ArtifactArg *a) {
+  char w[160];
+  if (!cJSON_IsObject(v)) return meta_fail(r, where, "expected an object");
+  const cJSON *kind = get(v, "kind");
+  snprintf(w, sizeof w, "%s.kind", where);
+  if (!cJSON_IsString(kind)) return meta_fail(r, w, "expected \"input\", \"output\", \"weight\" or \"arena\"");
+  if (!strcmp(kind->valuestring, "input")) a->kind = ARTIFACT_ARG_INPUT;
+  else if (!strcmp(kind->valuestring, "output")) a->kind = ARTIFACT_ARG_OUTPUT;
+  else if (!strcmp(kind->valuestring, "weight")) a->kind = ARTIFACT_ARG_WEIGHT;
+  else if (!strcmp(kind->valuestring, "arena")) a->kind = ARTIFACT_ARG_ARENA;
+  else return meta_fail(r, w, "expected \"input\", \"output\", \"weight\" or \"arena\"");
+  loom_status st;
+  uint64_t nbytes;
+  snprintf(w, sizeof w, "%s.dtype", where);
+  if ((st = read_dtype(r, get(v, "dtype"), w, &a->dtype))) return st;
+  snprintf(w, sizeof w, "%s.shape", where);
+  if ((st = read_shape(r, get(v, "shape"), w, a->dtype, &a->ndim, &a->shape, &nbytes))) return st;
+  if (a->kind == ARTIFACT_ARG_ARENA) {
+    snprintf(w, sizeof w, "%s.offset", where);
+    if ((st = read_uint(r, get(v, "offset"), w, ARTIFACT_MAX_INT, &a->offset))) return st;
+    if (a->offset > s->arena_bytes || nbytes > s->arena_bytes - a->offset)
+      return meta_fail(r, where, "%llu bytes at arena offset %llu exceed the %llu-byte arena",
+                       (unsigned long long)nbytes, (unsigned long long)a->offset,
+                       (unsigned long long)s->arena_bytes);
+    if (a->offset % dl_dtype_bytes(a->dtype))
+      return meta_fail(r, where, "arena offset %llu is not aligned to its %zu-byte elements",
+                       (unsigned long long)a->offset, dl_dtype_bytes(a->dtype));
+    a->view = true;
+    return LOOM_OK;
+  }
+  uint64_t idx;
+  snprintf(w, sizeof w, "%s.index", where);
+  if ((st = read_uint(r, get(v, "index"), w, INT32_MAX, &idx))) return st;
+  a->index = (int32_t)idx;
+  const ArtifactTensor *src = arg_source(s, a->kind, a->index);
+  if (!src) return meta_fail(r, w, "%s %d does not exist", artifact_arg_kind_name(a->kind), a->index);
+  if (!dl_dtype_equal(src->dtype, a->dtype) || nbytes != src->nbytes)
+    return meta_fail(r, where, "views %s \"%s\" with another dtype or element count", artifact_arg_kind_name(a->kind),
+                     src->name);
+  a->view = !same_shape(a->ndim, a->shape, src->ndim, src->shape);
+  return LOOM_OK;
+}
+
+static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
+  const cJSON *arr;
+  int n;
+  loom_status st = read_array(r, root, "plan", 1 << 20, &arr, &n);
+  if (st) return st;
+  ArtifactCall *calls = ARENA_ARRAY(r->a, ArtifactCall, n);
+  bool *written = ARENA_ARRAY(r->a, bool, art->spec.num_outputs);
+  int i = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, arr) {
+    char w[64], wk[96];
+    snprintf(w, sizeof w, "plan[%d]", i);
+    if (!cJSON_IsObject(v)) return meta_fail(r, w, "expected an object");
+    uint64_t k;
+    snprintf(wk, sizeof wk, "%s.kernel", w);
+    if ((st = read_uint(r, get(v, "kernel"), wk, INT32_MAX, &k))) return st;
+    if (k >= (uint64_t)art->spec.num_kernels)
+      return meta_fail(r, wk, "kernel %llu does not exist (%d kernels)", (unsigned long long)k, art->spec.num_kernels);
+    calls[i].kernel = (int32_t)k;
+    const cJSON *args = get(v, "args");
+    snprintf(wk, sizeof wk, "%s.args", w);
+    if (!cJSON_IsArray(args)) return meta_fail(r, wk, "expected an array");
+    int na = cJSON_GetArraySize(args);
+    if (na > ARTIFACT_MAX_ARGS) return meta_fail(r, wk, "%d arguments, at most %d allowed", na, ARTIFACT_MAX_ARGS);
+    ArtifactArg *as = ARENA_ARRAY(r->a, ArtifactArg, na);
+    int j = 0;
+    const cJSON *av;
+    cJSON_ArrayForEach(av, args) {
+      char wa[128];
+      snprintf(wa, sizeof wa, "%s[%d]", wk, j);
+      if ((st = read_arg(r, av, wa, &art->spec, &as[j]))) return st;
+      if (as[j].kind == ARTIFACT_ARG_OUTPUT) written[as[j].index] = true;
+      j++;
+    }
+    calls[i].args = as;
+    calls[i].num_args = na;
+    i++;
+  }
+  for (int32_t o = 0; o < art->spec.num_outputs; o++)
+    if (!written[o]) return meta_fail(r, "plan", "no call writes output \"%s\"", art->spec.outputs[o].name);
+  art->spec.calls = calls;
+  art->spec.num_calls = n;
+  return LOOM_OK;
+}
+
+static loom_status read_metadata(Reader *r, const char *json, size_t len, Artifact *art) {
+  cJSON *root = cJSON_ParseWithLength(json, len);
+  if (!root) return meta_fail(r, "JSON", "does not parse");
+  loom_status st = LOOM_OK;
+  if (!cJSON_IsObject(root)) st = meta_fail(r, "JSON", "expected an object");
+  ArtifactTensor *ins = NULL, *outs = NULL;
+  if (!st) st = read_tensors(r, root, "inputs", &ins, &art->spec.num_inputs);
+  if (!st) st = read_tensors(r, root, "outputs", &outs, &art->spec.num_outputs);
+  art->spec.inputs = ins;
+  art->spec.outputs = outs;
+  if (!st && art->spec.num_outputs == 0) st = meta_fail(r, "outputs", "a model needs at least one output");
+  if (!st) st = read_uint(r, get(root, "arena_bytes"), "arena_bytes", ARTIFACT_MAX_BYTES, &art->spec.arena_bytes);
+  if (!st)
+    st = read_uint(r, get(root, "intermediate_bytes"), "intermediate_bytes", ARTIFACT_MAX_INT,
+                   &art->spec.intermediate_bytes);
+  if (!st) st = read_weights(r, root, art->weights_size, art);
+  if (!st) st = read_kernels(r, root, art);
+  if (!st) st = read_plan(r, root, art);
+  cJSON_Delete(root);
+  return st;
+}
+
+/* ---- header ---- */
+
+/* A NUL-padded string field: printable, NUL-terminated inside the field. */
+static bool read_fixed_string(const uint8_t *p, size_t n, char *out) {
+  size_t len = strnlen((const char *)p, n);
+  if (len == 0 || len == n) return false;
+  for (size_t i = 0; i < len; i++)
+    if (p[i] < 0x21 || p[i] > 0x7e) return false;
+  for (size_t i = len; i < n; i++)
+    if (p[i]) return false;
+  memcpy(out, p, len);
+  out[len] = 0;
+  return true;
+}
+
+/* "0.1.0" and "0.1.7" are compatible; "0.2.0" is not. */
+static bool same_major_minor(const char *a, const char *b) {
+  const char *da = strchr(a, '.'), *db = strchr(b, '.');
+  if (!da || !db) return !strcmp(a, b);
+  const char *ea = strchr(da + 1, '.'), *eb = strchr(db + 1, '.');
+  size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
+  return la == lb && !strncmp(a, b, la);
+}
+
+static loom_status section_check(const char *what, const char *name, uint64_t off, uint64_t size, uint64_t min_off,
+                                 uint64_t file_size, LoomError *err) {
+  if (off < min_off || off > file_size || size > file_size - off)
+    return err_set(err, LOOM_ERR_PARSE,
+                   "artifact \"%s\": corrupt header: %s section [%llu, +%llu) lies outside [%llu, %llu)", what, name,
+                   (unsigned long long)off, (unsigned long long)size, (unsigned long long)min_off,
+                   (unsigned long long)file_size);
+  return LOOM_OK;
+}
+
+loom_status artifact_parse(const void *image, size_t len, const char *what, int flags, Artifact **out,
+                           LoomError *err) {
+  *out = NULL;
+  const uint8_t *b = image;
+  if (len < 8 || memcmp(b, ARTIFACT_MAGIC, 8))
+    return err_set(err, LOOM_ERR_PARSE, "\"%s\" is not a Loom artifact (bad magic; expected a file written by `loom compile`)",
+                   what);
+  if (len < ARTIFACT_HEADER_BYTES)
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\" is truncated: %zu bytes, the header alone needs %d", what, len,
+                   ARTIFACT_HEADER_BYTES);
+  uint32_t version = hdr_get_u32(b + HDR_VERSION);
+  if (version != ARTIFACT_FORMAT_VERSION)
+    return err_set(err, LOOM_ERR_UNSUPPORTED,
+                   "artifact \"%s\" has format version %u, this runtime reads version %d (recompile the model)", what,
+                   version, ARTIFACT_FORMAT_VERSION);
+  if (hdr_get_u32(b + HDR_HEADER_BYTES) != ARTIFACT_HEADER_BYTES)
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: header size %u, expected %d", what,
+                   hdr_get_u32(b + HDR_HEADER_BYTES), ARTIFACT_HEADER_BYTES);
+  for (int i = HDR_CHECKSUM + 8; i < ARTIFACT_HEADER_BYTES; i++)
+    if (b[i]) return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: reserved byte %d is not zero", what, i);
+  char loom_version[HDR_LOOM_VERSION_LEN + 1], target[HDR_TARGET_LEN + 1];
+  if (!read_fixed_string(b + HDR_LOOM_VERSION, HDR_LOOM_VERSION_LEN, loom_version))
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: bad Loom version field", what);
+  if (!read_fixed_string(b + HDR_TARGET, HDR_TARGET_LEN, target))
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: bad target field", what);
+  uint64_t file_size = hdr_get_u64(b + HDR_FILE_SIZE);
+  if (file_size != len)
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\" is %s: %zu bytes, its header says %llu", what,
+                   len < file_size ? "truncated" : "corrupt", len, (unsigned long long)file_size);
+  if (!(flags & ARTIFACT_SKIP_VERSION_CHECK) && !same_major_minor(loom_version, LOOM_VERSION_STRING))
+    return err_set(err, LOOM_ERR_UNSUPPORTED,
+                   "artifact \"%s\" was written by Loom %s, this runtime is Loom %s (recompile the model)", what,
+                   loom_version, LOOM_VERSION_STRING);
+  if (!(flags & ARTIFACT_SKIP_TARGET_CHECK)) {
+    loom_status st = artifact_check_target(target, err);
+    if (st) {
+      err_prefix(err, "artifact \"%s\"", what);
+      return st;
+    }
+  }
+  uint64_t meta_off = hdr_get_u64(b + HDR_META_OFFSET), meta_size = hdr_get_u64(b + HDR_META_SIZE);
+  uint64_t w_off = hdr_get_u64(b + HDR_WEIGHTS_OFFSET), w_size = hdr_get_u64(b + HDR_WEIGHTS_SIZE);
+  uint64_t so_off = hdr_get_u64(b + HDR_SO_OFFSET), so_size = hdr_get_u64(b + HDR_SO_SIZE);
+  loom_status st = section_check(what, "metadata", meta_off, meta_size, ARTIFACT_HEADER_BYTES, len, err);
+  if (!st) st = section_check(what, "weights", w_off, w_size, meta_off + meta_size, len, err);
+  if (!st) st = section_check(what, "shared object", so_off, so_size, w_off + w_size, len, err);
+  if (st) return st;
+  if (w_off % ARTIFACT_ALIGN)
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: weights offset %llu is not %d-byte aligned",
+                   what, (unsigned long long)w_off, ARTIFACT_ALIGN);
+  if (so_size == 0) return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: empty shared object", what);
+  if (memchr(b + meta_off, 0, meta_size))
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt metadata: NUL byte in the JSON", what);
+  if (!(flags & ARTIFACT_SKIP_CHECKSUM)) {
+    uint64_t h = artifact_fnv1a64(ARTIFACT_FNV_OFFSET, b + meta_off, meta_size);
+    h = artifact_fnv1a64(h, b + so_off, so_size);
+    if (h != hdr_get_u64(b + HDR_CHECKSUM))
+      return err_set(err, LOOM_ERR_PARSE,
+                     "artifact \"%s\" is corrupt: checksum of the metadata and shared object does not match", what);
+  }
+
+  Artifact *art = calloc(1, sizeof *art);
+  if (!art) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
+  art->arena = arena_new();
+  art->format_version = version;
+  memcpy(art->loom_version, loom_version, sizeof loom_version);
+  memcpy(art->target, target, sizeof target);
+  art->weights = b + w_off;
+  art->weights_size = w_size;
+  art->meta_offset = meta_off;
+  art->meta_size = meta_size;
+  art->weights_offset = w_off;
+  art->so_offset = so_off;
+  art->file_size = len;
+  art->spec.target = art->target;
+  art->spec.loom_version = art->loom_version;
+  art->spec.so_bytes = b + so_off;
+  art->spec.so_size = (size_t)so_size;
+  Reader r = {art->arena, what, err};
+  st = read_metadata(&r, (const char *)b + meta_off, (size_t)meta_size, art);
+  if (st) {
+    artifact_free(art);
+    return st;
+  }
+  *out = art;
+  return LOOM_OK;
+}
+
+/* ---- loading ---- */
+
+static loom_status write_all(int fd, const void *data, size_t n) {
+  const char *p = data;
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return LOOM_ERR_IO;
+    }
+    p += k;
+    n -= (size_t)k;
+  }
+  return LOOM_OK;
+}
+
+/* The .so bytes go to an anonymous memfd (nothing left on disk, nothing to
+ * clean up after a crash); where memfd or /proc is unavailable, to a private
+ * temporary file that is unlinked right after dlopen mapped it. */
+static loom_status load_module(Artifact *art, const char *what, LoomError *err) {
+  int fd = memfd_create("loom-model.so", MFD_CLOEXEC);
+  if (fd >= 0) {
+    if (write_all(fd, art->spec.so_bytes, art->spec.so_size) == LOOM_OK) {
+      char p[64];
+      snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+      loom_status st = module_load(p, &art->module, err);
+      close(fd);
+      if (!st) return LOOM_OK;
+    } else {
+      close(fd);
+    }
+  }
+  const char *dir = getenv("TMPDIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/loom-model-XXXXXX.so", dir && *dir ? dir : "/tmp");
+  fd = mkstemps(path, 3);
+  if (fd < 0)
+    return err_set(err, LOOM_ERR_IO, "artifact \"%s\": cannot create a temporary file for its kernels: %s", what,
+                   strerror(errno));
+  loom_status st = write_all(fd, art->spec.so_bytes, art->spec.so_size);
+  close(fd);
+  if (st) {
+    unlink(path);
+    return err_set(err, LOOM_ERR_IO, "artifact \"%s\": cannot write its kernels to \"%s\"", what, path);
+  }
+  st = module_load(path, &art->module, err);
+  unlink(path);
+  if (st) err_prefix(err, "artifact \"%s\"", what);
+  return st;
+}
+
+loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError *err) {
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return err_set(err, LOOM_ERR_IO, "cannot open artifact \"%s\": %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return err_set(err, LOOM_ERR_IO, "cannot read artifact \"%s\": not a regular file", path);
+  }
+  size_t len = (size_t)sb.st_size;
+  void *map = NULL;
+  if (len > 0) {
+    map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      int e = errno;
+      close(fd);
+      return err_set(err, LOOM_ERR_IO, "cannot read artifact \"%s\": %s", path, strerror(e));
+    }
+  }
+  close(fd);
+  static const uint8_t empty[1];
+  Artifact *art;
+  loom_status st = artifact_parse(map ? map : empty, len, path, flags, &art, err);
+  if (st) {
+    if (map) munmap(map, len);
+    return st;
+  }
+  art->map = map;
+  art->map_len = len;
+  if ((st = load_module(art, path, err))) {
+    artifact_free(art);
+    return st;
+  }
+  art->kernels = calloc((size_t)(art->spec.num_kernels > 0 ? art->spec.num_kernels : 1), sizeof(Kernel));
+  if (!art->kernels) {
+    artifact_free(art);
+    return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", path);
+  }
+  for (int32_t i = 0; i < art->spec.num_kernels; i++) {
+    if ((st = module_get_kernel(art->module, art->spec.kernels[i].name, &art->kernels[i], err))) {
+      err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": its shared object lacks kernel \"%s\" (kernels[%d])", path,
+              art->spec.kernels[i].name, (int)i);
+      artifact_free(art);
+      return LOOM_ERR_PARSE;
+    }
+  }
+  *out = art;
+  return LOOM_OK;
+}
+
+void artifact_free(Artifact *a) {
+  if (!a) return;
+  free(a->kernels);
+  module_unload(a->module);
+  if (a->map) munmap(a->map, a->map_len);
+  arena_free(a->arena);
+  free(a);
+}

@@ -1,0 +1,165 @@
+/* The compiled artifact `model.loom`: one file holding everything a model
+ * needs to run with the runtime alone (no compiler on the machine).
+ *
+ * Layout (all integers little-endian; docs/runtime.md has the full table):
+ *
+ *   [0, 192)         header: magic "LOOMART\0", format version, header size,
+ *                    Loom version, target ("x86_64-avx2-fma"), then
+ *                    (offset, size) of the three sections, the file size and
+ *                    an FNV-1a 64 checksum of the metadata and .so bytes
+ *   metadata         JSON (schema below), NUL-free, not NUL-terminated
+ *   weights blob     64-byte aligned; every weight at a 64-byte aligned offset
+ *   shared object    the kernels, built for `target`
+ *
+ * Metadata (format version 1):
+ *   { "inputs":  [{"name", "dtype", "shape"}],          graph inputs, in order
+ *     "outputs": [{"name", "dtype", "shape"}],
+ *     "weights": [{"name", "dtype", "shape", "offset"}], offset in the blob
+ *     "kernels": [{"name", "nodes": ["onnx node", ...]}], in call order
+ *     "arena_bytes": N, "intermediate_bytes": N,
+ *     "plan": [{"kernel": k, "args": [ARG, ...]}] }       the calls, in order
+ *   ARG = {"kind": "input"|"output"|"weight", "index": i, "dtype", "shape"}
+ *       | {"kind": "arena", "offset": bytes, "dtype", "shape"}
+ * An input/output/weight argument may view its tensor with another shape of
+ * the same dtype and element count (a folded reshape).
+ *
+ * The loader trusts nothing: every offset and size is checked against the
+ * file, the JSON against the schema, every plan reference against the tables,
+ * before anything is dlopen'ed. The checksum covers the .so bytes because a
+ * corrupted ELF can crash the dynamic loader. */
+#ifndef LOOM_RUNTIME_ARTIFACT_H
+#define LOOM_RUNTIME_ARTIFACT_H
+
+#include "runtime/module.h"
+#include "support/arena.h"
+#include "support/error.h"
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARTIFACT_MAGIC "LOOMART" /* 8 bytes with the NUL */
+enum {
+  ARTIFACT_FORMAT_VERSION = 1,
+  ARTIFACT_HEADER_BYTES = 192,
+  ARTIFACT_ALIGN = 64,
+  ARTIFACT_MAX_NAME = 255, /* bytes in a tensor, kernel or node name */
+  ARTIFACT_MAX_DIMS = 32,
+};
+/* The Loom release writing artifacts; loading needs the same major.minor. */
+#define LOOM_VERSION_STRING "0.1.0"
+
+typedef struct ArtifactTensor {
+  const char *name;
+  DLDataType dtype;
+  int32_t ndim;
+  const int64_t *shape;
+  uint64_t nbytes; /* loader: computed; writer: ignored */
+} ArtifactTensor;
+
+typedef struct ArtifactWeight {
+  ArtifactTensor t;
+  const void *data; /* writer: t.nbytes... computed from shape; loader: into the file */
+  uint64_t offset;  /* in the weights blob (loader; the writer assigns it) */
+} ArtifactWeight;
+
+typedef enum ArtifactArgKind {
+  ARTIFACT_ARG_INPUT,
+  ARTIFACT_ARG_OUTPUT,
+  ARTIFACT_ARG_WEIGHT,
+  ARTIFACT_ARG_ARENA,
+} ArtifactArgKind;
+
+typedef struct ArtifactArg {
+  ArtifactArgKind kind;
+  int32_t index;   /* input/output/weight index */
+  uint64_t offset; /* arena byte offset */
+  /* The tensor the kernel sees. Writer: required for arena arguments; for
+   * the others `view` false means the source tensor's dtype and shape. The
+   * loader always fills them (view tells whether they differ). */
+  bool view;
+  DLDataType dtype;
+  int32_t ndim;
+  const int64_t *shape;
+} ArtifactArg;
+
+typedef struct ArtifactKernel {
+  const char *name; /* the exported symbol: a C identifier */
+  int32_t num_nodes;
+  const char *const *nodes; /* ONNX node names fused into it (profiling) */
+} ArtifactKernel;
+
+typedef struct ArtifactCall {
+  int32_t kernel; /* index into kernels */
+  int32_t num_args;
+  const ArtifactArg *args;
+} ArtifactCall;
+
+/* What the compiler hands to artifact_write, and what artifact_parse gives
+ * back (then every pointer is into the Artifact's arena or the file image). */
+typedef struct ArtifactSpec {
+  const char *target;       /* NULL: artifact_host_target() */
+  const char *loom_version; /* NULL: LOOM_VERSION_STRING (tests set others) */
+  int32_t num_inputs, num_outputs, num_weights, num_kernels, num_calls;
+  const ArtifactTensor *inputs;
+  const ArtifactTensor *outputs;
+  const ArtifactWeight *weights;
+  const ArtifactKernel *kernels;
+  const ArtifactCall *calls;
+  uint64_t arena_bytes;
+  uint64_t intermediate_bytes; /* sum of intermediate sizes before planning */
+  /* The shared object: bytes in memory, or a file to copy (so_bytes NULL). */
+  const void *so_bytes;
+  size_t so_size;
+  const char *so_path;
+} ArtifactSpec;
+
+/* Writes `path` atomically (temporary file in the same directory, checked by
+ * artifact_parse, then rename). LOOM_ERR_INVALID_ARG naming the field at
+ * fault for a malformed spec, LOOM_ERR_IO naming the path. On failure no file
+ * is left at `path` (an older one stays untouched) nor a temporary. */
+loom_status artifact_write(const char *path, const ArtifactSpec *spec, LoomError *err);
+
+typedef struct Artifact {
+  uint32_t format_version;
+  char loom_version[33];
+  char target[65];
+  ArtifactSpec spec;          /* tables, arena size, so_bytes/so_size into the image */
+  const uint8_t *weights;     /* the blob, into the image */
+  uint64_t weights_size;
+  uint64_t meta_offset, meta_size, weights_offset, so_offset, file_size;
+  Arena *arena;               /* owns the tables */
+  void *map;                  /* artifact_load: the mmap'ed file */
+  size_t map_len;
+  Module *module;             /* artifact_load: the loaded kernels */
+  Kernel *kernels;            /* spec.num_kernels, resolved */
+} Artifact;
+
+enum {
+  ARTIFACT_SKIP_TARGET_CHECK = 1,   /* inspect, and the writer's self-check */
+  ARTIFACT_SKIP_CHECKSUM = 2,       /* fuzzing the JSON validation */
+  ARTIFACT_SKIP_VERSION_CHECK = 4,  /* inspect shows what it can */
+};
+
+/* Validates an in-memory image (not copied: it must outlive the result).
+ * `what` names it in messages. Errors: LOOM_ERR_PARSE (corrupt, truncated,
+ * schema), LOOM_ERR_UNSUPPORTED (format version, Loom version or target
+ * mismatch: the message names both sides). */
+loom_status artifact_parse(const void *image, size_t len, const char *what, int flags, Artifact **out,
+                           LoomError *err);
+/* mmap + artifact_parse + load the .so (memfd, else a private temp file) and
+ * resolve every kernel. */
+loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError *err);
+void artifact_free(Artifact *a);
+
+/* "x86_64-avx2-fma-avx512" style: the arch and the known ISA features this
+ * CPU has, into buf (truncated to len). Returns buf. */
+char *artifact_host_target(char *buf, size_t len);
+/* LOOM_OK when code built for `target` runs here; else LOOM_ERR_UNSUPPORTED
+ * naming what is missing. */
+loom_status artifact_check_target(const char *target, LoomError *err);
+
+const char *artifact_arg_kind_name(ArtifactArgKind k);
+
+#endif

@@ -1,0 +1,307 @@
+#include "runtime/executor.h"
+
+#include "runtime/dl_dtype.h"
+#include "runtime/threadpool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct LoomModel {
+  Artifact *art;
+  ThreadPool *pool;
+  void *arena;           /* arena_bytes, 64-byte aligned */
+  void **inputs;         /* one 64-byte aligned buffer per graph input */
+  bool *input_set;
+  void **outputs;
+  void *workspace;       /* the largest kernel workspace, shared by all calls */
+  size_t workspace_bytes;
+  DLTensor *arg_tensors; /* every call's arguments, contiguous */
+  DLTensor **arg_ptrs;
+  int32_t *arg_start;    /* per call: first index in arg_ptrs */
+  bool profiling;
+  double *prof_ms;       /* per call */
+  int64_t *prof_runs;
+  LoomError err;
+};
+
+const Artifact *executor_artifact(const LoomModel *m) { return m->art; }
+
+const char *loom_runtime_version(void) { return LOOM_VERSION_STRING; }
+
+static void *alloc64(uint64_t bytes) {
+  /* aligned_alloc needs a multiple of the alignment; never ask for 0. */
+  size_t n = (size_t)((bytes + 63) / 64 * 64);
+  void *p = aligned_alloc(64, n ? n : 64);
+  if (p) memset(p, 0, n ? n : 64);
+  return p;
+}
+
+void loom_model_free(LoomModel *m) {
+  if (!m) return;
+  if (m->art) {
+    for (int32_t i = 0; m->inputs && i < m->art->spec.num_inputs; i++) free(m->inputs[i]);
+    for (int32_t i = 0; m->outputs && i < m->art->spec.num_outputs; i++) free(m->outputs[i]);
+  }
+  free(m->inputs);
+  free(m->input_set);
+  free(m->outputs);
+  free(m->arena);
+  free(m->workspace);
+  free(m->arg_tensors);
+  free(m->arg_ptrs);
+  free(m->arg_start);
+  free(m->prof_ms);
+  free(m->prof_runs);
+  threadpool_destroy(m->pool);
+  artifact_free(m->art);
+  free(m);
+}
+
+static void *arg_data(LoomModel *m, const ArtifactArg *a) {
+  const Artifact *art = m->art;
+  switch (a->kind) {
+    case ARTIFACT_ARG_INPUT: return m->inputs[a->index];
+    case ARTIFACT_ARG_OUTPUT: return m->outputs[a->index];
+    /* Kernels never write their inputs (the ABI's `restrict` contract), so
+     * weights are passed straight from the read-only file mapping. */
+    case ARTIFACT_ARG_WEIGHT: return (void *)art->spec.weights[a->index].data;
+    case ARTIFACT_ARG_ARENA: return (char *)m->arena + a->offset;
+  }
+  return NULL;
+}
+
+static loom_status model_setup(LoomModel *m, LoomError *err) {
+  const ArtifactSpec *s = &m->art->spec;
+  size_t ni = (size_t)s->num_inputs + 1, no = (size_t)s->num_outputs + 1, nc = (size_t)s->num_calls + 1;
+  m->inputs = calloc(ni, sizeof(void *));
+  m->input_set = calloc(ni, sizeof(bool));
+  m->outputs = calloc(no, sizeof(void *));
+  m->arena = alloc64(s->arena_bytes);
+  m->arg_start = calloc(nc, sizeof(int32_t));
+  m->prof_ms = calloc(nc, sizeof(double));
+  m->prof_runs = calloc(nc, sizeof(int64_t));
+  if (!m->inputs || !m->input_set || !m->outputs || !m->arena || !m->arg_start || !m->prof_ms || !m->prof_runs)
+    return err_set(err, LOOM_ERR_RUNTIME, "out of memory allocating the model (arena of %llu bytes)",
+                   (unsigned long long)s->arena_bytes);
+  for (int32_t i = 0; i < s->num_inputs; i++)
+    if (!(m->inputs[i] = alloc64(s->inputs[i].nbytes)))
+      return err_set(err, LOOM_ERR_RUNTIME, "out of memory for input \"%s\"", s->inputs[i].name);
+  for (int32_t i = 0; i < s->num_outputs; i++)
+    if (!(m->outputs[i] = alloc64(s->outputs[i].nbytes)))
+      return err_set(err, LOOM_ERR_RUNTIME, "out of memory for output \"%s\"", s->outputs[i].name);
+  size_t total = 0;
+  for (int32_t c = 0; c < s->num_calls; c++) {
+    m->arg_start[c] = (int32_t)total;
+    total += (size_t)s->calls[c].num_args;
+  }
+  m->arg_start[s->num_calls] = (int32_t)total;
+  m->arg_tensors = calloc(total + 1, sizeof(DLTensor));
+  m->arg_ptrs = calloc(total + 1, sizeof(DLTensor *));
+  if (!m->arg_tensors || !m->arg_ptrs) return err_set(err, LOOM_ERR_RUNTIME, "out of memory");
+  for (int32_t c = 0; c < s->num_calls; c++)
+    for (int32_t j = 0; j < s->calls[c].num_args; j++) {
+      const ArtifactArg *a = &s->calls[c].args[j];
+      DLTensor *t = &m->arg_tensors[m->arg_start[c] + j];
+      t->data = arg_data(m, a);
+      t->device.device_type = kDLCPU;
+      t->ndim = a->ndim;
+      t->dtype = a->dtype;
+      t->shape = (int64_t *)a->shape; /* kernels read shapes only */
+      m->arg_ptrs[m->arg_start[c] + j] = t;
+    }
+  for (int32_t k = 0; k < s->num_kernels; k++)
+    if (m->art->kernels[k].workspace_bytes > m->workspace_bytes) m->workspace_bytes = m->art->kernels[k].workspace_bytes;
+  if (m->workspace_bytes) {
+    m->workspace_bytes = (m->workspace_bytes + 63) / 64 * 64;
+    if (!(m->workspace = alloc64(m->workspace_bytes)))
+      return err_set(err, LOOM_ERR_RUNTIME, "out of memory for a %zu-byte kernel workspace", m->workspace_bytes);
+  }
+  return LOOM_OK;
+}
+
+loom_status loom_model_load(const char *path, const LoomModelOptions *opt, LoomModel **out, char *errbuf,
+                            size_t errlen) {
+  LoomError err = {0};
+  loom_status st;
+  *out = NULL;
+  LoomModel *m = calloc(1, sizeof *m);
+  if (!m) {
+    st = err_set(&err, LOOM_ERR_RUNTIME, "out of memory");
+  } else if (!path) {
+    st = err_set(&err, LOOM_ERR_INVALID_ARG, "loom_model_load: NULL path");
+  } else if (!(st = artifact_load(path, 0, &m->art, &err)) &&
+             !(st = threadpool_create(opt ? opt->num_threads : 0, &m->pool, &err))) {
+    st = model_setup(m, &err);
+  }
+  if (st) {
+    loom_model_free(m);
+    if (errbuf && errlen) snprintf(errbuf, errlen, "%s", err.msg);
+    return st;
+  }
+  if (errbuf && errlen) errbuf[0] = 0;
+  *out = m;
+  return LOOM_OK;
+}
+
+const char *loom_model_error(const LoomModel *m) { return m ? m->err.msg : "NULL model"; }
+
+int32_t loom_model_num_inputs(const LoomModel *m) { return m->art->spec.num_inputs; }
+int32_t loom_model_num_outputs(const LoomModel *m) { return m->art->spec.num_outputs; }
+int32_t loom_model_num_threads(const LoomModel *m) { return threadpool_num_threads(m->pool); }
+
+static void info_of(const ArtifactTensor *t, LoomTensorInfo *out) {
+  out->name = t->name;
+  out->dtype = t->dtype;
+  out->ndim = t->ndim;
+  out->shape = t->shape;
+}
+
+loom_status loom_model_input_info(const LoomModel *m, int32_t index, LoomTensorInfo *out) {
+  if (index < 0 || index >= m->art->spec.num_inputs) return LOOM_ERR_INVALID_ARG;
+  info_of(&m->art->spec.inputs[index], out);
+  return LOOM_OK;
+}
+
+loom_status loom_model_output_info(const LoomModel *m, int32_t index, LoomTensorInfo *out) {
+  if (index < 0 || index >= m->art->spec.num_outputs) return LOOM_ERR_INVALID_ARG;
+  info_of(&m->art->spec.outputs[index], out);
+  return LOOM_OK;
+}
+
+static int32_t find(const ArtifactTensor *ts, int32_t n, const char *name) {
+  for (int32_t i = 0; name && i < n; i++)
+    if (!strcmp(ts[i].name, name)) return i;
+  return -1;
+}
+
+int32_t loom_model_input_index(const LoomModel *m, const char *name) {
+  return find(m->art->spec.inputs, m->art->spec.num_inputs, name);
+}
+int32_t loom_model_output_index(const LoomModel *m, const char *name) {
+  return find(m->art->spec.outputs, m->art->spec.num_outputs, name);
+}
+
+static void describe(DLDataType dtype, int32_t ndim, const int64_t *shape, char *buf, size_t len) {
+  const char *dn = dl_dtype_name(dtype);
+  char sh[256];
+  if (ndim < 0 || ndim > 64 || (ndim > 0 && !shape)) snprintf(sh, sizeof sh, "(ndim %d)", (int)ndim);
+  else dl_shape_str(shape, ndim, sh, sizeof sh);
+  if (dn) snprintf(buf, len, "%s %s", dn, sh);
+  else snprintf(buf, len, "dtype(code %d, %d bits, %d lanes) %s", dtype.code, dtype.bits, dtype.lanes, sh);
+}
+
+loom_status loom_model_set_input(LoomModel *m, int32_t index, const DLTensor *t) {
+  const ArtifactSpec *s = &m->art->spec;
+  if (index < 0 || index >= s->num_inputs)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input index %d out of range: the model has %d inputs", (int)index,
+                   (int)s->num_inputs);
+  const ArtifactTensor *in = &s->inputs[index];
+  if (!t) return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": NULL tensor", in->name);
+  if (t->device.device_type != kDLCPU)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": expected a CPU tensor (device type %d)", in->name,
+                   (int)t->device.device_type);
+  bool ok = dl_dtype_equal(t->dtype, in->dtype) && t->ndim == in->ndim && (t->ndim == 0 || t->shape);
+  for (int32_t d = 0; ok && d < t->ndim; d++) ok = t->shape[d] == in->shape[d];
+  if (!ok) {
+    char want[320], got[320];
+    describe(in->dtype, in->ndim, in->shape, want, sizeof want);
+    describe(t->dtype, t->ndim, t->shape, got, sizeof got);
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": expected %s, got %s", in->name, want, got);
+  }
+  if (t->strides) {
+    int64_t expect = 1;
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+      if (t->shape[d] != 1 && t->strides[d] != expect)
+        return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": expected a compact row-major tensor (strides)",
+                       in->name);
+      expect *= t->shape[d];
+    }
+  }
+  if (in->nbytes && !t->data) return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": NULL data", in->name);
+  if (in->nbytes) memcpy(m->inputs[index], (const char *)t->data + t->byte_offset, (size_t)in->nbytes);
+  m->input_set[index] = true;
+  return LOOM_OK;
+}
+
+loom_status loom_model_set_input_by_name(LoomModel *m, const char *name, const DLTensor *t) {
+  int32_t i = loom_model_input_index(m, name);
+  if (i < 0) {
+    char names[512] = "";
+    size_t at = 0;
+    for (int32_t k = 0; k < m->art->spec.num_inputs && at < sizeof names; k++)
+      at += (size_t)snprintf(names + at, sizeof names - at, "%s\"%s\"", k ? ", " : "", m->art->spec.inputs[k].name);
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "no input named \"%s\" (the model's inputs: %s)", name ? name : "(null)",
+                   names);
+  }
+  return loom_model_set_input(m, i, t);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+loom_status loom_model_run(LoomModel *m) {
+  const ArtifactSpec *s = &m->art->spec;
+  for (int32_t i = 0; i < s->num_inputs; i++)
+    if (!m->input_set[i])
+      return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\" was not set before running", s->inputs[i].name);
+  LoomKernelEnv env = {0};
+  threadpool_fill_env(m->pool, &env);
+  env.workspace = m->workspace;
+  env.workspace_bytes = m->workspace_bytes;
+  for (int32_t c = 0; c < s->num_calls; c++) {
+    const ArtifactCall *call = &s->calls[c];
+    const Kernel *k = &m->art->kernels[call->kernel];
+    double t0 = m->profiling ? now_ms() : 0;
+    int32_t rc = k->fn(m->arg_ptrs + m->arg_start[c], call->num_args, &env);
+    if (m->profiling) {
+      m->prof_ms[c] += now_ms() - t0;
+      m->prof_runs[c]++;
+    }
+    if (rc != 0) {
+      LoomKernelErr kind = LOOM_KERNEL_ERR_KIND(rc);
+      return err_set(&m->err, LOOM_ERR_RUNTIME, "plan step %d: kernel \"%s\" failed: argument %d: %s (code %d)",
+                     (int)c, k->name, (int)LOOM_KERNEL_ERR_ARG(rc), kernel_err_kind_name(kind), (int)rc);
+    }
+  }
+  return LOOM_OK;
+}
+
+loom_status loom_model_get_output(LoomModel *m, int32_t index, DLTensor *out) {
+  const ArtifactSpec *s = &m->art->spec;
+  if (index < 0 || index >= s->num_outputs)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "output index %d out of range: the model has %d outputs", (int)index,
+                   (int)s->num_outputs);
+  memset(out, 0, sizeof *out);
+  out->data = m->outputs[index];
+  out->device.device_type = kDLCPU;
+  out->ndim = s->outputs[index].ndim;
+  out->dtype = s->outputs[index].dtype;
+  out->shape = (int64_t *)s->outputs[index].shape;
+  return LOOM_OK;
+}
+
+void loom_model_set_profiling(LoomModel *m, bool enable) { m->profiling = enable; }
+
+void loom_model_profile_reset(LoomModel *m) {
+  size_t n = (size_t)m->art->spec.num_calls;
+  memset(m->prof_ms, 0, n * sizeof *m->prof_ms);
+  memset(m->prof_runs, 0, n * sizeof *m->prof_runs);
+}
+
+int32_t loom_model_profile_count(const LoomModel *m) { return m->art->spec.num_calls; }
+
+loom_status loom_model_profile_entry(const LoomModel *m, int32_t index, LoomProfileEntry *out) {
+  if (index < 0 || index >= m->art->spec.num_calls) return LOOM_ERR_INVALID_ARG;
+  const ArtifactKernel *k = &m->art->spec.kernels[m->art->spec.calls[index].kernel];
+  out->kernel = k->name;
+  out->num_nodes = k->num_nodes;
+  out->nodes = k->nodes;
+  out->calls = m->prof_runs[index];
+  out->total_ms = m->prof_ms[index];
+  return LOOM_OK;
+}

@@ -1,0 +1,173 @@
+/* The metadata schema: each violation is refused with a message naming the
+ * field at fault. Images are built here byte by byte (valid header and
+ * checksum), so only the JSON is wrong. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/artifact.h"
+#include "runtime/artifact_format.h"
+
+/* Header + json + `weights` zero bytes (64-aligned) + a fake .so. */
+static uint8_t *make_image(const char *json, uint64_t weights, size_t *len) {
+  static const char so[] = "\x7f" "ELF not really";
+  uint64_t meta_size = strlen(json), w_off = artifact_align(ARTIFACT_HEADER_BYTES + meta_size);
+  uint64_t so_off = artifact_align(w_off + weights), so_size = sizeof so;
+  *len = (size_t)(so_off + so_size);
+  uint8_t *b = calloc(1, *len);
+  memcpy(b, ARTIFACT_MAGIC, 8);
+  hdr_put_u32(b + HDR_VERSION, ARTIFACT_FORMAT_VERSION);
+  hdr_put_u32(b + HDR_HEADER_BYTES, ARTIFACT_HEADER_BYTES);
+  memcpy(b + HDR_LOOM_VERSION, LOOM_VERSION_STRING, strlen(LOOM_VERSION_STRING));
+  char host[64];
+  artifact_host_target(host, sizeof host);
+  memcpy(b + HDR_TARGET, host, strlen(host));
+  hdr_put_u64(b + HDR_META_OFFSET, ARTIFACT_HEADER_BYTES);
+  hdr_put_u64(b + HDR_META_SIZE, meta_size);
+  hdr_put_u64(b + HDR_WEIGHTS_OFFSET, w_off);
+  hdr_put_u64(b + HDR_WEIGHTS_SIZE, weights);
+  hdr_put_u64(b + HDR_SO_OFFSET, so_off);
+  hdr_put_u64(b + HDR_SO_SIZE, so_size);
+  hdr_put_u64(b + HDR_FILE_SIZE, *len);
+  memcpy(b + ARTIFACT_HEADER_BYTES, json, meta_size);
+  memcpy(b + so_off, so, so_size);
+  uint64_t h = artifact_fnv1a64(ARTIFACT_FNV_OFFSET, json, meta_size);
+  hdr_put_u64(b + HDR_CHECKSUM, artifact_fnv1a64(h, so, so_size));
+  return b;
+}
+
+#define IN "\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[2,3]}]"
+#define OUT "\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[2,3]}]"
+#define WTS "\"weights\":[{\"name\":\"w\",\"dtype\":\"float32\",\"shape\":[6],\"offset\":64}]"
+#define KER "\"kernels\":[{\"name\":\"k0\",\"nodes\":[\"Add_0\"]}]"
+#define ARENA "\"arena_bytes\":128,\"intermediate_bytes\":24"
+#define ARG_X "{\"kind\":\"input\",\"index\":0,\"dtype\":\"float32\",\"shape\":[2,3]}"
+#define ARG_W "{\"kind\":\"weight\",\"index\":0,\"dtype\":\"float32\",\"shape\":[2,3]}"
+#define ARG_T "{\"kind\":\"arena\",\"offset\":64,\"dtype\":\"float32\",\"shape\":[6]}"
+#define ARG_Y "{\"kind\":\"output\",\"index\":0,\"dtype\":\"float32\",\"shape\":[2,3]}"
+#define PLAN "\"plan\":[{\"kernel\":0,\"args\":[" ARG_X "," ARG_W "," ARG_T "]},{\"kernel\":0,\"args\":[" ARG_T "," ARG_Y "]}]"
+#define GOOD "{" IN "," OUT "," WTS "," KER "," ARENA "," PLAN "}"
+
+static loom_status parse_json(const char *json, uint64_t weights, LoomError *err, Artifact **out) {
+  size_t len;
+  uint8_t *b = make_image(json, weights, &len);
+  Artifact *a = NULL;
+  memset(err, 0, sizeof *err);
+  loom_status st = artifact_parse(b, len, "m.loom", 0, &a, err);
+  if (out && !st) *out = a;
+  else artifact_free(a);
+  if (st) assert_null(a);
+  free(b);
+  return st;
+}
+
+static void test_good(void **state) {
+  (void)state;
+  LoomError err;
+  Artifact *a = NULL;
+  assert_int_equal(parse_json(GOOD, 128, &err, &a), LOOM_OK);
+  assert_int_equal(a->spec.num_calls, 2);
+  /* the weight viewed as [2, 3] is a view of its [6] */
+  assert_true(a->spec.calls[0].args[1].view);
+  assert_false(a->spec.calls[0].args[0].view);
+  assert_int_equal(a->spec.weights[0].t.nbytes, 24);
+  artifact_free(a);
+}
+
+typedef struct Case {
+  const char *json;
+  const char *expect; /* a substring of the message */
+} Case;
+
+static char *replace(const char *s, const char *from, const char *to) {
+  const char *at = strstr(s, from);
+  assert_non_null(at);
+  size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+  char *r = malloc(n);
+  snprintf(r, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+  return r;
+}
+
+static void test_schema_violations(void **state) {
+  (void)state;
+  static const struct {
+    const char *from, *to, *expect;
+  } edits[] = {
+      {"{\"inputs\"", "[\"inputs\"", "does not parse"},
+      {"\"inputs\":", "\"inputz\":", "inputs: missing"},
+      {"\"dtype\":\"float32\",\"shape\":[2,3]}]", "\"dtype\":\"float33\",\"shape\":[2,3]}]", "inputs[0].dtype"},
+      {"\"shape\":[2,3]}]", "\"shape\":[2,-3]}]", "inputs[0].shape[1]"},
+      {"\"shape\":[2,3]}]", "\"shape\":[2,3.5]}]", "inputs[0].shape[1]"},
+      {"\"shape\":[2,3]}]", "\"shape\":[2,\"3\"]}]", "inputs[0].shape[1]"},
+      {"\"shape\":[2,3]}]", "\"shape\":[1000000000,1000000000,1000000]}]", "larger than"},
+      {"\"shape\":[2,3]}]", "\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]",
+       "dimensions"},
+      {"{\"name\":\"x\"", "{\"name\":\"\"", "inputs[0].name"},
+      {"{\"name\":\"x\"", "{\"name\":\"a\\u0001b\"", "control character"},
+      {"\"name\":\"y\"", "\"name\":7", "outputs[0].name"},
+      {"\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[2,3]}]", "\"outputs\":[]", "at least one output"},
+      {"\"offset\":64}", "\"offset\":65}", "weights[0].offset"},
+      {"\"offset\":64}", "\"offset\":128}", "outside the 128-byte weights section"},
+      {"\"offset\":64}", "\"offset\":1e300}", "weights[0].offset"},
+      {"\"name\":\"k0\"", "\"name\":\"k0; rm\"", "not a C identifier"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":\"Add_0\"", "kernels[0].nodes"},
+      {"\"arena_bytes\":128", "\"arena_bytes\":-1", "arena_bytes"},
+      {"\"arena_bytes\":128", "\"arena_bytes\":64", "exceed the 64-byte arena"},
+      {"{\"kernel\":0,\"args\":[" ARG_T, "{\"kernel\":1,\"args\":[" ARG_T, "plan[1].kernel"},
+      {"\"kind\":\"input\",\"index\":0", "\"kind\":\"input\",\"index\":1", "input 1 does not exist"},
+      {"\"kind\":\"input\"", "\"kind\":\"inptu\"", "plan[0].args[0].kind"},
+      {"\"kind\":\"weight\",\"index\":0,\"dtype\":\"float32\",\"shape\":[2,3]",
+       "\"kind\":\"weight\",\"index\":0,\"dtype\":\"float32\",\"shape\":[2,4]", "views weight \"w\""},
+      {"\"kind\":\"weight\",\"index\":0,\"dtype\":\"float32\"", "\"kind\":\"weight\",\"index\":0,\"dtype\":\"int32\"",
+       "views weight \"w\""},
+      {"\"kind\":\"arena\",\"offset\":64", "\"kind\":\"arena\",\"offset\":66", "not aligned"},
+      {ARG_Y, ARG_T, "no call writes output \"y\""},
+      {"\"plan\":[", "\"plan\":{\"a\":1},\"plan2\":[", "plan: missing"},
+      {"\"args\":[" ARG_T "," ARG_Y "]", "\"args\":7", "plan[1].args"},
+  };
+  for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+    char *json = replace(GOOD, edits[i].from, edits[i].to);
+    LoomError err;
+    loom_status st = parse_json(json, 128, &err, NULL);
+    if (st == LOOM_OK) fail_msg("case %zu accepted: %s", i, json);
+    assert_int_equal(st, LOOM_ERR_PARSE);
+    if (!strstr(err.msg, edits[i].expect))
+      fail_msg("case %zu: expected \"%s\" in: %s", i, edits[i].expect, err.msg);
+    assert_non_null(strstr(err.msg, "m.loom"));
+    free(json);
+  }
+  /* duplicate input names */
+  LoomError err;
+  char *dup = replace(GOOD, IN, "\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[2,3]},"
+                                "{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[1]}]");
+  assert_int_equal(parse_json(dup, 128, &err, NULL), LOOM_ERR_PARSE);
+  assert_non_null(strstr(err.msg, "duplicate name \"x\""));
+  free(dup);
+  /* a NUL inside the JSON */
+  char nul[] = GOOD;
+  size_t len;
+  uint8_t *b = make_image(nul, 128, &len);
+  b[ARTIFACT_HEADER_BYTES + 5] = 0;
+  Artifact *a;
+  assert_int_equal(artifact_parse(b, len, "m.loom", ARTIFACT_SKIP_CHECKSUM, &a, &err), LOOM_ERR_PARSE);
+  free(b);
+  /* deep nesting does not blow the stack */
+  char deep[20000];
+  memset(deep, '[', sizeof deep - 1);
+  deep[sizeof deep - 1] = 0;
+  assert_int_equal(parse_json(deep, 0, &err, NULL), LOOM_ERR_PARSE);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_good),
+      cmocka_unit_test(test_schema_violations),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
