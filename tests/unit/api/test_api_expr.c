@@ -207,14 +207,17 @@ static loom_expr *ew_body(loom_ctx *ctx, loom_expr *const *ax, void *user) {
   return loom_add(ctx, loom_add(ctx, loom_add(ctx, sel, mx), sq), pw);
 }
 
-/* Z[i, j] = select((N % 3 == 0 || !(N < 2)) && N != 7, N / 2 + floordiv(N, -3), -N) as i32 */
+/* Z[i, j] = select((N % 3 == 0 || !(N < 2)) && N != 7 && -10 <= N <= 10,
+ *                  N / 2 + floordiv(N, -3), -N) as i32 */
 static loom_expr *int_body(loom_ctx *ctx, loom_expr *const *ax, void *user) {
   Ew *e = user;
   loom_expr *n = loom_load(ctx, e->N, ax, 2);
   loom_expr *c0 = loom_eq(ctx, loom_mod(ctx, n, loom_int(ctx, LOOM_I32, 3)), loom_int(ctx, LOOM_I32, 0));
   loom_expr *c1 = loom_not(ctx, loom_lt(ctx, n, loom_int(ctx, LOOM_I32, 2)));
   loom_expr *c2 = loom_ne(ctx, n, loom_int(ctx, LOOM_I32, 7));
-  loom_expr *c = loom_and(ctx, loom_or(ctx, c0, c1), c2);
+  loom_expr *c3 = loom_and(ctx, loom_ge(ctx, n, loom_int(ctx, LOOM_I32, -10)),
+                           loom_le(ctx, n, loom_int(ctx, LOOM_I32, 10)));
+  loom_expr *c = loom_and(ctx, loom_and(ctx, loom_or(ctx, c0, c1), c2), c3);
   loom_expr *t = loom_add(ctx, loom_div(ctx, n, loom_int(ctx, LOOM_I32, 2)),
                           loom_floordiv(ctx, n, loom_int(ctx, LOOM_I32, -3)));
   loom_expr *f = loom_sub(ctx, loom_int(ctx, LOOM_I32, 0), n);
@@ -295,7 +298,8 @@ static void test_compute_values(void **state) {
         fail_msg("Y[%d, %d] = %g, expected %g", i, j, got, want);
       int32_t nn = nv[i * C + j];
       int32_t fd = (int32_t)floor((double)nn / -3.0);
-      int32_t zw = ((nn % 3 == 0 || !(nn < 2)) && nn != 7) ? nn / 2 + fd : -nn;
+      bool in = nn >= -10 && nn <= 10;
+      int32_t zw = ((nn % 3 == 0 || !(nn < 2)) && nn != 7 && in) ? nn / 2 + fd : -nn;
       assert_int_equal(((int32_t *)z.data)[i * C + j], zw);
       mx = fmaxf(mx, v), mn = fminf(mn, v);
       if (j % 2 == 0) ev += v;
