@@ -126,15 +126,44 @@ static loom_status run_compiler(char *const argv[], const char *err_path, int *e
   return LOOM_OK;
 }
 
+/* An executable named `name` somewhere on $PATH? */
+static bool on_path(const char *name) {
+  const char *path = getenv("PATH");
+  if (!path) return false;
+  char buf[PATH_MAX];
+  while (*path) {
+    size_t n = strcspn(path, ":");
+    if (n > 0 && n + strlen(name) + 2 < sizeof buf) {
+      memcpy(buf, path, n);
+      buf[n] = '/';
+      strcpy(buf + n + 1, name);
+      if (access(buf, X_OK) == 0) return true;
+    }
+    path += n + (path[n] == ':');
+  }
+  return false;
+}
+
+/* clang by default: on the register-tiled matmul microkernel gcc 12 spills
+ * and shuffles the accumulators (about half of clang's GFLOP/s in our
+ * measurement, docs/codegen.md), while clang 14 keeps them in registers. */
+const char *build_default_cc(void) {
+  const char *cc = getenv("LOOM_CC");
+  if (cc && *cc) return cc;
+  return on_path("clang") ? "clang" : "cc";
+}
+
 loom_status build_shared_object(const char *source, const BuildOptions *opt, BuildResult *out, LoomError *err) {
   static const BuildOptions defaults = {0};
   if (!opt) opt = &defaults;
   memset(out, 0, sizeof *out);
-  const char *cc = opt->cc ? opt->cc : getenv("CC");
-  if (!cc || !*cc) cc = "cc";
+  const char *cc = opt->cc ? opt->cc : build_default_cc();
   const char *cflags = opt->cflags ? opt->cflags : BUILD_DEFAULT_CFLAGS;
   const char *extra = opt->extra_flags ? opt->extra_flags : "";
   const char *inc = opt->include_dir ? opt->include_dir : getenv("LOOM_INCLUDE_DIR");
+#ifdef LOOM_DEFAULT_INCLUDE_DIR
+  if (!inc || !*inc) inc = LOOM_DEFAULT_INCLUDE_DIR;
+#endif
 
   char cache[PATH_MAX];
   if (opt->cache_dir) {

@@ -19,11 +19,12 @@
 #define BUILD_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared -std=c11"
 
 typedef struct BuildOptions {
-  const char *cc;          /* NULL: $CC, else "cc" */
+  const char *cc;          /* NULL: build_default_cc() */
   const char *cflags;      /* NULL: BUILD_DEFAULT_CFLAGS; split on spaces */
   const char *extra_flags; /* appended to cflags (tests add "-Wall -Wextra -Werror"); may be NULL */
   const char *cache_dir;   /* NULL: $LOOM_CACHE_DIR, else $HOME/.cache/loom */
-  const char *include_dir; /* holds loom/loom_kernel.h; NULL: $LOOM_INCLUDE_DIR */
+  const char *include_dir; /* holds loom/loom_kernel.h; NULL: $LOOM_INCLUDE_DIR, else the
+                            * source tree's include/ (compiled in by CMake) */
 } BuildOptions;
 
 typedef struct BuildResult {
@@ -36,6 +37,11 @@ typedef struct BuildResult {
  * LOOM_ERR_BUILD (the compiler failed: its stderr, truncated, is in the
  * message). */
 loom_status build_shared_object(const char *source, const BuildOptions *opt, BuildResult *out, LoomError *err);
+
+/* The compiler for generated code: $LOOM_CC, else clang when on $PATH, else
+ * cc. ($CC is deliberately not used: it names the compiler that builds Loom,
+ * which need not be the best one for the kernels.) */
+const char *build_default_cc(void);
 
 /* FNV-1a 64, exposed for tests and for other caches. */
 uint64_t build_fnv1a64(uint64_t h, const void *data, size_t n);

@@ -23,22 +23,24 @@ void codegen_c_prelude(StrBuf *out) {
           "#ifndef LOOM_PRELUDE\n#define LOOM_PRELUDE\n"
           "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n"
           "#include \"loom/loom_kernel.h\"\n\n"
+          "/* Helpers a kernel may not use: unused is fine (clang warns otherwise). */\n"
+          "#define LOOM_HELPER static inline __attribute__((unused))\n"
           "/* Floor division and modulo (round toward -inf), the index arithmetic of schedules. */\n");
   static const char *const itypes[][2] = {{"i32", "int32_t"}, {"i64", "int64_t"}};
   for (int k = 0; k < 2; k++) {
     const char *s = itypes[k][0], *t = itypes[k][1];
     sb_printf(out,
-              "static inline %s loom_floordiv_%s(%s a, %s b) {\n"
+              "LOOM_HELPER %s loom_floordiv_%s(%s a, %s b) {\n"
               "  %s q = a / b, r = a %% b;\n  return q - ((r != 0) & ((r < 0) != (b < 0)));\n}\n"
-              "static inline %s loom_floormod_%s(%s a, %s b) {\n"
+              "LOOM_HELPER %s loom_floormod_%s(%s a, %s b) {\n"
               "  %s r = a %% b;\n  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;\n}\n",
               t, s, t, t, t, t, s, t, t, t);
   }
   sb_puts(out,
-          "static inline float loom_floordiv_f32(float a, float b) { return floorf(a / b); }\n"
-          "static inline float loom_floormod_f32(float a, float b) { return a - floorf(a / b) * b; }\n"
-          "static inline double loom_floordiv_f64(double a, double b) { return floor(a / b); }\n"
-          "static inline double loom_floormod_f64(double a, double b) { return a - floor(a / b) * b; }\n");
+          "LOOM_HELPER float loom_floordiv_f32(float a, float b) { return floorf(a / b); }\n"
+          "LOOM_HELPER float loom_floormod_f32(float a, float b) { return a - floorf(a / b) * b; }\n"
+          "LOOM_HELPER double loom_floordiv_f64(double a, double b) { return floor(a / b); }\n"
+          "LOOM_HELPER double loom_floormod_f64(double a, double b) { return a - floor(a / b) * b; }\n");
   static const char *const mtypes[][2] = {{"i8", "int8_t"},   {"i16", "int16_t"},  {"i32", "int32_t"},
                                           {"i64", "int64_t"}, {"u8", "uint8_t"},   {"u16", "uint16_t"},
                                           {"u32", "uint32_t"}, {"u64", "uint64_t"}, {"f32", "float"},
@@ -46,15 +48,15 @@ void codegen_c_prelude(StrBuf *out) {
   for (size_t k = 0; k < sizeof mtypes / sizeof mtypes[0]; k++) {
     const char *s = mtypes[k][0], *t = mtypes[k][1];
     sb_printf(out,
-              "static inline %s loom_min_%s(%s a, %s b) { return a < b ? a : b; }\n"
-              "static inline %s loom_max_%s(%s a, %s b) { return a > b ? a : b; }\n",
+              "LOOM_HELPER %s loom_min_%s(%s a, %s b) { return a < b ? a : b; }\n"
+              "LOOM_HELPER %s loom_max_%s(%s a, %s b) { return a > b ? a : b; }\n",
               t, s, t, t, t, s, t, t);
   }
   sb_puts(out,
-          "static inline int64_t loom_numel(const DLTensor *t) {\n"
+          "LOOM_HELPER int64_t loom_numel(const DLTensor *t) {\n"
           "  int64_t n = 1;\n  for (int k = 0; k < t->ndim; ++k) n *= t->shape[k];\n  return n;\n}\n"
           "/* NULL strides, or strides equal to the compact row-major ones. */\n"
-          "static inline int loom_is_compact(const DLTensor *t) {\n"
+          "LOOM_HELPER int loom_is_compact(const DLTensor *t) {\n"
           "  if (!t->strides) return 1;\n  int64_t s = 1;\n"
           "  for (int k = t->ndim - 1; k >= 0; --k) {\n"
           "    if (t->shape[k] != 1 && t->strides[k] != s) return 0;\n    s *= t->shape[k];\n  }\n  return 1;\n}\n"

@@ -123,11 +123,11 @@ static const char *lanewise_helper(CodegenC *cg, const char *op, DType t, int ar
   StrBuf d;
   sb_init(&d);
   if (arity == 1) {
-    sb_printf(&d, "static inline %s %s(%s a) {\n  %s r;\n  for (int l = 0; l < %d; ++l) r[l] = ", vt, name, vt, vt,
+    sb_printf(&d, "LOOM_HELPER %s %s(%s a) {\n  %s r;\n  for (int l = 0; l < %d; ++l) r[l] = ", vt, name, vt, vt,
               t.lanes);
     sb_printf(&d, scalar_a, "a[l]");
   } else {
-    sb_printf(&d, "static inline %s %s(%s a, %s b) {\n  %s r;\n  for (int l = 0; l < %d; ++l) r[l] = ", vt, name, vt,
+    sb_printf(&d, "LOOM_HELPER %s %s(%s a, %s b) {\n  %s r;\n  for (int l = 0; l < %d; ++l) r[l] = ", vt, name, vt,
               vt, vt, t.lanes);
     sb_printf(&d, scalar_ab, "a[l]", "b[l]");
   }
@@ -318,7 +318,7 @@ static void emit_select(CodegenC *cg, StrBuf *sb, const Expr *e) {
   const char *name = arena_printf(cg->arena, "loom_select_%s", vname);
   put_helper(cg, name,
              arena_printf(cg->arena,
-                          "static inline %s %s(%s m, %s t, %s f) {\n"
+                          "LOOM_HELPER %s %s(%s m, %s t, %s f) {\n"
                           "  %s mm = __builtin_convertvector(m, %s);\n"
                           "  return (%s)((mm & (%s)t) | (~mm & (%s)f));\n}\n",
                           vname, name, mname, vname, vname, iname, iname, vname, iname, iname));
@@ -401,7 +401,7 @@ static void emit_load(CodegenC *cg, StrBuf *sb, const Expr *e) {
   } else if (is_dense_ramp(idx)) {
     const char *name = arena_printf(cg->arena, "loom_vload_%s", vt);
     put_helper(cg, name,
-               arena_printf(cg->arena, "static inline %s %s(const %s *p) {\n  %s v;\n  memcpy(&v, p, sizeof v);\n  return v;\n}\n",
+               arena_printf(cg->arena, "LOOM_HELPER %s %s(const %s *p) {\n  %s v;\n  memcpy(&v, p, sizeof v);\n  return v;\n}\n",
                             vt, name, et, vt));
     sb_printf(sb, "%s(%s + %s)", name, bn, expr_text(cg, idx->ramp.base));
   } else {
@@ -409,7 +409,7 @@ static void emit_load(CodegenC *cg, StrBuf *sb, const Expr *e) {
     const char *it = cg_vector_type(cg, dtype_make(DT_INT, 64, e->dtype.lanes));
     put_helper(cg, name,
                arena_printf(cg->arena,
-                            "static inline %s %s(const %s *p, %s i) {\n  %s v;\n"
+                            "LOOM_HELPER %s %s(const %s *p, %s i) {\n  %s v;\n"
                             "  for (int l = 0; l < %d; ++l) v[l] = p[i[l]];\n  return v;\n}\n",
                             vt, name, et, it, vt, e->dtype.lanes));
     sb_printf(sb, "%s(%s, %s)", name, bn, index_vector(cg, idx));
@@ -444,7 +444,7 @@ void cg_emit_store(CodegenC *cg, StrBuf *sb, const Stmt *s) {
   if (is_dense_ramp(idx)) {
     const char *name = arena_printf(cg->arena, "loom_vstore_%s", vt);
     put_helper(cg, name,
-               arena_printf(cg->arena, "static inline void %s(%s *p, %s v) {\n  memcpy(p, &v, sizeof v);\n}\n", name,
+               arena_printf(cg->arena, "LOOM_HELPER void %s(%s *p, %s v) {\n  memcpy(p, &v, sizeof v);\n}\n", name,
                             et, vt));
     sb_printf(sb, "%s(%s + %s, %s);\n", name, bn, expr_text(cg, idx->ramp.base), expr_text(cg, v));
   } else {
@@ -454,7 +454,7 @@ void cg_emit_store(CodegenC *cg, StrBuf *sb, const Stmt *s) {
     const char *it = cg_vector_type(cg, dtype_make(DT_INT, 64, v->dtype.lanes));
     put_helper(cg, name,
                arena_printf(cg->arena,
-                            "static inline void %s(%s *p, %s i, %s v) {\n"
+                            "LOOM_HELPER void %s(%s *p, %s i, %s v) {\n"
                             "  for (int l = 0; l < %d; ++l) p[i[l]] = v[l];\n}\n",
                             name, et, it, vt, v->dtype.lanes));
     const char *ix = idx->kind == EXPR_BROADCAST ? arena_printf(cg->arena, "(%s - (%s){0})", expr_text(cg, idx->broadcast.value), it)

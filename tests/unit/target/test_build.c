@@ -31,6 +31,8 @@ static void test_cache_hit(void **state) {
   (void)state;
   char *src = unique_source("#include \"loom/loom_kernel.h\"\nint32_t probe(void) { return 42; }\n");
   BuildOptions o = harness_build_options();
+  /* Pin the compiler: the default depends on $PATH, which this test changes. */
+  if (!o.cc) o.cc = build_default_cc();
   BuildResult r1, r2;
   LoomError err = {0};
   assert_int_equal(build_shared_object(src, &o, &r1, &err), LOOM_OK);

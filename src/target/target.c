@@ -1,0 +1,35 @@
+#include "target/target.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+Target target_host(void) {
+  Target t;
+  memset(&t, 0, sizeof t);
+  t.vector_bits = 128;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) t.vector_bits = 512;
+  else if (__builtin_cpu_supports("avx2")) t.vector_bits = 256;
+  snprintf(t.name, sizeof t.name, "x86_64%s", t.vector_bits == 512 ? "-avx512" : t.vector_bits == 256 ? "-avx2" : "");
+#else
+  snprintf(t.name, sizeof t.name, "generic");
+#endif
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  t.num_cores = cores > 0 ? (int)cores : 1;
+  long l1 = -1, l2 = -1;
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  t.l1d_bytes = l1 > 0 ? (int)l1 : 32 * 1024;
+  t.l2_bytes = l2 > 0 ? (int)l2 : 512 * 1024;
+  return t;
+}
+
+int target_lanes(const Target *t, DType dt) {
+  int bits = dt.bits == 1 ? 8 : dt.bits;
+  int lanes = bits ? t->vector_bits / bits : 1;
+  return lanes > 0 ? lanes : 1;
+}

@@ -1,0 +1,85 @@
+/* Default CPU schedule for matmul-like blocks C[..., i, j] += A[..., i, k] *
+ * B[..., k, j] (matmul, batch matmul, dense after the graph turns weights
+ * into [K, N]).
+ *
+ * The classic register-blocked outer product (BLIS's micro-kernel, TVM's
+ * x86 dense schedule): an MR x NR tile of C lives in vector registers
+ * (cache_write + reverse_compute_at; tir_compact_buffers shrinks the cache
+ * to the tile), each k step broadcasts MR elements of A and loads NR/16
+ * vectors of B. B's K x NR panel is copied to a contiguous buffer once per
+ * column tile (cache_read + compute_at; compaction makes it the packed
+ * panel), so the k loop walks it with unit stride instead of jumping a row
+ * of B (4 KiB at N = 1024) every step. Small M (matrix-vector) skips the
+ * packing: B is read once either way.
+ *
+ * Decisions are sampling points (MR, NR, whether to pack) so a tuner can
+ * replace the defaults, which come from bench/matmul on Zen 4. */
+#include "topi/topi_schedule.h"
+
+#include "tir/schedule/schedule.h"
+
+#include <string.h>
+
+static loom_status fail_rv(Schedule *s, SchRV rv) { return rv < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK; }
+
+loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const Target *target, int num_threads) {
+  SchRV b = sch_get_block(s, block);
+  if (b < 0) return LOOM_ERR_SCHEDULE;
+  SchRV loops[8];
+  int n = sch_get_loops(s, b, loops, 8);
+  if (n < 3) return LOOM_ERR_SCHEDULE;
+  SchRV li = loops[n - 3], lj = loops[n - 2], lk = loops[n - 1];
+  const Stmt *si = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, li));
+  const Stmt *sj = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, lj));
+  int64_t M, N;
+  if (!expr_as_int(si->loop.extent, &M) || !expr_as_int(sj->loop.extent, &N)) return LOOM_ERR_SCHEDULE;
+  int lanes = target_lanes(target, DT_F32);
+
+  int64_t mr, nr_vecs, pack;
+  static const int64_t mr_choices[] = {1, 4, 6, 8, 12};
+  static const double mr_probs_big[] = {0.0, 0.1, 0.2, 0.2, 0.5};
+  static const double mr_probs_one[] = {1.0, 0.0, 0.0, 0.0, 0.0};
+  if (sch_sample_categorical(s, mr_choices, M == 1 ? mr_probs_one : mr_probs_big, 5, &mr)) return LOOM_ERR_SCHEDULE;
+  static const int64_t nr_choices[] = {1, 2, 3, 4};
+  static const double nr_probs[] = {0.1, 0.6, 0.1, 0.2};
+  if (sch_sample_categorical(s, nr_choices, nr_probs, 4, &nr_vecs)) return LOOM_ERR_SCHEDULE;
+  static const int64_t pack_choices[] = {0, 1};
+  static const double pack_probs_small[] = {1.0, 0.0}, pack_probs_big[] = {0.1, 0.9};
+  if (sch_sample_categorical(s, pack_choices, M < 16 ? pack_probs_small : pack_probs_big, 2, &pack))
+    return LOOM_ERR_SCHEDULE;
+
+  /* Narrow outputs: the column tile cannot exceed N rounded to vectors. */
+  while (nr_vecs > 1 && nr_vecs * lanes > N) nr_vecs--;
+  if (mr > M) mr = M;
+
+  SchRV io[2], jo[3];
+  if (sch_split(s, li, (int64_t[]){-1, mr}, 2, io)) return LOOM_ERR_SCHEDULE;
+  if (sch_split(s, lj, (int64_t[]){-1, nr_vecs, lanes}, 3, jo)) return LOOM_ERR_SCHEDULE;
+  SchRV order[6] = {jo[0], io[0], lk, io[1], jo[1], jo[2]};
+  if (sch_reorder(s, order, 6)) return LOOM_ERR_SCHEDULE;
+
+  SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
+  if (fail_rv(s, copy) || sch_reverse_compute_at(s, copy, io[0])) return LOOM_ERR_SCHEDULE;
+  SchRV init = sch_decompose_reduction(s, b, lk);
+  if (fail_rv(s, init)) return LOOM_ERR_SCHEDULE;
+  if (pack) {
+    SchRV bp = sch_cache_read(s, b, 1, SCOPE_LOCAL);
+    if (fail_rv(s, bp) || sch_compute_at(s, bp, jo[0])) return LOOM_ERR_SCHEDULE;
+    SchRV pl[8];
+    int np = sch_get_loops(s, bp, pl, 8);
+    if (np < 1 || sch_vectorize(s, pl[np - 1])) return LOOM_ERR_SCHEDULE;
+  }
+  /* Micro-kernel: MR x NR/lanes vector FMAs per k, fully unrolled. */
+  if (sch_unroll(s, io[1]) || sch_unroll(s, jo[1]) || sch_vectorize(s, jo[2])) return LOOM_ERR_SCHEDULE;
+  /* Init and copy-out: vectorize their innermost (column) loop. */
+  SchRV il[8], cl[8];
+  int ni = sch_get_loops(s, init, il, 8);
+  if (ni < 1 || sch_vectorize(s, il[ni - 1])) return LOOM_ERR_SCHEDULE;
+  int nc = sch_get_loops(s, copy, cl, 8);
+  SchRV cs[2];
+  if (nc < 1 || sch_split(s, cl[nc - 1], (int64_t[]){-1, lanes}, 2, cs) || sch_vectorize(s, cs[1]))
+    return LOOM_ERR_SCHEDULE;
+  /* Column tiles are independent: run them on the thread pool. */
+  if (num_threads > 1 && sch_parallel(s, jo[0])) return LOOM_ERR_SCHEDULE;
+  return LOOM_OK;
+}
