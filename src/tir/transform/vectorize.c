@@ -4,7 +4,8 @@
  * stores, sequences and ifs with lane-invariant conditions becomes the same
  * statements on L lanes: v is ramp(min, 1, L), loop-invariant values are
  * broadcast, and each store's (1-d) index must come out as ramp(base, 1, L)
- * (a contiguous vector store).
+ * (a contiguous vector store). Extents that are not a power of two are
+ * emitted as power-of-two chunks (6 = 4 + 2 lanes).
  * Loads may be contiguous (ramp stride 1) or loop-invariant (broadcast).
  *
  * Everything else falls back to a serial loop, which is always correct:
@@ -203,13 +204,35 @@ static const Stmt *vec_stmt(VecCtx *c, const Stmt *s) {
 static const Stmt *vectorize_loop(Arena *a, Analyzer *az, const Stmt *s) {
   int64_t lanes;
   if (!expr_as_int(s->loop.extent, &lanes) || lanes < 2 || lanes > VECTORIZE_MAX_LANES) return NULL;
-  /* GCC/Clang vector types (C codegen) need a power-of-two lane count. */
-  if (lanes & (lanes - 1)) return NULL;
   if (!xform_expr_is_plain_scalar(s->loop.min)) return NULL;
   StmtList stores = {0};
   if (!body_stores(a, s->loop.body, s->loop.var, &stores) || !independent_lanes(&stores)) return NULL;
-  VecCtx c = {a, s->loop.var, s->loop.min, (int)lanes, az};
-  return vec_stmt(&c, s->loop.body);
+  /* Code generators use power-of-two vector types, so an extent like 6
+   * becomes chunks of 4 and 2 lanes (a chunk of 1 is the scalar body). The
+   * lanes are independent, so running chunk after chunk is the same as
+   * running all lanes at once. */
+  const Stmt **chunks = ARENA_ARRAY(a, const Stmt *, 8);
+  int n_chunks = 0;
+  int64_t offset = 0;
+  while (offset < lanes) {
+    int64_t width = 1;
+    while (width * 2 <= lanes - offset) width *= 2;
+    const Expr *base = offset ? expr_add(a, s->loop.min, expr_i64(a, offset)) : s->loop.min;
+    const Stmt *chunk;
+    if (width == 1) {
+      PtrMap vm;
+      ptrmap_init(&vm, a);
+      ptrmap_put(&vm, s->loop.var, (void *)base);
+      chunk = stmt_substitute(a, s->loop.body, &vm);
+    } else {
+      VecCtx c = {a, s->loop.var, base, (int)width, az};
+      chunk = vec_stmt(&c, s->loop.body);
+      if (!chunk) return NULL;
+    }
+    chunks[n_chunks++] = chunk;
+    offset += width;
+  }
+  return stmt_seq(a, chunks, n_chunks);
 }
 
 static const Expr *keep_expr_cb(Mutator *m, const Expr *e) { return e; }

@@ -25,6 +25,7 @@ static const PrimFunc *lower_checked(Arena *a, const PrimFunc *f, const LowerOpt
   XcCount c = xc_count(g);
   assert_int_equal(c.stmt[STMT_BLOCK_REALIZE], 0);
   assert_int_equal(c.for_kind[FOR_VECTORIZED], 0);
+  assert_int_equal(c.non_pow2_vectors, 0);
   bool flat = true;
   Visitor v = {buffers_flat_cb, loads_flat_cb, &flat};
   visit_stmt(&v, g->body);

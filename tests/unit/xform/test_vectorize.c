@@ -155,6 +155,33 @@ static void test_invariant_if_kept(void **state) {
   arena_free(a);
 }
 
+/* Extents 2..9 and 64: powers of two become one vector statement, others
+ * power-of-two chunks (7 = 4 + 2 + 1 scalar), never an odd vector. */
+static void test_power_of_two_chunks(void **state) {
+  (void)state;
+  int64_t extents[] = {2, 3, 5, 6, 7, 8, 9, 64};
+  int expect_vec[] = {1, 1, 1, 2, 2, 1, 1, 1};
+  for (size_t k = 0; k < sizeof extents / sizeof extents[0]; k++) {
+    Arena *a = arena_new();
+    Buffer *A = xc_buf1(a, "A", 70), *B = xc_buf1(a, "B", 70), *S = xc_buf1(a, "S", 4);
+    const Expr *i = expr_var(a, "i", DT_I64);
+    const Expr *i3 = expr_add(a, i, xc_i(a, 3));
+    const Stmt *st = stmt_store(a, B, expr_mul(a, expr_load(a, A, &i3, 1), expr_float(a, DT_F32, 1.5)), &i, 1);
+    const Buffer *params[3] = {A, B, S};
+    PrimFunc *f = primfunc_new(a, "chunks", params, 3,
+                               stmt_for(a, i, xc_i(a, 1), xc_i(a, extents[k]), FOR_VECTORIZED, st));
+    const PrimFunc *v = tir_simplify(a, tir_vectorize(a, f));
+    xc_dump("vectorize(chunks)", v);
+    XcCount c = xc_count(v);
+    assert_int_equal(c.stmt[STMT_FOR], 0);
+    assert_int_equal(c.non_pow2_vectors, 0);
+    assert_int_equal(c.vector_stores, expect_vec[k]);
+    assert_int_equal(c.stmt[STMT_STORE], expect_vec[k] + (extents[k] == 7 || extents[k] == 5 || extents[k] == 3 || extents[k] == 9 ? 1 : 0));
+    xc_check_same(f, v, 80 + (uint64_t)k);
+    arena_free(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_contiguous_loop_vectorized),
@@ -162,6 +189,7 @@ int main(void) {
       cmocka_unit_test(test_fallback_cases),
       cmocka_unit_test(test_broadcast_cast_select),
       cmocka_unit_test(test_invariant_if_kept),
+      cmocka_unit_test(test_power_of_two_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,6 +94,7 @@ typedef struct XcCount {
   int stmt[STMT_KIND_COUNT];
   int for_kind[FOR_THREAD_BINDING + 1];
   int ramps, broadcasts, vector_stores;
+  int non_pow2_vectors; /* C codegen only has power-of-two vector types */
 } XcCount;
 
 static inline bool xc_count_stmt(Visitor *v, const Stmt *s) {
@@ -108,6 +109,7 @@ static inline bool xc_count_expr(Visitor *v, const Expr *e) {
   XcCount *c = v->user;
   if (e->kind == EXPR_RAMP) c->ramps++;
   if (e->kind == EXPR_BROADCAST) c->broadcasts++;
+  if (e->dtype.lanes > 1 && (e->dtype.lanes & (e->dtype.lanes - 1))) c->non_pow2_vectors++;
   return true;
 }
 
