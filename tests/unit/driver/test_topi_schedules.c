@@ -1,0 +1,106 @@
+/* The default CPU schedules (src/topi/schedule_*.c) compute exactly what
+ * the unscheduled compute definitions compute: both are compiled into one
+ * module and run on the same random inputs, for shapes that divide the
+ * tiles and shapes that don't, single- and multi-threaded. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "driver/driver.h"
+#include "runtime/threadpool.h"
+#include "tir/text.h"
+#include "topi/topi.h"
+#include "topi/topi_schedule.h"
+
+typedef loom_status (*ScheduleFn)(Schedule *s, const char *block, const Target *t, int threads);
+
+static PrimFunc *renamed(Arena *a, const PrimFunc *f, const char *name) {
+  PrimFunc *g = arena_memdup(a, f, sizeof *f);
+  g->name = arena_strdup(a, name);
+  return g;
+}
+
+/* Relative error metric: |x - y| <= 1e-4 * max(1, max |reference|); the
+ * schedules reorder float sums (k-blocking, vector lanes). */
+static void check_schedule(PrimFunc *f, const char *block, ScheduleFn fn, int threads) {
+  Arena *a = arena_new();
+  LoomError err = {0};
+  Target target = target_host();
+  Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+  if (fn(s, block, &target, threads)) {
+    char *text = tir_print_func(sch_func(s));
+    fail_msg("schedule refused: %s\n%s", sch_error(s), text);
+  }
+  const PrimFunc *funcs[2] = {renamed(a, f, "reference"), renamed(a, sch_func(s), "scheduled")};
+  DriverModule *m = NULL;
+  if (driver_build(a, funcs, 2, NULL, &m, &err)) fail_msg("build: %s", err.msg);
+  Kernel kr, ks;
+  assert_int_equal(driver_get_kernel(m, "reference", &kr, &err), LOOM_OK);
+  assert_int_equal(driver_get_kernel(m, "scheduled", &ks, &err), LOOM_OK);
+  DriverTensors tr, ts;
+  assert_int_equal(driver_tensors_alloc(driver_lowered(m, 0), 11, &tr, &err), LOOM_OK);
+  assert_int_equal(driver_tensors_alloc(driver_lowered(m, 1), 11, &ts, &err), LOOM_OK);
+  ThreadPool *pool = NULL;
+  assert_int_equal(threadpool_create(threads, &pool, &err), LOOM_OK);
+  if (kernel_call(&kr, tr.ptrs, tr.n, NULL, NULL, &err)) fail_msg("reference: %s", err.msg);
+  if (kernel_call(&ks, ts.ptrs, ts.n, pool, NULL, &err)) fail_msg("scheduled: %s", err.msg);
+  int out = tr.n - 1;
+  const float *x = tr.tensors[out].data, *y = ts.tensors[out].data;
+  size_t count = tr.bytes[out] / sizeof(float);
+  double scale = 1.0;
+  for (size_t i = 0; i < count; i++) scale = fmax(scale, fabs(x[i]));
+  for (size_t i = 0; i < count; i++)
+    if (fabs((double)x[i] - y[i]) > 1e-4 * scale) fail_msg("element %zu: reference %g, scheduled %g", i, x[i], y[i]);
+  threadpool_destroy(pool);
+  driver_tensors_free(&tr);
+  driver_tensors_free(&ts);
+  driver_module_free(m);
+  sch_free(s);
+  arena_free(a);
+}
+
+static void test_matmul(void **state) {
+  (void)state;
+  static const int64_t shapes[][3] = {{64, 64, 64}, {30, 50, 17}, {1, 100, 64}, {7, 8, 9}, {128, 96, 40}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int threads = 1; threads <= 2; threads++) {
+      Arena *a = arena_new();
+      LoomError err = {0};
+      PrimFunc *f = topi_matmul(a, shapes[i][0], shapes[i][1], shapes[i][2], DT_F32, &err);
+      assert_non_null(f);
+      check_schedule(f, "C", topi_schedule_matmul_cpu, threads);
+      arena_free(a);
+    }
+}
+
+static void test_conv2d_nchwc(void **state) {
+  (void)state;
+  static const TopiConv2d convs[] = {
+      {1, 32, 14, 14, 32, 3, 3, 1, 1}, /* 3x3 same padding */
+      {1, 16, 15, 15, 32, 3, 3, 2, 1}, /* stride 2, odd size */
+      {1, 32, 7, 7, 16, 1, 1, 1, 0},   /* 1x1, no pad stage */
+  };
+  for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
+    for (int threads = 1; threads <= 2; threads++) {
+      Arena *a = arena_new();
+      LoomError err = {0};
+      PrimFunc *f = topi_conv2d_nchwc(a, &convs[i], 16, 16, &err);
+      if (!f) fail_msg("%s", err.msg);
+      check_schedule(f, "conv2d_NCHWc", topi_schedule_conv2d_nchwc_cpu, threads);
+      arena_free(a);
+    }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_conv2d_nchwc),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
