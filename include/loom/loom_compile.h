@@ -1,0 +1,46 @@
+/* The compiler entry points the `loom` command calls for `loom compile` and
+ * `loom inspect MODEL.onnx`. The graph compiler defines them; the runtime
+ * and the CLI only declare them here.
+ *
+ * Build contract (tools/CMakeLists.txt): the CLI calls these only when some
+ * src/ .c file defines them (a line starting "loom_status loom_compile_onnx("
+ * resp. "loom_status loom_inspect_onnx("), and then links every compiler
+ * layer library so the definition is found wherever it lives. Until then
+ * `loom compile` exits with "loom: error: compile: not available in this
+ * build". */
+#ifndef LOOM_COMPILE_H
+#define LOOM_COMPILE_H
+
+#include "loom/loom_status.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct LoomCompileOptions {
+  const char *target; /* "x86_64", "x86_64-avx512", ...; NULL: this machine */
+  int opt_level;      /* 0..3 (the CLI's default is 2) */
+} LoomCompileOptions;
+
+/* Compiles an ONNX model into an artifact written atomically at out_path
+ * (runtime/artifact.h: artifact_write). On failure returns the status and
+ * writes a message naming the file, node or op at fault into errbuf (no
+ * "loom: error:" prefix; the CLI adds it); nothing is left at out_path. */
+loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const LoomCompileOptions *opt,
+                              char *errbuf, size_t errlen);
+
+/* Prints a summary of an ONNX model to `out`, or with dump = "graph",
+ * "fused", "tir" or "c" the IR after that stage (dump NULL: the summary).
+ * The summary includes the planned arena size next to the sum of all
+ * intermediate tensor sizes. */
+loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
+                              char *errbuf, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

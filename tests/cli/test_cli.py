@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Tests of the `loom` command line (run, inspect, compile's availability).
+
+Environment: LOOM_BIN (the loom binary) and LOOM_MAKE_TEST_ARTIFACT (writes
+model.loom computing y = relu(x + w) for x: float32[2, 3], plus copies for
+another target and another Loom version). CTest sets both (tests/CMakeLists.txt).
+"""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+LOOM = os.environ.get("LOOM_BIN", "loom")
+MAKER = os.environ.get("LOOM_MAKE_TEST_ARTIFACT")
+
+
+class LoomCli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="loom-cli-")
+        out = subprocess.run([MAKER, cls.dir], check=True, capture_output=True, text=True).stdout
+        cls.w = np.array([float(v) for v in out.split()], dtype=np.float32).reshape(2, 3)
+        cls.model = os.path.join(cls.dir, "model.loom")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def loom(self, *args):
+        return subprocess.run([LOOM, *args], capture_output=True, text=True, timeout=60)
+
+    def ok(self, *args):
+        r = self.loom(*args)
+        self.assertEqual(r.returncode, 0, f"loom {args}: {r.stderr}")
+        return r
+
+    def err(self, *args, expect=(), code=None):
+        r = self.loom(*args)
+        self.assertNotEqual(r.returncode, 0, f"loom {args} succeeded: {r.stdout}")
+        if code is not None:
+            self.assertEqual(r.returncode, code)
+        self.assertTrue(r.stderr.startswith("loom: error: "), r.stderr)
+        for e in expect:
+            self.assertIn(e, r.stderr)
+        return r
+
+    def npy(self, name, a):
+        p = os.path.join(self.dir, name)
+        np.save(p, a)
+        return p
+
+    def fresh_dir(self, name):
+        d = os.path.join(self.dir, name)
+        shutil.rmtree(d, ignore_errors=True)
+        return d
+
+    def reference(self, x):
+        return np.maximum(x + self.w, 0)
+
+    # ---- run ----
+
+    def test_run_positional_writes_outputs(self):
+        x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+        out = self.fresh_dir("out_pos")
+        r = self.ok("run", self.model, self.npy("x1.npy", x), "--output-dir", out)
+        # the output "y:0/out" becomes a file-safe name
+        self.assertEqual(sorted(os.listdir(out)), ["y_0_out.npy"])
+        y = np.load(os.path.join(out, "y_0_out.npy"))
+        self.assertEqual(y.dtype, np.float32)
+        np.testing.assert_array_equal(y, self.reference(x))
+        self.assertIn("wrote", r.stdout)
+
+    def test_run_named_input_and_existing_dir(self):
+        x = np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.float32)
+        out = self.fresh_dir("out_named")
+        os.mkdir(out)
+        self.ok("run", self.model, "--input", "x=" + self.npy("x2.npy", x), "--output-dir=" + out)
+        np.testing.assert_array_equal(np.load(os.path.join(out, "y_0_out.npy")), self.reference(x))
+
+    def test_run_without_output_dir_prints_summary(self):
+        x = np.ones((2, 3), dtype=np.float32)
+        r = self.ok("run", self.model, self.npy("x3.npy", x))
+        self.assertIn("output y:0/out: float32 [2, 3]", r.stdout)
+        self.assertIn("median", r.stdout)
+
+    def test_repeat_json_last_line(self):
+        x = np.ones((2, 3), dtype=np.float32)
+        r = self.ok("run", self.model, self.npy("x4.npy", x), "--repeat", "7", "--json", "--threads", "2")
+        last = r.stdout.strip().splitlines()[-1]
+        j = json.loads(last)
+        self.assertEqual(j["repeat"], 7)
+        self.assertEqual(j["threads"], 2)
+        self.assertLessEqual(j["min_ms"], j["median_ms"])
+        self.assertGreaterEqual(j["min_ms"], 0)
+        self.assertEqual(j["outputs"][0]["name"], "y:0/out")
+        self.assertEqual(j["outputs"][0]["shape"], [2, 3])
+
+    def test_profile(self):
+        x = np.ones((2, 3), dtype=np.float32)
+        r = self.ok("run", self.model, self.npy("x5.npy", x), "--repeat", "4", "--profile")
+        self.assertIn("add_w", r.stdout)
+        self.assertIn("Add_0, Identity_1", r.stdout)
+        self.assertIn("relu_p", r.stdout)
+        r = self.ok("run", self.model, self.npy("x5.npy", x), "--repeat", "4", "--profile", "--json")
+        j = json.loads(r.stdout.strip().splitlines()[-1])
+        prof = j["profile"]
+        self.assertEqual([p["kernel"] for p in prof], ["add_w", "relu_p"])
+        self.assertEqual(prof[0]["nodes"], ["Add_0", "Identity_1"])
+        self.assertEqual([p["calls"] for p in prof], [4, 4])
+
+    # ---- run: bad input, never a partial output ----
+
+    def run_fails(self, args, expect, out_name):
+        out = self.fresh_dir(out_name)
+        self.err("run", self.model, *args, "--output-dir", out, expect=expect)
+        self.assertEqual(os.listdir(out) if os.path.isdir(out) else [], [])
+
+    def test_wrong_shape(self):
+        p = self.npy("bad_shape.npy", np.zeros((3, 2), dtype=np.float32))
+        self.run_fails([p], ['input "x"', "expected float32 [2, 3], got float32 [3, 2]", "bad_shape.npy"], "o1")
+
+    def test_wrong_dtype(self):
+        p = self.npy("bad_dtype.npy", np.zeros((2, 3), dtype=np.float64))
+        self.run_fails([p], ['input "x"', "expected float32 [2, 3], got float64 [2, 3]"], "o2")
+
+    def test_wrong_name(self):
+        p = self.npy("good.npy", np.zeros((2, 3), dtype=np.float32))
+        self.run_fails(["--input", "z=" + p], ['no input named "z"', '"x"'], "o3")
+
+    def test_missing_input(self):
+        self.run_fails([], ['missing input "x"', "float32 [2, 3]"], "o4")
+
+    def test_too_many_inputs(self):
+        p = self.npy("good.npy", np.zeros((2, 3), dtype=np.float32))
+        self.run_fails([p, p], ["2 positional input files", "1 inputs"], "o5")
+        self.run_fails([p, "--input", "x=" + p], ['input "x" is given twice'], "o6")
+
+    def test_bad_npy_files(self):
+        fortran = self.npy("fortran.npy", np.asfortranarray(np.zeros((2, 3), dtype=np.float32)))
+        self.run_fails([fortran], ["Fortran"], "o7")
+        big = self.npy("big.npy", np.zeros((2, 3), dtype=">f4"))
+        self.run_fails([big], ["big-endian"], "o8")
+        garbage = os.path.join(self.dir, "garbage.npy")
+        with open(garbage, "wb") as f:
+            f.write(b"not numpy at all")
+        self.run_fails([garbage], ["garbage.npy", "not a .npy file"], "o9")
+        self.run_fails([os.path.join(self.dir, "absent.npy")], ["absent.npy"], "o10")
+
+    def test_unwritable_output_dir(self):
+        p = self.npy("good.npy", np.zeros((2, 3), dtype=np.float32))
+        afile = os.path.join(self.dir, "a_file")
+        open(afile, "w").close()
+        self.err("run", self.model, p, "--output-dir", afile, expect=["not a directory"])
+        self.err("run", self.model, p, "--output-dir", os.path.join(afile, "sub"), expect=["output directory"])
+        if os.geteuid() != 0:  # root writes anywhere
+            ro = self.fresh_dir("readonly")
+            os.mkdir(ro)
+            os.chmod(ro, stat.S_IRUSR | stat.S_IXUSR)
+            try:
+                self.err("run", self.model, p, "--output-dir", ro, expect=["not writable"])
+                self.assertEqual(os.listdir(ro), [])
+            finally:
+                os.chmod(ro, stat.S_IRWXU)
+
+    def test_artifact_errors(self):
+        p = self.npy("good.npy", np.zeros((2, 3), dtype=np.float32))
+        self.err("run", os.path.join(self.dir, "nope.loom"), p, expect=["nope.loom"])
+        self.err("run", os.path.join(self.dir, "other_target.loom"), p,
+                 expect=['compiled for target "aarch64"', "this machine is"])
+        self.err("run", os.path.join(self.dir, "other_version.loom"), p, expect=["Loom 7.0.0", "recompile"])
+        with open(self.model, "rb") as f:
+            data = f.read()
+        cut = os.path.join(self.dir, "cut.loom")
+        with open(cut, "wb") as f:
+            f.write(data[: len(data) // 2])
+        self.err("run", cut, p, expect=["truncated"])
+        self.err("run", p, p, expect=["not a Loom artifact"])
+
+    def test_usage_errors(self):
+        p = self.npy("good.npy", np.zeros((2, 3), dtype=np.float32))
+        self.err("run", self.model, p, "--bogus", expect=['unknown flag "--bogus"'], code=2)
+        self.err("run", self.model, p, "--repeat", "0", expect=["--repeat"], code=2)
+        self.err("run", self.model, p, "--threads", "x", expect=["--threads"], code=2)
+        self.err("run", self.model, p, "--input", "x", expect=["NAME=FILE.npy"], code=2)
+        self.err("run", self.model, p, "--output-dir", expect=["needs a value"], code=2)
+        self.err("run", expect=["missing OUT.loom"], code=2)
+        self.err("frobnicate", expect=['unknown command "frobnicate"'], code=2)
+        self.err(expect=["missing command"], code=2)
+        self.err("inspect", self.model, "--dump", "bogus", expect=["--dump"], code=2)
+        self.err("compile", "m.onnx", "-o", "x.loom", "--opt-level", "5", expect=["--opt-level"], code=2)
+        self.err("compile", "m.onnx", "-o", "x.loom", "--what", expect=['unknown flag "--what"'], code=2)
+
+    # ---- inspect ----
+
+    def test_inspect_artifact(self):
+        r = self.ok("inspect", self.model)
+        self.assertIn("arena: 128 bytes; sum of intermediate tensors: 24 bytes", r.stdout)
+        self.assertIn("input[0] x: float32 [2, 3]", r.stdout)
+        self.assertIn("add_w: Add_0 Identity_1", r.stdout)
+        self.assertIn("runs here", r.stdout)
+        r = self.ok("inspect", os.path.join(self.dir, "other_target.loom"))
+        self.assertIn("does NOT run here", r.stdout)
+        r = self.ok("inspect", self.model, "--dump", "json")
+        meta = json.loads(r.stdout)
+        self.assertEqual(meta["arena_bytes"], 128)
+        self.assertEqual(meta["kernels"][1]["name"], "relu_p")
+        self.err("inspect", self.model, "--dump", "tir", expect=["needs an ONNX model"])
+        self.err("inspect", os.path.join(self.dir, "absent.loom"), expect=["absent.loom"])
+
+    def test_compile_availability(self):
+        # Without the compiler linked in, compile says so; with it, a missing
+        # model is still an error naming the file.
+        self.err("compile", os.path.join(self.dir, "absent.onnx"), "-o", os.path.join(self.dir, "o.loom"),
+                 expect=["absent.onnx"])
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "o.loom")))
+        self.ok("--version")
+
+
+if __name__ == "__main__":
+    if not MAKER:
+        sys.exit("LOOM_MAKE_TEST_ARTIFACT is not set (run through ctest)")
+    unittest.main(verbosity=2)

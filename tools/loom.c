@@ -1,0 +1,631 @@
+/* The `loom` command line.
+ *
+ *   loom compile MODEL.onnx -o OUT.loom [--target x86_64] [--opt-level 0..3]
+ *   loom run OUT.loom [--input NAME=FILE.npy ...] [FILE.npy ...] [--output-dir DIR]
+ *            [--repeat N] [--threads N] [--json] [--profile]
+ *   loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]
+ *
+ * Exit status 0 on success; otherwise 1 (or 2 for a usage error) with one
+ * "loom: error: ..." line on stderr. docs/runtime.md has the details. */
+#include "loom/loom_compile.h"
+#include "loom/loom_runtime.h"
+#include "runtime/artifact.h"
+#include "runtime/dl_dtype.h"
+#include "runtime/npy.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { EXIT_USAGE = 2 };
+
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("loom: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return code;
+}
+
+static const char k_usage[] =
+    "usage:\n"
+    "  loom compile MODEL.onnx -o OUT.loom [--target x86_64] [--opt-level 0..3]\n"
+    "  loom run OUT.loom [--input NAME=FILE.npy ...] [FILE.npy ...] [--output-dir DIR]\n"
+    "           [--repeat N] [--threads N] [--json] [--profile]\n"
+    "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]\n"
+    "  loom --version\n";
+
+/* "--flag VALUE" or "--flag=VALUE": the value, advancing *i; NULL when the
+ * argument is not this flag. *missing is set when the value is absent. */
+static const char *flag_value(int argc, char **argv, int *i, const char *flag, bool *missing) {
+  size_t n = strlen(flag);
+  if (strncmp(argv[*i], flag, n)) return NULL;
+  if (argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (argv[*i][n]) return NULL;
+  if (*i + 1 >= argc) {
+    *missing = true;
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || !*s || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static bool file_exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* ---- compile ---- */
+
+#ifdef LOOM_HAVE_COMPILE
+static int compile_call(const char *model, const char *out, const LoomCompileOptions *opt) {
+  char err[2048] = "";
+  if (loom_compile_onnx(model, out, opt, err, sizeof err) != LOOM_OK)
+    return fail(1, "compile: %s", err[0] ? err : "failed");
+  printf("wrote %s\n", out);
+  return 0;
+}
+#endif
+
+static int cmd_compile(int argc, char **argv) {
+  const char *model = NULL, *out = NULL;
+  LoomCompileOptions opt = {.target = NULL, .opt_level = 2};
+  for (int i = 0; i < argc; i++) {
+    bool missing = false;
+    const char *v;
+    if ((v = flag_value(argc, argv, &i, "-o", &missing)) || (v = flag_value(argc, argv, &i, "--output", &missing))) {
+      out = v;
+    } else if ((v = flag_value(argc, argv, &i, "--target", &missing))) {
+      opt.target = v;
+    } else if ((v = flag_value(argc, argv, &i, "--opt-level", &missing))) {
+      long n;
+      if (!parse_int(v, 0, 3, &n)) return fail(EXIT_USAGE, "compile: --opt-level \"%s\": expected 0, 1, 2 or 3", v);
+      opt.opt_level = (int)n;
+    } else if (missing) {
+      return fail(EXIT_USAGE, "compile: %s needs a value", argv[i]);
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return fail(EXIT_USAGE, "compile: unknown flag \"%s\"", argv[i]);
+    } else if (!model) {
+      model = argv[i];
+    } else {
+      return fail(EXIT_USAGE, "compile: unexpected argument \"%s\" (one model only)", argv[i]);
+    }
+  }
+  if (!model) return fail(EXIT_USAGE, "compile: missing MODEL.onnx\n%s", k_usage);
+  if (!out) return fail(EXIT_USAGE, "compile: missing -o OUT.loom");
+  if (!file_exists(model)) return fail(1, "compile: cannot open \"%s\": %s", model, strerror(errno ? errno : ENOENT));
+#ifdef LOOM_HAVE_COMPILE
+  return compile_call(model, out, &opt);
+#else
+  (void)opt;
+  return fail(1, "compile: not available in this build");
+#endif
+}
+
+/* ---- run ---- */
+
+typedef struct RunArgs {
+  const char *model;
+  const char **named_names, **named_files; /* --input NAME=FILE */
+  int num_named;
+  const char **positional;
+  int num_positional;
+  const char *output_dir;
+  long repeat, threads;
+  bool json, profile;
+} RunArgs;
+
+static int parse_run_args(int argc, char **argv, RunArgs *a) {
+  memset(a, 0, sizeof *a);
+  a->repeat = 1;
+  a->named_names = calloc((size_t)argc + 1, sizeof(char *));
+  a->named_files = calloc((size_t)argc + 1, sizeof(char *));
+  a->positional = calloc((size_t)argc + 1, sizeof(char *));
+  if (!a->named_names || !a->named_files || !a->positional) return fail(1, "out of memory");
+  for (int i = 0; i < argc; i++) {
+    bool missing = false;
+    const char *v;
+    long n;
+    if ((v = flag_value(argc, argv, &i, "--input", &missing))) {
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v || !eq[1]) return fail(EXIT_USAGE, "run: --input \"%s\": expected NAME=FILE.npy", v);
+      char *name = strndup(v, (size_t)(eq - v));
+      a->named_names[a->num_named] = name;
+      a->named_files[a->num_named++] = eq + 1;
+    } else if ((v = flag_value(argc, argv, &i, "--output-dir", &missing))) {
+      a->output_dir = v;
+    } else if ((v = flag_value(argc, argv, &i, "--repeat", &missing))) {
+      if (!parse_int(v, 1, 1000000000, &n)) return fail(EXIT_USAGE, "run: --repeat \"%s\": expected a count >= 1", v);
+      a->repeat = n;
+    } else if ((v = flag_value(argc, argv, &i, "--threads", &missing))) {
+      if (!parse_int(v, 1, 1024, &n)) return fail(EXIT_USAGE, "run: --threads \"%s\": expected 1 to 1024", v);
+      a->threads = n;
+    } else if (missing) {
+      return fail(EXIT_USAGE, "run: %s needs a value", argv[i]);
+    } else if (!strcmp(argv[i], "--json")) {
+      a->json = true;
+    } else if (!strcmp(argv[i], "--profile")) {
+      a->profile = true;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return fail(EXIT_USAGE, "run: unknown flag \"%s\"", argv[i]);
+    } else if (!a->model) {
+      a->model = argv[i];
+    } else {
+      a->positional[a->num_positional++] = argv[i];
+    }
+  }
+  if (!a->model) return fail(EXIT_USAGE, "run: missing OUT.loom\n%s", k_usage);
+  return 0;
+}
+
+static void free_run_args(RunArgs *a) {
+  for (int i = 0; i < a->num_named; i++) free((char *)a->named_names[i]);
+  free(a->named_names);
+  free(a->named_files);
+  free(a->positional);
+}
+
+/* Output names become file names: anything but [A-Za-z0-9._-] turns into
+ * '_', and names that collide after that get their index appended. */
+static void file_safe_name(const char *name, char *buf, size_t len) {
+  size_t n = 0;
+  for (const char *p = name; *p && n + 1 < len; p++) {
+    char c = *p;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-';
+    buf[n++] = ok ? c : '_';
+  }
+  buf[n] = 0;
+  if (n == 0 || !strcmp(buf, ".") || !strcmp(buf, "..")) snprintf(buf, len, "_");
+  if (buf[0] == '.') buf[0] = '_'; /* no hidden files */
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static cJSON *shape_json(int32_t ndim, const int64_t *shape) {
+  cJSON *a = cJSON_CreateArray();
+  for (int32_t i = 0; i < ndim; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)shape[i]));
+  return a;
+}
+
+/* Binds one .npy file to input `index`; the message names the file too. */
+static int bind_input(LoomModel *m, int32_t index, const char *file) {
+  NpyArray arr;
+  LoomError err = {0};
+  if (npy_read(file, &arr, &err)) return fail(1, "run: %s", err.msg);
+  DLTensor t = npy_as_tensor(&arr);
+  loom_status st = loom_model_set_input(m, index, &t);
+  npy_free(&arr);
+  if (st) return fail(1, "run: %s (from \"%s\")", loom_model_error(m), file);
+  return 0;
+}
+
+static int bind_inputs(LoomModel *m, const RunArgs *a) {
+  int32_t n = loom_model_num_inputs(m);
+  const char **file = calloc((size_t)n + 1, sizeof(char *));
+  if (!file) return fail(1, "out of memory");
+  int rc = 0;
+  if (a->num_positional > n)
+    rc = fail(1, "run: %d positional input files, but the model has %d inputs", a->num_positional, (int)n);
+  for (int i = 0; !rc && i < a->num_positional; i++) file[i] = a->positional[i];
+  for (int i = 0; !rc && i < a->num_named; i++) {
+    int32_t k = loom_model_input_index(m, a->named_names[i]);
+    if (k < 0) {
+      char names[1024] = "";
+      size_t at = 0;
+      for (int32_t j = 0; j < n && at < sizeof names; j++) {
+        LoomTensorInfo info;
+        loom_model_input_info(m, j, &info);
+        at += (size_t)snprintf(names + at, sizeof names - at, "%s\"%s\"", j ? ", " : "", info.name);
+      }
+      rc = fail(1, "run: --input: the model has no input named \"%s\" (its inputs: %s)", a->named_names[i], names);
+    } else if (file[k]) {
+      rc = fail(1, "run: input \"%s\" is given twice (\"%s\" and \"%s\")", a->named_names[i], file[k],
+                a->named_files[i]);
+    } else {
+      file[k] = a->named_files[i];
+    }
+  }
+  for (int32_t k = 0; !rc && k < n; k++) {
+    LoomTensorInfo info;
+    loom_model_input_info(m, k, &info);
+    if (!file[k]) {
+      char sh[256];
+      rc = fail(1, "run: missing input \"%s\" (%s %s): pass --input %s=FILE.npy or a positional file", info.name,
+                dl_dtype_name(info.dtype), dl_shape_str(info.shape, info.ndim, sh, sizeof sh), info.name);
+    } else {
+      rc = bind_input(m, k, file[k]);
+    }
+  }
+  free(file);
+  return rc;
+}
+
+static int prepare_output_dir(const char *dir) {
+  struct stat sb;
+  if (stat(dir, &sb) != 0) {
+    if (errno != ENOENT || mkdir(dir, 0777) != 0)
+      return fail(1, "run: cannot create output directory \"%s\": %s", dir, strerror(errno));
+  } else if (!S_ISDIR(sb.st_mode)) {
+    return fail(1, "run: output directory \"%s\" is not a directory", dir);
+  }
+  if (access(dir, W_OK | X_OK) != 0) return fail(1, "run: output directory \"%s\" is not writable", dir);
+  return 0;
+}
+
+/* Writes every output as DIR/<file-safe name>.npy; records the paths. */
+static int write_outputs(LoomModel *m, const char *dir, cJSON *outs) {
+  int32_t n = loom_model_num_outputs(m);
+  char(*used)[300] = calloc((size_t)n + 1, sizeof *used);
+  if (!used) return fail(1, "out of memory");
+  int rc = 0;
+  for (int32_t i = 0; !rc && i < n; i++) {
+    LoomTensorInfo info;
+    loom_model_output_info(m, i, &info);
+    char safe[256];
+    file_safe_name(info.name, safe, sizeof safe);
+    for (int32_t j = 0; j < i; j++)
+      if (!strcmp(used[j], safe)) {
+        size_t l = strlen(safe);
+        snprintf(safe + (l > 240 ? 240 : l), sizeof safe - (l > 240 ? 240 : l), "_%d", (int)i);
+        break;
+      }
+    snprintf(used[i], sizeof used[i], "%s", safe);
+    size_t plen = strlen(dir) + strlen(safe) + 8;
+    char *path = malloc(plen);
+    snprintf(path, plen, "%s/%s.npy", dir, safe);
+    DLTensor t;
+    LoomError err = {0};
+    loom_model_get_output(m, i, &t);
+    if (npy_write(path, &t, &err)) rc = fail(1, "run: output \"%s\": %s", info.name, err.msg);
+    else cJSON_AddStringToObject(cJSON_GetArrayItem(outs, (int)i), "file", path);
+    free(path);
+  }
+  free(used);
+  return rc;
+}
+
+static void print_output_summary(LoomModel *m) {
+  for (int32_t i = 0; i < loom_model_num_outputs(m); i++) {
+    LoomTensorInfo info;
+    DLTensor t;
+    loom_model_output_info(m, i, &info);
+    loom_model_get_output(m, i, &t);
+    char sh[256];
+    printf("output %s: %s %s", info.name, dl_dtype_name(info.dtype), dl_shape_str(info.shape, info.ndim, sh, sizeof sh));
+    uint64_t bytes;
+    if (dl_shape_bytes(info.shape, info.ndim, 1, UINT64_MAX, &bytes) && bytes > 0) {
+      printf(" [");
+      uint64_t show = bytes < 6 ? bytes : 6;
+      for (uint64_t k = 0; k < show; k++) {
+        double v = 0;
+        const void *p = (const char *)t.data + k * (info.dtype.bits / 8);
+        if (info.dtype.code == kDLFloat && info.dtype.bits == 32) v = *(const float *)p;
+        else if (info.dtype.code == kDLFloat && info.dtype.bits == 64) v = *(const double *)p;
+        else if (info.dtype.code == kDLInt && info.dtype.bits == 64) v = (double)*(const int64_t *)p;
+        else if (info.dtype.code == kDLInt && info.dtype.bits == 32) v = *(const int32_t *)p;
+        else if (info.dtype.bits == 8) v = *(const uint8_t *)p;
+        else break;
+        printf("%s%g", k ? ", " : "", v);
+      }
+      printf("%s]", bytes > show ? ", ..." : "");
+    }
+    printf("\n");
+  }
+}
+
+static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
+  int32_t n = loom_model_profile_count(m);
+  cJSON *arr = cJSON_CreateArray();
+  double sum = 0; /* per run */
+  for (int32_t i = 0; i < n; i++) {
+    LoomProfileEntry p;
+    loom_model_profile_entry(m, i, &p);
+    sum += p.calls ? p.total_ms / (double)p.calls : 0;
+  }
+  if (print) printf("%-5s %-40s %10s %7s  %s\n", "step", "kernel", "avg ms", "%", "onnx nodes");
+  for (int32_t i = 0; i < n; i++) {
+    LoomProfileEntry p;
+    loom_model_profile_entry(m, i, &p);
+    double avg = p.calls ? p.total_ms / (double)p.calls : 0;
+    double pct = sum > 0 ? 100.0 * avg / sum : 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "step", i);
+    cJSON_AddStringToObject(o, "kernel", p.kernel);
+    cJSON_AddNumberToObject(o, "calls", (double)p.calls);
+    cJSON_AddNumberToObject(o, "total_ms", p.total_ms);
+    cJSON_AddNumberToObject(o, "avg_ms", avg);
+    cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+    for (int32_t k = 0; k < p.num_nodes; k++) cJSON_AddItemToArray(nodes, cJSON_CreateString(p.nodes[k]));
+    cJSON_AddItemToArray(arr, o);
+    if (print) {
+      printf("%-5d %-40s %10.4f %6.1f%%  ", (int)i, p.kernel, avg, pct);
+      for (int32_t k = 0; k < p.num_nodes; k++) printf("%s%s", k ? ", " : "", p.nodes[k]);
+      printf("\n");
+    }
+  }
+  if (print) printf("kernels %.4f ms of %.4f ms per run (mean)\n", sum, run_ms_total);
+  return arr;
+}
+
+static int cmd_run(int argc, char **argv) {
+  RunArgs a;
+  int rc = parse_run_args(argc, argv, &a);
+  LoomModel *m = NULL;
+  double *times = NULL;
+  cJSON *report = NULL;
+  if (rc) goto done;
+  if (a.output_dir && (rc = prepare_output_dir(a.output_dir))) goto done;
+  char err[2048];
+  LoomModelOptions opt = {.num_threads = (int32_t)a.threads};
+  if (loom_model_load(a.model, &opt, &m, err, sizeof err)) {
+    rc = fail(1, "run: %s", err);
+    goto done;
+  }
+  if ((rc = bind_inputs(m, &a))) goto done;
+  times = calloc((size_t)a.repeat, sizeof(double));
+  if (!times) {
+    rc = fail(1, "out of memory");
+    goto done;
+  }
+  loom_model_set_profiling(m, a.profile);
+  for (long r = 0; r < a.repeat; r++) {
+    double t0 = now_ms();
+    if (loom_model_run(m)) {
+      rc = fail(1, "run: %s", loom_model_error(m));
+      goto done;
+    }
+    times[r] = now_ms() - t0;
+  }
+  report = cJSON_CreateObject();
+  cJSON_AddStringToObject(report, "model", a.model);
+  cJSON *outs = cJSON_AddArrayToObject(report, "outputs");
+  for (int32_t i = 0; i < loom_model_num_outputs(m); i++) {
+    LoomTensorInfo info;
+    loom_model_output_info(m, i, &info);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", info.name);
+    cJSON_AddStringToObject(o, "dtype", dl_dtype_name(info.dtype));
+    cJSON_AddItemToObject(o, "shape", shape_json(info.ndim, info.shape));
+    cJSON_AddItemToArray(outs, o);
+  }
+  if (a.output_dir && (rc = write_outputs(m, a.output_dir, outs))) goto done;
+  double total = 0;
+  for (long r = 0; r < a.repeat; r++) total += times[r];
+  qsort(times, (size_t)a.repeat, sizeof *times, cmp_double);
+  double median = a.repeat % 2 ? times[a.repeat / 2] : 0.5 * (times[a.repeat / 2 - 1] + times[a.repeat / 2]);
+  cJSON_AddNumberToObject(report, "repeat", (double)a.repeat);
+  cJSON_AddNumberToObject(report, "threads", loom_model_num_threads(m));
+  cJSON_AddNumberToObject(report, "median_ms", median);
+  cJSON_AddNumberToObject(report, "min_ms", times[0]);
+  cJSON_AddNumberToObject(report, "max_ms", times[a.repeat - 1]);
+  cJSON_AddNumberToObject(report, "mean_ms", total / (double)a.repeat);
+  if (!a.json) {
+    if (!a.output_dir) print_output_summary(m);
+    for (int i = 0; a.output_dir && i < cJSON_GetArraySize(outs); i++) {
+      cJSON *f = cJSON_GetObjectItem(cJSON_GetArrayItem(outs, i), "file");
+      if (f) printf("wrote %s\n", f->valuestring);
+    }
+  }
+  if (a.profile) cJSON_AddItemToObject(report, "profile", profile_report(m, total / (double)a.repeat, !a.json));
+  if (a.json) {
+    char *s = cJSON_PrintUnformatted(report);
+    if (!s) {
+      rc = fail(1, "out of memory");
+      goto done;
+    }
+    printf("%s\n", s); /* the last line of stdout, for scripts */
+    free(s);
+  } else {
+    printf("%ld run%s, %d thread%s: median %.4f ms, min %.4f ms\n", a.repeat, a.repeat == 1 ? "" : "s",
+           (int)loom_model_num_threads(m), loom_model_num_threads(m) == 1 ? "" : "s", median, times[0]);
+  }
+  if (fflush(stdout) != 0) rc = fail(1, "run: cannot write to stdout");
+done:
+  cJSON_Delete(report);
+  free(times);
+  loom_model_free(m);
+  free_run_args(&a);
+  return rc;
+}
+
+/* ---- inspect ---- */
+
+static bool read_whole(const char *path, uint8_t **data, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t cap = 1 << 16, n = 0;
+  uint8_t *b = malloc(cap);
+  for (;;) {
+    if (!b) break;
+    size_t got = fread(b + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+    if (n == cap) {
+      uint8_t *nb = realloc(b, cap * 2);
+      if (!nb) {
+        free(b);
+        b = NULL;
+        break;
+      }
+      b = nb;
+      cap *= 2;
+    }
+  }
+  bool ok = b && !ferror(f);
+  fclose(f);
+  if (!ok) {
+    free(b);
+    return false;
+  }
+  *data = b;
+  *len = n;
+  return true;
+}
+
+static void print_tensor_line(const char *kind, int i, const ArtifactTensor *t) {
+  char sh[256];
+  printf("  %s[%d] %s: %s %s (%llu bytes)\n", kind, i, t->name, dl_dtype_name(t->dtype),
+         dl_shape_str(t->shape, t->ndim, sh, sizeof sh), (unsigned long long)t->nbytes);
+}
+
+static int inspect_artifact(const char *path, const uint8_t *b, size_t len, const char *dump) {
+  Artifact *art;
+  LoomError err = {0};
+  if (artifact_parse(b, len, path, ARTIFACT_SKIP_TARGET_CHECK | ARTIFACT_SKIP_VERSION_CHECK, &art, &err))
+    return fail(1, "inspect: %s", err.msg);
+  if (dump && strcmp(dump, "json")) {
+    artifact_free(art);
+    return fail(1, "inspect: --dump %s needs an ONNX model; an artifact holds only metadata (use --dump json)", dump);
+  }
+  if (dump) {
+    cJSON *root = cJSON_ParseWithLength((const char *)b + art->meta_offset, (size_t)art->meta_size);
+    char *s = root ? cJSON_Print(root) : NULL;
+    if (s) printf("%s\n", s);
+    free(s);
+    cJSON_Delete(root);
+    artifact_free(art);
+    return 0;
+  }
+  const ArtifactSpec *s = &art->spec;
+  LoomError terr = {0};
+  bool runs_here = artifact_check_target(art->target, &terr) == LOOM_OK;
+  char host[128];
+  printf("artifact %s\n", path);
+  printf("  format version %u, written by Loom %s (this is Loom %s)\n", art->format_version, art->loom_version,
+         LOOM_VERSION_STRING);
+  printf("  target %s (%s; this machine is %s)\n", art->target, runs_here ? "runs here" : "does NOT run here",
+         artifact_host_target(host, sizeof host));
+  printf("  file %llu bytes: metadata %llu, weights %llu, shared object %llu\n", (unsigned long long)art->file_size,
+         (unsigned long long)art->meta_size, (unsigned long long)art->weights_size,
+         (unsigned long long)s->so_size);
+  printf("inputs (%d)\n", (int)s->num_inputs);
+  for (int32_t i = 0; i < s->num_inputs; i++) print_tensor_line("input", (int)i, &s->inputs[i]);
+  printf("outputs (%d)\n", (int)s->num_outputs);
+  for (int32_t i = 0; i < s->num_outputs; i++) print_tensor_line("output", (int)i, &s->outputs[i]);
+  uint64_t wbytes = 0;
+  for (int32_t i = 0; i < s->num_weights; i++) wbytes += s->weights[i].t.nbytes;
+  printf("weights: %d tensors, %llu bytes\n", (int)s->num_weights, (unsigned long long)wbytes);
+  double pct = s->intermediate_bytes ? 100.0 * (double)s->arena_bytes / (double)s->intermediate_bytes : 0;
+  printf("arena: %llu bytes; sum of intermediate tensors: %llu bytes (arena is %.1f%% of it)\n",
+         (unsigned long long)s->arena_bytes, (unsigned long long)s->intermediate_bytes, pct);
+  printf("kernels (%d)\n", (int)s->num_kernels);
+  for (int32_t i = 0; i < s->num_kernels; i++) {
+    printf("  %s:", s->kernels[i].name);
+    for (int32_t k = 0; k < s->kernels[i].num_nodes; k++) printf(" %s", s->kernels[i].nodes[k]);
+    printf("\n");
+  }
+  printf("plan (%d calls)\n", (int)s->num_calls);
+  for (int32_t c = 0; c < s->num_calls; c++) {
+    printf("  %d: %s(", (int)c, s->kernels[s->calls[c].kernel].name);
+    for (int32_t j = 0; j < s->calls[c].num_args; j++) {
+      const ArtifactArg *a = &s->calls[c].args[j];
+      char sh[256];
+      dl_shape_str(a->shape, a->ndim, sh, sizeof sh);
+      if (a->kind == ARTIFACT_ARG_ARENA)
+        printf("%sarena@%llu %s %s", j ? ", " : "", (unsigned long long)a->offset, dl_dtype_name(a->dtype), sh);
+      else
+        printf("%s%s %s%s%s", j ? ", " : "", artifact_arg_kind_name(a->kind),
+               a->kind == ARTIFACT_ARG_INPUT    ? s->inputs[a->index].name
+               : a->kind == ARTIFACT_ARG_OUTPUT ? s->outputs[a->index].name
+                                                : s->weights[a->index].t.name,
+               a->view ? " as " : "", a->view ? sh : "");
+    }
+    printf(")\n");
+  }
+  artifact_free(art);
+  return 0;
+}
+
+static int cmd_inspect(int argc, char **argv) {
+  const char *file = NULL, *dump = NULL;
+  for (int i = 0; i < argc; i++) {
+    bool missing = false;
+    const char *v;
+    if ((v = flag_value(argc, argv, &i, "--dump", &missing))) {
+      if (strcmp(v, "graph") && strcmp(v, "fused") && strcmp(v, "tir") && strcmp(v, "c") && strcmp(v, "json"))
+        return fail(EXIT_USAGE, "inspect: --dump \"%s\": expected graph, fused, tir, c or json", v);
+      dump = v;
+    } else if (missing) {
+      return fail(EXIT_USAGE, "inspect: %s needs a value", argv[i]);
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return fail(EXIT_USAGE, "inspect: unknown flag \"%s\"", argv[i]);
+    } else if (!file) {
+      file = argv[i];
+    } else {
+      return fail(EXIT_USAGE, "inspect: unexpected argument \"%s\" (one file only)", argv[i]);
+    }
+  }
+  if (!file) return fail(EXIT_USAGE, "inspect: missing MODEL.onnx or OUT.loom\n%s", k_usage);
+  uint8_t *b;
+  size_t len;
+  if (!file_exists(file) || !read_whole(file, &b, &len))
+    return fail(1, "inspect: cannot read \"%s\": %s", file, strerror(errno ? errno : EIO));
+  int rc;
+  /* The content decides, not the extension. */
+  if (len >= 8 && !memcmp(b, ARTIFACT_MAGIC, 8)) {
+    rc = inspect_artifact(file, b, len, dump);
+  } else {
+#ifdef LOOM_HAVE_INSPECT
+    char err[2048] = "";
+    LoomCompileOptions opt = {.target = NULL, .opt_level = 2};
+    rc = loom_inspect_onnx(file, dump, &opt, stdout, err, sizeof err) == LOOM_OK ? 0
+                                                                              : fail(1, "inspect: %s", err);
+#else
+    size_t n = strlen(file);
+    if (n >= 5 && !strcmp(file + n - 5, ".loom"))
+      rc = fail(1, "inspect: \"%s\" is not a Loom artifact (bad magic)", file);
+    else
+      rc = fail(1, "inspect: ONNX models: not available in this build");
+#endif
+  }
+  free(b);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return fail(EXIT_USAGE, "missing command\n%s", k_usage);
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
+  if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+    char host[128];
+    printf("loom %s (artifact format %d, host target %s)\n", LOOM_VERSION_STRING, ARTIFACT_FORMAT_VERSION,
+           artifact_host_target(host, sizeof host));
+    return 0;
+  }
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    fputs(k_usage, stdout);
+    return 0;
+  }
+  return fail(EXIT_USAGE, "unknown command \"%s\"\n%s", cmd, k_usage);
+}
