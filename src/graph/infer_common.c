@@ -99,7 +99,7 @@ static loom_status broadcast_all(Graph *g, GraphNode *n, LoomError *err, int fir
 }
 
 loom_status infer_unary(Graph *g, GraphNode *n, LoomError *err) {
-  (void)err;
+  if (n->ninputs < 1 || n->inputs[0] < 0) return infer_fail(g, n, err, "missing input 0");
   if (!infer_known(g, n, 0)) return LOOM_OK;
   const GraphValue *x = infer_input(g, n, 0);
   infer_set(g, n, 0, x->dtype, x->rank, x->dims);
@@ -115,8 +115,20 @@ loom_status infer_dropout(Graph *g, GraphNode *n, LoomError *err) {
   return LOOM_OK;
 }
 
+/* Binary ops take exactly two inputs; Sum, Max and Min are variadic. */
+static loom_status check_arity(Graph *g, GraphNode *n, LoomError *err) {
+  bool variadic = n->op == GRAPH_OP_SUM || n->op == GRAPH_OP_MAX || n->op == GRAPH_OP_MIN;
+  if (variadic ? n->ninputs < 1 : n->ninputs != 2)
+    return infer_fail(g, n, err, "expected %s inputs, got %d", variadic ? "at least 1" : "2", n->ninputs);
+  for (int k = 0; k < n->ninputs; k++)
+    if (n->inputs[k] < 0) return infer_fail(g, n, err, "input %d is missing", k);
+  return LOOM_OK;
+}
+
 loom_status infer_broadcast(Graph *g, GraphNode *n, LoomError *err) {
-  if (n->ninputs < 1 || !infer_known(g, n, 0)) return LOOM_OK;
+  loom_status st = check_arity(g, n, err);
+  if (st) return st;
+  if (!infer_known(g, n, 0)) return LOOM_OK;
   DType t = infer_input(g, n, 0)->dtype;
   for (int k = 1; k < n->ninputs; k++) {
     const GraphValue *v = infer_input(g, n, k);
@@ -130,10 +142,14 @@ loom_status infer_broadcast(Graph *g, GraphNode *n, LoomError *err) {
   return broadcast_all(g, n, err, 0, t);
 }
 
-loom_status infer_compare(Graph *g, GraphNode *n, LoomError *err) { return broadcast_all(g, n, err, 0, DT_BOOL1); }
+loom_status infer_compare(Graph *g, GraphNode *n, LoomError *err) {
+  loom_status st = check_arity(g, n, err);
+  return st ? st : broadcast_all(g, n, err, 0, DT_BOOL1);
+}
 
 loom_status infer_where(Graph *g, GraphNode *n, LoomError *err) {
-  if (n->ninputs != 3) return infer_fail(g, n, err, "expected 3 inputs, got %d", n->ninputs);
+  if (n->ninputs != 3 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->inputs[2] < 0)
+    return infer_fail(g, n, err, "expected 3 inputs, got %d", n->ninputs);
   if (!infer_known(g, n, 1)) return LOOM_OK;
   const GraphValue *c = infer_input(g, n, 0);
   if (c->dtype.bits && !dtype_is_bool(c->dtype)) return infer_fail(g, n, err, "condition \"%s\" must be bool", c->name);

@@ -290,6 +290,12 @@ static bool fold_node(FoldCtx *c) {
   for (int k = 0; k < n->ninputs; k++)
     if (n->inputs[k] >= 0 && !graph_value_constant(g, n->inputs[k])) return false;
   if (n->ninputs < 1 && n->op != GRAPH_OP_CONSTANT_OF_SHAPE) return false;
+  /* The evaluator's binary ops read exactly inputs 0 and 1 (variadic Sum,
+   * Max and Min with other counts stay unfolded); omitted inputs of the
+   * data-movement ops are handled by those ops themselves. */
+  GraphOpPattern pat = graph_op_info(n->op)->pattern;
+  if (pat == GRAPH_PATTERN_BROADCAST && n->op != GRAPH_OP_WHERE && n->op != GRAPH_OP_EXPAND && n->ninputs != 2) return false;
+  if (pat == GRAPH_PATTERN_ELEMWISE && !is_reinterpret(n->op) && (n->inputs[0] < 0 || n->ninputs != 1)) return false;
   if (is_reinterpret(n->op)) {
     const GraphTensor *x = in_t(c, 0);
     GraphTensor *o = ARENA_NEW(g->arena, GraphTensor);

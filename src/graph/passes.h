@@ -1,0 +1,110 @@
+/* Graph-level optimization passes beyond inference and folding: BatchNorm
+ * folding, common subexpression elimination, operator fusion (TVM's
+ * FuseOps), the NCHWc layout rewrite for x86 convolutions and the static
+ * memory plan of the intermediate tensors. docs/graph.md ("Passes") has the
+ * rules each pass follows.
+ *
+ * Every pass expects an inferred graph (graph_pass_infer) in topological
+ * order and leaves it inferred, verified and in topological order. Errors
+ * are values naming the node at fault. */
+#ifndef LOOM_GRAPH_PASSES_H
+#define LOOM_GRAPH_PASSES_H
+
+#include "graph/graph.h"
+
+/* ---- pass_fold_bn.c ---- */
+/* BatchNormalization (inference form) after a Conv with constant weights
+ * (and bias) whose output has no other user is folded into new constant
+ * weights and bias; any other BatchNormalization with constant parameters
+ * becomes Mul + Add by per-channel constants (so fusion treats it as
+ * broadcast arithmetic). Numerics in double, stored in the weight dtype. */
+loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err);
+
+/* ---- pass_cse.c ---- */
+/* Merges nodes with the same op, attributes and inputs (the later one's
+ * outputs are replaced by the earlier one's), and constants with the same
+ * dtype, shape and bytes. Graph outputs keep their value ids. */
+loom_status graph_pass_cse(Graph *g, LoomError *err);
+
+/* ---- pass_fuse.c ---- */
+typedef struct GraphFusedGroup {
+  int *nodes; /* node indices, ascending (topological) */
+  int nnodes;
+  int anchor; /* node index of the op that decides the schedule (conv, matmul, reduction; else the root) */
+  GraphOpPattern pattern; /* the group's combined pattern (the anchor's) */
+  ValueId *inputs;  /* values read from outside the group, constants included; first use order */
+  int ninputs;
+  ValueId *outputs; /* values used outside the group or graph outputs */
+  int noutputs;
+} GraphFusedGroup;
+
+typedef struct GraphFusionPlan {
+  GraphFusedGroup *groups; /* topological order: a group only reads outputs of earlier groups */
+  int ngroups;
+  int *group_of; /* per node index: its group */
+  int nnodes;
+} GraphFusionPlan;
+
+typedef struct GraphFuseOptions {
+  int max_group_size; /* nodes per group; <= 0 means GRAPH_FUSE_DEFAULT_MAX_GROUP */
+  /* Also fuse a reduction with the elementwise chain after it (TVM's
+   * FuseOps does not; Loom's lowering can with reverse_compute_inline). */
+  bool reduce_epilogue;
+} GraphFuseOptions;
+
+#define GRAPH_FUSE_DEFAULT_MAX_GROUP 64
+
+/* Groups the nodes of g into kernels following TVM's FuseOps rules over
+ * the post-dominator tree. The plan lives in `a`; g is not changed. opts
+ * may be NULL (defaults). */
+loom_status graph_pass_fuse(const Graph *g, const GraphFuseOptions *opts, Arena *a, GraphFusionPlan *out, LoomError *err);
+/* Text form for `loom inspect --dump fused`:
+ *   group 0 anchor Conv "conv0" [Conv "conv0", Add "add0", Relu "relu0"]
+ *     (%x: f32[1, 3, 8, 8], %w: f32[...], %b: f32[...]) -> (%y: f32[1, 8, 8, 8]) */
+void graph_fusion_plan_print(const Graph *g, const GraphFusionPlan *plan, StrBuf *sb);
+
+/* ---- pass_layout.c ---- */
+typedef struct GraphLayoutOptions {
+  int max_block; /* largest channel block tried (16, 8, 4, 2, 1); <= 0 means 16 */
+} GraphLayoutOptions;
+
+/* Rewrites 2-D NCHW convolutions (group 1 or depthwise) with constant f32
+ * weights into ConvNCHWc over blocked tensors, with the weights transformed
+ * at compile time; elementwise and per-channel broadcast ops between them
+ * run on the blocked tensors; LayoutTransform nodes appear only where a
+ * consumer needs NCHW (and at graph outputs). opts may be NULL. */
+loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, LoomError *err);
+
+/* ---- plan_memory.c ---- */
+/* One buffer's lifetime over the kernel sequence: written by kernel
+ * `start`, last read by kernel `end` (end >= start). inplace_of, when >= 0,
+ * names an earlier interval whose last reader is this buffer's writer, of
+ * the same size, whose memory the writer may reuse (elementwise access). */
+typedef struct MemInterval {
+  int64_t size;
+  int start, end;
+  int inplace_of;
+} MemInterval;
+
+#define GRAPH_MEM_ALIGN 64
+
+/* Best-fit planning of n intervals into one arena with GRAPH_MEM_ALIGN
+ * aligned offsets: offsets[i] per interval, inplace[i] true where the
+ * in-place hint was taken. Returns the arena size, -1 when out of memory. */
+int64_t mem_plan_intervals(int n, const MemInterval *iv, int64_t *offsets, bool *inplace);
+
+typedef struct GraphMemoryPlan {
+  int64_t *offset;   /* per value: byte offset in the arena, -1 when not in it */
+  int64_t *size;     /* per value: bytes (unaligned), 0 when not in the arena */
+  ValueId *inplace_of; /* per value: the value whose memory it reuses in place, -1 */
+  int nvalues;
+  int64_t arena_size;        /* bytes */
+  int64_t intermediate_bytes; /* sum of the sizes of all arena values */
+} GraphMemoryPlan;
+
+/* Plans every intermediate value (produced by a group and read by a later
+ * group, not a graph output, not a constant) into one arena. Values must
+ * have static shapes. */
+loom_status graph_plan_memory(const Graph *g, const GraphFusionPlan *plan, Arena *a, GraphMemoryPlan *out, LoomError *err);
+
+#endif
