@@ -108,7 +108,7 @@ static const char *const nchw_names[4] = {"n", "c", "h", "w"};
 static const char *const nchwc_names[5] = {"n", "c", "h", "w", "cb"};
 
 TeTensor *topi_conv2d_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
-                      const TeTensor *bias, const TopiConvParams *p, LoomError *err) {
+                           const TeTensor *bias, const TopiConvParams *p, LoomError *err) {
   const char *on = "Conv";
   if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err) ||
       !op_check_float(on, "W", w, err))
@@ -155,8 +155,8 @@ static const Expr *conv_nchwc_body(Arena *a, const Expr *const *ax, void *user) 
   return te_sum(a, prod, axes, 4, NULL);
 }
 
-TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
-                            const TeTensor *bias, const TopiConvParams *p, LoomError *err) {
+TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
+                                 const TeTensor *w, const TeTensor *bias, const TopiConvParams *p, LoomError *err) {
   const char *on = "Conv(NCHWc)";
   if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err) ||
       !op_check_float(on, "W", w, err))

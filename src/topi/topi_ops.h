@@ -123,11 +123,11 @@ typedef struct TopiConvParams {
  * "<name>_conv" + name (bias add) when there is a bias, else the convolution
  * is `name` itself. */
 TeTensor *topi_conv2d_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
-                      const TeTensor *bias, const TopiConvParams *p, LoomError *err);
+                           const TeTensor *bias, const TopiConvParams *p, LoomError *err);
 /* Blocked x86 layout, group 1: x [N, C/cb, H, W, cb], w [K/kb, C/cb, R, S,
  * cb, kb], bias [K] or NULL -> [N, K/kb, OH, OW, kb]. Same stages. */
-TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
-                            const TeTensor *bias, const TopiConvParams *p, LoomError *err);
+TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
+                                 const TeTensor *w, const TeTensor *bias, const TopiConvParams *p, LoomError *err);
 /* Layout transforms at NCHWc boundaries: [N, C, H, W] -> [N, C/cb, H, W, cb]
  * (C divisible by cb) and back. Weights: [K, C, R, S] -> [K/kb, C/cb, R, S,
  * cb, kb]. */

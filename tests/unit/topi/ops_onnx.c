@@ -2,9 +2,9 @@
  * tests/models/make_op_cases.py wrote (inputs and ORT's outputs as .npy in
  * $LOOM_OP_CASES/<case>/), build the same op here, run it with the
  * reference interpreter and compare. f32: |got - want| <= 1e-5 |want| +
- * 1e-5 (the absolute term covers values near zero after cancellation, e.g.
+ * 1e-6 (the absolute term covers values near zero after cancellation, e.g.
  * LayerNormalization, where ORT accumulates differently); integers and bool
- * exactly; shapes exactly. Not named test_* so only the fixture-wired ctest
+ * exactly; shapes and dtypes exactly. Not named test_* so only the fixture-wired ctest
  * in tests/CMakeLists.txt runs it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -208,7 +208,7 @@ static void compare(const char *cname, int k, const TeTensor *t, const void *got
   if (dtype_eq(t->dtype, DT_F32)) {
     const float *g = got, *w = want->data;
     for (int64_t i = 0; i < n; i++) {
-      double tol = 1e-5 * fabs((double)w[i]) + 1e-5;
+      double tol = 1e-5 * fabs((double)w[i]) + 1e-6;
       if (!(fabs((double)g[i] - (double)w[i]) <= tol))
         fail_msg("%s out%d element %lld: got %.9g, ORT %.9g", cname, k, (long long)i, (double)g[i], (double)w[i]);
     }

@@ -408,12 +408,60 @@ static void test_softmax_layernorm(void **state) {
   }
 }
 
+/* Fusion composes at the te level: ops chained into one PrimFunc. Conv +
+ * bias + Relu + residual Add, and BERT's decomposed layer norm
+ * (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div) with broadcasting. */
+static void test_composition(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  LoomError err = {0};
+  int64_t xs[4] = {1, 2, 5, 5}, ws[4] = {2, 2, 3, 3}, bs[1] = {2};
+  TopiConvParams p = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  TeTensor *X = u_ph(a, "X", DT_F32, 4, xs), *Wt = u_ph(a, "W", DT_F32, 4, ws), *B = u_ph(a, "B", DT_F32, 1, bs);
+  TeTensor *C = topi_conv2d_onnx(a, "conv", X, Wt, B, &p, &err);
+  TeTensor *R = C ? topi_unary(a, "relu", TOPI_RELU, C, NULL, &err) : NULL;
+  TeTensor *Y = R ? topi_binary(a, "add", TOPI_ADD, R, X, &err) : NULL;
+  if (!Y) fail_msg("%s", err.msg);
+  float *x = u_rand_f32(50, 1, -1, 1), *w = u_rand_f32(36, 2, -1, 1), *b = u_rand_f32(2, 3, -1, 1);
+  float y[50], want[50];
+  u_run(a, (TeTensor *[]){X, Wt, B, Y}, 4, (void *[]){x, w, b, y});
+  ref_conv(x, w, b, want, 1, 2, 5, 5, 2, 3, 3, &p, 5, 5);
+  for (int i = 0; i < 50; i++) want[i] = fmaxf(want[i], 0) + x[i];
+  u_close("conv+relu+add", y, want, 50);
+
+  int64_t hs[3] = {2, 3, 8}, one[1] = {-1};
+  TeTensor *H = u_ph(a, "H", DT_F32, 3, hs);
+  TeTensor *Two = u_ph(a, "Two", DT_F32, 0, NULL), *Eps = u_ph(a, "Eps", DT_F32, 0, NULL);
+  TeTensor *M = topi_reduce(a, "mean", TOPI_REDUCE_MEAN, H, one, 1, true, false, &err);
+  TeTensor *D = topi_binary(a, "sub", TOPI_SUB, H, M, &err);
+  TeTensor *Sq = topi_binary(a, "pow", TOPI_POW, D, Two, &err);
+  TeTensor *V = topi_reduce(a, "var", TOPI_REDUCE_MEAN, Sq, one, 1, true, false, &err);
+  TeTensor *Ve = topi_binary(a, "add_eps", TOPI_ADD, V, Eps, &err);
+  TeTensor *Sd = topi_unary(a, "sqrt", TOPI_SQRT, Ve, NULL, &err);
+  TeTensor *N = topi_binary(a, "div", TOPI_DIV, D, Sd, &err);
+  if (!N) fail_msg("%s", err.msg);
+  float *h = u_rand_f32(48, 4, -2, 2), two = 2.0f, eps = 1e-5f, n[48], wn[48];
+  u_run(a, (TeTensor *[]){H, Two, Eps, N}, 4, (void *[]){h, &two, &eps, n});
+  for (int r = 0; r < 6; r++) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 8; i++) mean += h[r * 8 + i];
+    mean /= 8;
+    for (int i = 0; i < 8; i++) var += (h[r * 8 + i] - mean) * (h[r * 8 + i] - mean);
+    var /= 8;
+    for (int i = 0; i < 8; i++) wn[r * 8 + i] = (float)((h[r * 8 + i] - mean) / sqrt(var + 1e-5));
+  }
+  u_close("decomposed layer norm", n, wn, 48);
+  free(x), free(w), free(b), free(h);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv2d),        cmocka_unit_test(test_conv2d_nchwc),
       cmocka_unit_test(test_pool2d),        cmocka_unit_test(test_global_pool),
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_matmul_nd),
       cmocka_unit_test(test_reduce),        cmocka_unit_test(test_softmax_layernorm),
+      cmocka_unit_test(test_composition),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
