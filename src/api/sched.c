@@ -10,13 +10,13 @@
 
 #define MAX_LOOPS 16
 
-/* The context of a live schedule handle, NULL otherwise (recording why in
- * the context when the handle is a freed schedule). */
+/* The context of a live schedule handle, NULL otherwise. When the handle
+ * leads to a context (a freed schedule, another kind of handle) the reason
+ * is recorded there. */
 static loom_ctx *sched_ctx(loom_sched *s, const char *fn) {
   if (!s) return NULL;
   loom_ctx *ctx = ((ApiHead *)s)->ctx;
-  if ((s->h.magic != API_SCHED && s->h.magic != API_DEAD) || !api_ctx_ok(ctx)) return NULL;
-  if (!api_check(ctx, s, API_SCHED, fn, "s")) return NULL;
+  if (!api_ctx_ok(ctx) || !api_check(ctx, s, API_SCHED, fn, "s")) return NULL;
   return ctx;
 }
 

@@ -223,6 +223,8 @@ static void test_trace(void **state) {
   loom_ctx_destroy(ctx);
 }
 
+static loom_func *snapshot_probe(loom_ctx *ctx) { return matmul_func(ctx, "probe", false); }
+
 static void test_refusals(void **state) {
   (void)state;
   loom_ctx *ctx = test_ctx();
@@ -360,6 +362,8 @@ static void test_refusals(void **state) {
   assert_int_equal(loom_sched_get_block(NULL, "C"), -1);
   assert_int_equal(loom_sched_split(NULL, 0, (int64_t[]){2, 2}, 2, out), LOOM_ERR_INVALID_ARG);
   assert_null(loom_sched_trace(NULL));
+  assert_int_equal(loom_sched_get_block((loom_sched *)snapshot_probe(ctx), "C"), -1);
+  expect_error(ctx, LOOM_ERR_INVALID_ARG, "loom_sched_get_block", "is a function, expected a schedule");
   assert_null(loom_sched_func(NULL));
   loom_func *snap = loom_sched_func(s);
   loom_sched_free(s);
