@@ -53,7 +53,7 @@ static int bench_one(Shape sh, int threads, int repeat, const Target *target) {
   PrimFunc *f = topi_matmul(a, sh.M, sh.N, sh.K, DT_F32, &err);
   if (!f) goto out;
   Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
-  if (topi_schedule_matmul_cpu(s, "C", target, threads)) {
+  if (topi_schedule_matmul_cpu(s, "C", NULL, target, threads)) {
     fprintf(stderr, "schedule: %s\n", sch_error(s));
     sch_free(s);
     goto out;

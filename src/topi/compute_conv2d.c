@@ -81,7 +81,7 @@ static const Expr *conv_nchwc_body(Arena *a, const Expr *const *ax, void *user) 
   const Expr *ico = c->rc.var, *ici = c->rc2.var, *rr = c->rr.var, *rs = c->rs.var;
   const Expr *di[5] = {ax[0], ico, win(a, ax[2], c->stride, rr), win(a, ax[3], c->stride, rs), ici};
   const Expr *wi[6] = {ax[1], ico, rr, rs, ici, ax[4]};
-  IterVar axes[4] = {c->rc, c->rc2, c->rr, c->rs};
+  IterVar axes[4] = {c->rc, c->rr, c->rs, c->rc2}; /* input-channel block innermost */
   return te_sum(a, expr_mul(a, te_load(a, c->data, di), te_load(a, c->weight, wi)), axes, 4, NULL);
 }
 

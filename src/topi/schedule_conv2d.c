@@ -1,7 +1,8 @@
 /* Default CPU schedule for conv2d in the blocked NCHWc layout (TVM's
  * conv2d_avx_common, in TensorIR primitives).
  *
- * Loops of the compute: n, ko, oh, ow, ki | ico, ici, rh, rw (reduction).
+ * Loops of the compute: n, ko, oh, ow, ki | ico, rh, rw, ici (reduction;
+ * the order both conv2d NCHWc computes in src/topi use).
  * The register tile is OWB output columns x one vector of the kb output
  * channels: per reduction step, one weight vector weight[ko, ico, rh, rw,
  * ici, 0:kb] and OWB broadcasts of the (padded) input feed OWB FMAs. The
@@ -26,14 +27,14 @@ static loom_status schedule_copy_stage(Schedule *s, SchRV blk, int num_threads) 
   return LOOM_OK;
 }
 
-loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const Target *target,
-                                           int num_threads) {
+loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
+                                           const Target *target, int num_threads) {
   (void)target;
   SchRV b = sch_get_block(s, block);
   if (b < 0) return LOOM_ERR_SCHEDULE;
   SchRV l[9];
   if (sch_get_loops(s, b, l, 9) != 9) return LOOM_ERR_SCHEDULE;
-  SchRV n = l[0], ko = l[1], oh = l[2], ow = l[3], ki = l[4], ico = l[5], ici = l[6], rh = l[7], rw = l[8];
+  SchRV n = l[0], ko = l[1], oh = l[2], ow = l[3], ki = l[4], ico = l[5], rh = l[6], rw = l[7], ici = l[8];
 
   int64_t owb[2];
   if (sch_sample_perfect_tile(s, ow, 2, 16, owb)) return LOOM_ERR_SCHEDULE;
@@ -43,7 +44,9 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   if (sch_reorder(s, order, 9)) return LOOM_ERR_SCHEDULE;
   /* ki stays innermost (it already is). */
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
-  if (copy < 0 || sch_reverse_compute_at(s, copy, ows[0])) return LOOM_ERR_SCHEDULE;
+  if (copy < 0) return LOOM_ERR_SCHEDULE;
+  topi_fold_epilogue(s, epilogue);
+  if (sch_reverse_compute_at(s, copy, ows[0])) return LOOM_ERR_SCHEDULE;
   SchRV init = sch_decompose_reduction(s, b, ico);
   if (init < 0) return LOOM_ERR_SCHEDULE;
   if (sch_unroll(s, ows[1]) || sch_vectorize(s, ki)) return LOOM_ERR_SCHEDULE;

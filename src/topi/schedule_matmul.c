@@ -22,7 +22,8 @@
 
 static loom_status fail_rv(Schedule *s, SchRV rv) { return rv < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK; }
 
-loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const Target *target, int num_threads) {
+loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char *epilogue, const Target *target,
+                                     int num_threads) {
   SchRV b = sch_get_block(s, block);
   if (b < 0) return LOOM_ERR_SCHEDULE;
   SchRV loops[8];
@@ -59,7 +60,9 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const Targe
   if (sch_reorder(s, order, 6)) return LOOM_ERR_SCHEDULE;
 
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
-  if (fail_rv(s, copy) || sch_reverse_compute_at(s, copy, io[0])) return LOOM_ERR_SCHEDULE;
+  if (fail_rv(s, copy)) return LOOM_ERR_SCHEDULE;
+  topi_fold_epilogue(s, epilogue);
+  if (sch_reverse_compute_at(s, copy, io[0])) return LOOM_ERR_SCHEDULE;
   SchRV init = sch_decompose_reduction(s, b, lk);
   if (fail_rv(s, init)) return LOOM_ERR_SCHEDULE;
   if (pack) {

@@ -2,7 +2,13 @@
  * schedules): each takes a schedule of the operator's PrimFunc and the name
  * of its main block, applies a schedule written with sampling points (so the
  * defaults here are only the starting point of tuning), and returns LOOM_OK
- * or the refusal of the primitive that failed (message in sch_error). */
+ * or the refusal of the primitive that failed (message in sch_error).
+ *
+ * `epilogue` (may be NULL) names an elementwise block that consumes the
+ * main block's output (bias add, activation, residual add of a fused
+ * group): it is folded into the register tile's copy-out, so the
+ * intermediate is never written to memory. If that is refused the
+ * epilogue is left as it is (still correct). */
 #ifndef LOOM_TOPI_TOPI_SCHEDULE_H
 #define LOOM_TOPI_TOPI_SCHEDULE_H
 
@@ -12,8 +18,8 @@
 /* C[.., i, j] = sum_k A[.., i, k] * B[.., k, j]: register-tiled outer
  * product with a packed B panel; parallel over column tiles when
  * num_threads > 1. */
-loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const Target *target,
-                                     int num_threads);
+loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char *epilogue,
+                                     const Target *target, int num_threads);
 
 /* conv2d in the blocked layout (topi_conv2d_nchwc; block "conv2d_NCHWc",
  * optional "pad" stage): an output-width x output-channel-block register
@@ -21,7 +27,12 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const Targe
  * outside the tile, the channel block innermost; parallel over
  * (batch, channel chunk, output row). Any blocks after the conv
  * (elementwise epilogue) are folded into the tile's copy-out. */
-loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const Target *target,
-                                           int num_threads);
+loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
+                                           const Target *target, int num_threads);
+
+/* Folds block `epilogue` (if not NULL) into its producer with
+ * reverse_compute_inline; a refusal is not an error (the epilogue stays a
+ * block of its own). */
+void topi_fold_epilogue(Schedule *s, const char *epilogue);
 
 #endif

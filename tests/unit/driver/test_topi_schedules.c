@@ -16,9 +16,11 @@
 #include "runtime/threadpool.h"
 #include "tir/text.h"
 #include "topi/topi.h"
+#include "topi/topi_ops.h"
 #include "topi/topi_schedule.h"
 
-typedef loom_status (*ScheduleFn)(Schedule *s, const char *block, const Target *t, int threads);
+typedef loom_status (*ScheduleFn)(Schedule *s, const char *block, const char *epilogue, const Target *t,
+                                  int threads);
 
 static PrimFunc *renamed(Arena *a, const PrimFunc *f, const char *name) {
   PrimFunc *g = arena_memdup(a, f, sizeof *f);
@@ -28,12 +30,12 @@ static PrimFunc *renamed(Arena *a, const PrimFunc *f, const char *name) {
 
 /* Relative error metric: |x - y| <= 1e-4 * max(1, max |reference|); the
  * schedules reorder float sums (k-blocking, vector lanes). */
-static void check_schedule(PrimFunc *f, const char *block, ScheduleFn fn, int threads) {
+static void check_schedule(PrimFunc *f, const char *block, const char *epilogue, ScheduleFn fn, int threads) {
   Arena *a = arena_new();
   LoomError err = {0};
   Target target = target_host();
   Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
-  if (fn(s, block, &target, threads)) {
+  if (fn(s, block, epilogue, &target, threads)) {
     char *text = tir_print_func(sch_func(s));
     fail_msg("schedule refused: %s\n%s", sch_error(s), text);
   }
@@ -74,7 +76,7 @@ static void test_matmul(void **state) {
       LoomError err = {0};
       PrimFunc *f = topi_matmul(a, shapes[i][0], shapes[i][1], shapes[i][2], DT_F32, &err);
       assert_non_null(f);
-      check_schedule(f, "C", topi_schedule_matmul_cpu, threads);
+      check_schedule(f, "C", NULL, topi_schedule_matmul_cpu, threads);
       arena_free(a);
     }
 }
@@ -92,15 +94,42 @@ static void test_conv2d_nchwc(void **state) {
       LoomError err = {0};
       PrimFunc *f = topi_conv2d_nchwc(a, &convs[i], 16, 16, &err);
       if (!f) fail_msg("%s", err.msg);
-      check_schedule(f, "conv2d_NCHWc", topi_schedule_conv2d_nchwc_cpu, threads);
+      check_schedule(f, "conv2d_NCHWc", NULL, topi_schedule_conv2d_nchwc_cpu, threads);
       arena_free(a);
     }
+}
+
+/* Gemm with a bias (stages "y_matmul" then "y"), then Relu: the bias add
+ * and the relu are folded into the register tile's copy-out. */
+static void test_matmul_epilogue(void **state) {
+  (void)state;
+  for (int threads = 1; threads <= 2; threads++) {
+    Arena *a = arena_new();
+    LoomError err = {0};
+    TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){20, 24}, &err);
+    TeTensor *B = te_placeholder(a, "B", DT_F32, 2, (int64_t[]){24, 40}, &err);
+    TeTensor *bias = te_placeholder(a, "bias", DT_F32, 1, (int64_t[]){40}, &err);
+    TeTensor *y = topi_gemm(a, "y", A, B, bias, 1.0, 1.0, false, false, &err);
+    assert_non_null(y);
+    TeTensor *r = topi_unary(a, "r", TOPI_RELU, y, NULL, &err);
+    assert_non_null(r);
+    PrimFunc *f = te_create_primfunc(a, "gemm_relu", (TeTensor *[]){A, B, bias, r}, 4, &err);
+    assert_non_null(f);
+    /* Inline the bias add into the relu first, as the graph compiler does. */
+    Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+    assert_int_equal(sch_compute_inline(s, sch_get_block(s, "y")), LOOM_OK);
+    PrimFunc *g = arena_memdup(a, sch_func(s), sizeof *g);
+    check_schedule(g, "y_matmul", "r", topi_schedule_matmul_cpu, threads);
+    sch_free(s);
+    arena_free(a);
+  }
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv2d_nchwc),
+      cmocka_unit_test(test_matmul_epilogue),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
