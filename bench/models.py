@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Model latency, Loom against ONNX Runtime, side by side in one run.
+
+usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [name ...]
+       (default models: resnet18 resnet50 mobilenet_v2 bert_base_like)
+
+For each model (exported with scripts/export-zoo when missing; batch 1, its
+fixed .input.npy): `loom compile` at the default opt level (timed), then for
+each thread count T:
+  ORT   all graph optimizations, intra_op_num_threads=T, sequential execution;
+        W warm-up runs, then the median of N timed session.run calls
+  Loom  `loom run MODEL.loom INPUT --repeat N --threads T --json`: median_ms
+        (the last line of its output)
+Prints a markdown table (ratio = ORT ms / Loom ms, > 1 means Loom is faster)
+and the compile times, writes them to build/bench/models-<date>.md, and
+exits 1 when any model failed (its cells say "FAILED: <first error line>").
+Environment: LOOM (default build/tools/loom), LOOM_MODEL_DIR (default models/).
+Runs on the pyenv python3 (numpy + onnxruntime); exporting runs Debian's
+python in its own process (scripts/export-zoo).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base_like"]
+
+
+class Failed(Exception):
+    """A step failed; str() is the first line worth showing in the table."""
+
+
+def first_error_line(text):
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error" in ln.lower():
+            return ln
+    return lines[-1] if lines else "no message"
+
+
+def run(cmd, what, timeout):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise Failed(f"{what}: {cmd[0]} not found") from None
+    except subprocess.TimeoutExpired:
+        raise Failed(f"{what}: timed out after {timeout} s") from None
+    if p.returncode != 0:
+        raise Failed(f"{what}: {first_error_line(p.stderr + p.stdout)}")
+    return p.stdout
+
+
+def ensure_exported(model_dir, name):
+    files = [os.path.join(model_dir, name + s) for s in (".onnx", ".input.npy")]
+    if not all(os.path.exists(f) for f in files):
+        print(f"-- {name}: exporting", file=sys.stderr, flush=True)
+        run([os.path.join(ROOT, "scripts", "export-zoo"), name], "export", 1800)
+    return files
+
+
+def ort_median_ms(onnx_path, x, threads, repeat, warmup):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    feed = {sess.get_inputs()[0].name: x}
+    for _ in range(warmup):
+        sess.run(None, feed)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        sess.run(None, feed)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def loom_median_ms(loom, artifact, input_path, threads, repeat, timeout):
+    out = run([loom, "run", artifact, input_path, "--repeat", str(repeat), "--threads", str(threads), "--json"],
+              "loom run", timeout)
+    lines = out.strip().splitlines()
+    try:
+        return float(json.loads(lines[-1])["median_ms"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        raise Failed("loom run: last output line is not JSON with median_ms") from None
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("model name"):
+                    return ln.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def fmt_ms(v):
+    return f"{v:.2f}" if isinstance(v, float) else v
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Loom vs ONNX Runtime latency on the model zoo")
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    ap.add_argument("--repeat", type=int, default=20, help="timed runs per measurement (default 20)")
+    ap.add_argument("--warmup", type=int, default=3, help="ORT warm-up runs (default 3)")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per loom compile or run (default 900)")
+    ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
+    a = ap.parse_args()
+    try:
+        threads = [int(t) for t in a.threads.split(",")]
+        assert threads and min(threads) >= 1 and a.repeat >= 1 and a.warmup >= 0
+    except (ValueError, AssertionError):
+        ap.error(f"--threads {a.threads!r} / --repeat / --warmup: expected counts >= 1 like 1,2")
+    loom = os.environ.get("LOOM", os.path.join(ROOT, "build", "tools", "loom"))
+    model_dir = os.path.abspath(os.environ.get("LOOM_MODEL_DIR", os.path.join(ROOT, "models")))
+    os.environ["LOOM_MODEL_DIR"] = model_dir
+    work = os.path.join(ROOT, "build", "bench", "models")
+    os.makedirs(work, exist_ok=True)
+
+    rows, compile_rows, failed = [], [], False
+    for name in a.models:
+        try:
+            onnx_path, input_path = ensure_exported(model_dir, name)
+            x = np.load(input_path)
+        except Failed as e:
+            failed = True
+            rows += [(name, t, f"FAILED: {e}", "-", "-") for t in threads]
+            compile_rows.append((name, "-"))
+            continue
+        artifact = os.path.join(work, name + ".loom")
+        loom_err = None
+        try:
+            if not os.access(loom, os.X_OK):
+                raise Failed(f"no loom binary at {loom} (build: cmake --build build --target loom)")
+            print(f"-- {name}: loom compile", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            run([loom, "compile", onnx_path, "-o", artifact], "loom compile", a.timeout)
+            compile_rows.append((name, f"{time.perf_counter() - t0:.1f}"))
+        except Failed as e:
+            loom_err = f"FAILED: {e}"
+            compile_rows.append((name, loom_err))
+        for t in threads:
+            print(f"-- {name}: {t} thread(s)", file=sys.stderr, flush=True)
+            try:
+                ort_ms = ort_median_ms(onnx_path, x, t, a.repeat, a.warmup)
+            except Exception as e:  # noqa: BLE001 - ORT failures are reported, not raised
+                ort_ms = f"FAILED: {first_error_line(str(e))}"
+            loom_ms = loom_err
+            if loom_ms is None:
+                try:
+                    loom_ms = loom_median_ms(loom, artifact, input_path, t, a.repeat, a.timeout)
+                except Failed as e:
+                    loom_ms = f"FAILED: {e}"
+            failed |= not (isinstance(ort_ms, float) and isinstance(loom_ms, float))
+            ratio = f"{ort_ms / loom_ms:.2f}" if isinstance(ort_ms, float) and isinstance(loom_ms, float) else "-"
+            rows.append((name, t, fmt_ms(ort_ms), fmt_ms(loom_ms), ratio))
+
+    report = [
+        f"# bench/models, {datetime.datetime.now():%Y-%m-%d %H:%M}",
+        "",
+        f"{cpu_name()}, {os.cpu_count()} CPUs; onnxruntime {ort.__version__}; "
+        f"batch 1; median of {a.repeat} runs (ORT after {a.warmup} warm-up runs); loom: {loom}",
+        "",
+        "| model | threads | ORT ms | Loom ms | ORT/Loom |",
+        "|---|---|---|---|---|",
+        *(f"| {m} | {t} | {o} | {lo} | {r} |" for m, t, o, lo, r in rows),
+        "",
+        "ORT/Loom > 1 means Loom is faster.",
+        "",
+        "| model | Loom compile s (default opt level) |",
+        "|---|---|",
+        *(f"| {m} | {c} |" for m, c in compile_rows),
+    ]
+    text = "\n".join(report) + "\n"
+    print(text)
+    out = os.path.join(ROOT, "build", "bench", f"models-{datetime.datetime.now():%Y-%m-%d-%H%M%S}.md")
+    with open(out, "w") as f:
+        f.write(text)
+    print(f"wrote {out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
