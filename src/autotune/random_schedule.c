@@ -255,6 +255,25 @@ static void fuse_some(Gen *g, const char *name) {
   done(g, before, sch_fuse(g->s, &loops[first], count) >= 0, "fuse", name);
 }
 
+/* tile: 1-3 adjacent loops, each split in two by a sampled perfect tile,
+ * outer pieces first (a composite primitive: it must refuse atomically). */
+static void tile_some(Gen *g, const char *name) {
+  SchRV b, loops[MAX_LOOPS], out[6];
+  int n = block_loops(g, name, &b, loops);
+  if (n < 1) return;
+  int count = 1 + pick(g, n < 3 ? n : 3);
+  int first = pick(g, n - count + 1);
+  int64_t factors[6];
+  for (int i = 0; i < count; i++) {
+    Snap before = snap(g);
+    if (!done(g, before, sch_sample_perfect_tile(g->s, loops[first + i], 2, 0, &factors[2 * i]) == LOOM_OK,
+              "sample_perfect_tile", name))
+      return;
+  }
+  Snap before = snap(g);
+  done(g, before, sch_tile(g->s, &loops[first], count, factors, 2, out) == LOOM_OK, "tile", name);
+}
+
 static void phase_loops(Gen *g, int percent) {
   BlockList l;
   list_blocks(g, &l);
@@ -264,6 +283,7 @@ static void phase_loops(Gen *g, int percent) {
   for (int bi = 0; bi < nb && !g->fatal; bi++) {
     if (!chance(g, percent)) continue;
     SchRV b, loops[MAX_LOOPS];
+    if (chance(g, 15)) tile_some(g, names[bi]);
     int n = block_loops(g, names[bi], &b, loops);
     /* Split from the innermost out so earlier positions stay valid. */
     for (int i = n - 1; i >= 0 && !g->fatal; i--)

@@ -12,9 +12,14 @@
  * functions per computation are cross-checked against the interpreter.
  *
  * Environment:
- *   LOOM_HARNESS_SCHEDULES  schedules per computation (default 25)
+ *   LOOM_HARNESS_SCHEDULES  schedules per computation (default 25; 8 in a
+ *                           sanitizer build, where kernels are sanitized too)
  *   LOOM_HARNESS_SEED       first seed (default 1); seeds are SEED..SEED+N-1
  *   LOOM_HARNESS_ONLY       run only computations whose name contains this
+ *   LOOM_HARNESS_DUMP_C     write the generated C of the (last) module there
+ *   LOOM_HARNESS_EXTRA_CFLAGS  appended to the kernel compiler flags (e.g.
+ *                           "-fsanitize=address" in a sanitizer build: the
+ *                           generated code is then checked too)
  * A failure prints the computation, the seed, the trace and the lowered
  * program; rerun it with LOOM_HARNESS_ONLY=<name> LOOM_HARNESS_SEED=<seed>
  * LOOM_HARNESS_SCHEDULES=1. */
@@ -83,6 +88,25 @@ static PrimFunc *mk_sum_i32(Arena *a, LoomError *e) {
 
 /* ---- settings ---- */
 
+/* In a sanitizer build the generated kernels are sanitized too (the test
+ * executable carries the runtimes), so an out-of-bounds access in generated
+ * code is caught even where it happens not to change the result. Fewer
+ * schedules there: every kernel is compiled again under the other flags. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HARNESS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARNESS_SANITIZED 1
+#endif
+#endif
+#ifdef HARNESS_SANITIZED
+#define HARNESS_DEFAULT_EXTRA_CFLAGS "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+#define HARNESS_DEFAULT_SCHEDULES 8
+#else
+#define HARNESS_DEFAULT_EXTRA_CFLAGS NULL
+#define HARNESS_DEFAULT_SCHEDULES 25
+#endif
+
 static long env_long(const char *name, long dflt) {
   const char *v = getenv(name);
   if (!v || !*v) return dflt;
@@ -96,6 +120,8 @@ static BuildOptions harness_build_options(void) {
   const char *dir = getenv("LOOM_TEST_CACHE_DIR");
   o.cache_dir = dir && *dir ? dir : "/tmp/loom-test-cache";
   o.include_dir = LOOM_SOURCE_DIR "/include";
+  const char *extra = getenv("LOOM_HARNESS_EXTRA_CFLAGS");
+  o.extra_flags = extra && *extra ? extra : HARNESS_DEFAULT_EXTRA_CFLAGS;
   return o;
 }
 
@@ -198,8 +224,12 @@ static void schedule_one(Case *c, int k) {
     return;
   }
   Schedule *r = sch_create(c->orig, DECIDE_DEFAULT, 0);
-  if (trace_apply(sch_trace(s), r) || !tir_func_equal(sch_func(s), sch_func(r)))
+  if (trace_apply(sch_trace(s), r) || !tir_func_equal(sch_func(s), sch_func(r))) {
     report(c, k, "trace_apply does not reproduce the program", sch_error(r), NULL);
+    char *p = tir_print_func(sch_func(r));
+    fprintf(stderr, "---- replayed program ----\n%s\n", p);
+    free(p);
+  }
   sch_free(r);
   char *text = trace_to_text(sch_trace(s));
   Arena *ta = arena_new();
@@ -255,9 +285,11 @@ static bool run_kernel(DriverModule *m, const char *name, DriverTensors *t, Thre
   return kernel_call(&k, t->ptrs, t->n, pool, NULL, err) == LOOM_OK;
 }
 
-/* The reference interpreter on f (block-level or lowered) vs expected. */
-static void interp_check(Case *c, int k, const PrimFunc *f, const DriverTensors *input,
-                         const DriverTensors *expected, const char *what) {
+/* Runs the reference interpreter on f (block-level or lowered) from
+ * `input`; 0 when the result equals `expected`, 1 when it differs, 2 when
+ * the interpreter reports an error (printed). */
+static int interp_compare(Case *c, const PrimFunc *f, const DriverTensors *input,
+                          const DriverTensors *expected, const char *label) {
   LoomError err = {0};
   DriverTensors t;
   assert_int_equal(driver_tensors_alloc(c->orig, 0, &t, &err), LOOM_OK);
@@ -265,22 +297,50 @@ static void interp_check(Case *c, int k, const PrimFunc *f, const DriverTensors 
   void *data[16];
   assert_true(t.n <= 16);
   driver_tensors_data(&t, data);
-  char label[160];
-  snprintf(label, sizeof label, "%s %s (interpreter)", c->name, what);
+  int rc = 0;
   if (tir_interpret(f, data, &err)) {
-    if (k < 0) fail_msg("%s: %s", label, err.msg);
-    report(c, k, label, err.msg, NULL);
+    fprintf(stderr, "%s: %s\n", label, err.msg);
+    rc = 2;
   } else if (!tensors_match(label, &t, expected)) {
-    if (k < 0) fail_msg("%s: interpreter disagrees with the compiled unscheduled function", c->name);
-    report(c, k, label, "interpreter disagrees with the compiled unscheduled function", NULL);
+    rc = 1;
   }
   driver_tensors_free(&t);
+  return rc;
+}
+
+/* Cross-check against the interpreter; k < 0 is the unscheduled function. */
+static void interp_check(Case *c, int k, const PrimFunc *f, const DriverTensors *input,
+                         const DriverTensors *expected, const char *what) {
+  char label[160];
+  snprintf(label, sizeof label, "%s %s (interpreter)", c->name, what);
+  int rc = interp_compare(c, f, input, expected, label);
+  if (rc && k < 0) fail_msg("%s: disagrees with the compiled unscheduled function", label);
+  if (rc) report(c, k, label, "interpreter disagrees with the compiled unscheduled function", NULL);
+}
+
+/* After a mismatch: which stage went wrong? The interpreter on the
+ * scheduled blocks tests the schedule primitives, on the lowered program
+ * the lowering passes; if both agree with the reference, codegen is left. */
+static void diagnose(Case *c, int k, const PrimFunc *lowered, const DriverTensors *input,
+                     const DriverTensors *expected) {
+  char label[160];
+  snprintf(label, sizeof label, "%s seed %llu scheduled blocks (interpreter)", c->name,
+           (unsigned long long)c->seeds[k]);
+  int sched = interp_compare(c, c->funcs[1 + k], input, expected, label);
+  snprintf(label, sizeof label, "%s seed %llu lowered (interpreter)", c->name,
+           (unsigned long long)c->seeds[k]);
+  int low = interp_compare(c, lowered, input, expected, label);
+  fprintf(stderr, "DIAGNOSIS %s seed %llu: %s\n", c->name, (unsigned long long)c->seeds[k],
+          sched ? "the schedule is wrong (scheduled blocks already differ under the interpreter)"
+          : low ? "lowering is wrong (scheduled blocks agree, the lowered program does not)"
+                : "code generation or the runtime is wrong (the lowered program agrees under the "
+                  "interpreter)");
 }
 
 static void run_case(const char *name, MakeFn make) {
   const char *only = getenv("LOOM_HARNESS_ONLY");
   if (only && *only && !strstr(name, only)) return;
-  long n = env_long("LOOM_HARNESS_SCHEDULES", 25);
+  long n = env_long("LOOM_HARNESS_SCHEDULES", HARNESS_DEFAULT_SCHEDULES);
   long first = env_long("LOOM_HARNESS_SEED", 1);
   if (n < 0) n = 0;
   if (n > 1024) n = 1024;
@@ -304,6 +364,11 @@ static void run_case(const char *name, MakeFn make) {
   BuildOptions bo = harness_build_options();
   DriverOptions opt = {.build = &bo};
   DriverModule *m = build_all(&c, &opt);
+  const char *dump = getenv("LOOM_HARNESS_DUMP_C");
+  if (dump && *dump) {
+    FILE *fp = fopen(dump, "w");
+    if (fp) fputs(driver_source(m), fp), fclose(fp);
+  }
   ThreadPool *pool = NULL;
   assert_int_equal(threadpool_create(2, &pool, &err), LOOM_OK);
 
@@ -330,6 +395,7 @@ static void run_case(const char *name, MakeFn make) {
       continue;
     }
     if (!tensors_match(label, &got, &ref)) {
+      diagnose(&c, k, driver_lowered(m, li), &input, &ref);
       report(&c, k, "result differs from the unscheduled function", NULL, driver_lowered(m, li));
       continue;
     }
