@@ -9,6 +9,7 @@
  * Loads may be contiguous (ramp stride 1) or loop-invariant (broadcast).
  *
  * Everything else falls back to a serial loop, which is always correct:
+ * loads inside a select's branches (only guarded lanes may be in bounds),
  * ifs on the loop variable or on loaded data, loops/allocations in the
  * body, calls (no vector versions yet), strided or gathered accesses, stores to a loop-invariant index (a reduction into
  * one element: lanes would race), and bodies where a buffer that is written
@@ -41,6 +42,18 @@ static const Expr *to_lanes(VecCtx *c, const Expr *e) {
   return e->dtype.lanes == c->lanes ? e : expr_broadcast(c->arena, e, c->lanes);
 }
 
+static bool find_load_cb(Visitor *v, const Expr *e) {
+  if (e->kind == EXPR_LOAD) *(bool *)v->user = true;
+  return !*(bool *)v->user;
+}
+
+static bool has_load(const Expr *e) {
+  bool found = false;
+  Visitor v = {.visit_expr = find_load_cb, .user = &found};
+  visit_expr(&v, e);
+  return found;
+}
+
 /* The vector form of e, or NULL when e cannot be vectorized. */
 static const Expr *vec_expr(VecCtx *c, const Expr *e) {
   Arena *a = c->arena;
@@ -65,6 +78,10 @@ static const Expr *vec_expr(VecCtx *c, const Expr *e) {
       return x ? expr_not(a, x) : NULL;
     }
     case EXPR_SELECT: {
+      /* A vector select evaluates both branches in every lane; a load in a
+       * branch is often only in bounds where the condition holds (padding:
+       * cond ? A[i - 1] : 0), so vector code would read out of bounds. */
+      if (has_load(e->select.t) || has_load(e->select.f)) return NULL;
       const Expr *k = vec_expr(c, e->select.cond), *t = vec_expr(c, e->select.t),
                  *f = vec_expr(c, e->select.f);
       if (!k || !t || !f) return NULL;
