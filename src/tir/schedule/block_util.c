@@ -281,7 +281,8 @@ const Stmt *loop_nest_build(Arena *a, const char *base, const Expr *const *mins,
   return body;
 }
 
-const Stmt *copy_block_nest(Arena *a, const char *name, const Buffer *src, const Buffer *dst) {
+const Stmt *copy_block_nest(Schedule *s, const char *name, const Buffer *src, const Buffer *dst) {
+  Arena *a = s->arena;
   int nd = dst->ndim;
   IterVar *iters = ARENA_ARRAY(a, IterVar, nd);
   const Expr **ivars = ARENA_ARRAY(a, const Expr *, nd);
@@ -306,10 +307,10 @@ const Stmt *copy_block_nest(Arena *a, const char *name, const Buffer *src, const
   blk->body = stmt_store(a, dst, expr_load(a, src, ivars, nd), ivars, nd);
   const Expr **lvars = ARENA_ARRAY(a, const Expr *, nd);
   /* Loop vars first so the realize can bind iterators to them. */
-  for (int d = 0; d < nd; d++) lvars[d] = expr_var(a, arena_printf(a, "ax%d", d), DT_I64);
-  const Stmt *s = stmt_realize(a, lvars, nd, NULL, blk);
-  for (int d = nd - 1; d >= 0; d--) s = stmt_for(a, lvars[d], expr_i64(a, 0), dst->shape[d], FOR_SERIAL, s);
-  return s;
+  for (int d = 0; d < nd; d++) lvars[d] = sch_new_loop_var(s, arena_printf(a, "ax%d", d));
+  const Stmt *nest = stmt_realize(a, lvars, nd, NULL, blk);
+  for (int d = nd - 1; d >= 0; d--) nest = stmt_for(a, lvars[d], expr_i64(a, 0), dst->shape[d], FOR_SERIAL, nest);
+  return nest;
 }
 
 const Expr *sched_simplify(Analyzer *az, const Expr *e) {

@@ -77,7 +77,7 @@ const Stmt *loop_nest_build(Arena *a, const char *base, const Expr *const *mins,
 
 /* Block-level copy `dst[v...] = src[v...]` over the whole shape, with its own
  * loop nest. */
-const Stmt *copy_block_nest(Arena *a, const char *name, const Buffer *src, const Buffer *dst);
+const Stmt *copy_block_nest(Schedule *s, const char *name, const Buffer *src, const Buffer *dst);
 
 /* Simplifies under an analyzer, tolerating NULL. */
 const Expr *sched_simplify(Analyzer *az, const Expr *e);

@@ -55,7 +55,7 @@ SchRV sch_cache_read(Schedule *s, SchRV block_rv, int read_index, MemScope scope
 
   const char *name = sch_unique_block_name(s, arena_printf(a, "%s_%s", buf->name, mem_scope_name(scope)));
   Buffer *cache = buffer_clone(a, buf, name, scope);
-  const Stmt *nbody = root_insert(a, body, top, copy_block_nest(a, name, buf, cache), false);
+  const Stmt *nbody = root_insert(a, body, top, copy_block_nest(s, name, buf, cache), false);
   nbody = stmt_replace(a, nbody, r, redirect(a, r, buf, cache));
   nbody = root_add_alloc(a, nbody, cache);
   sch_set_body(s, nbody);
@@ -94,7 +94,7 @@ SchRV sch_cache_write(Schedule *s, SchRV block_rv, int write_index, MemScope sco
 
   const char *name = sch_unique_block_name(s, arena_printf(a, "%s_%s", buf->name, mem_scope_name(scope)));
   Buffer *cache = buffer_clone(a, buf, name, scope);
-  const Stmt *nbody = root_insert(a, body, top, copy_block_nest(a, name, cache, buf), true);
+  const Stmt *nbody = root_insert(a, body, top, copy_block_nest(s, name, cache, buf), true);
   nbody = stmt_replace(a, nbody, r, redirect(a, r, buf, cache));
   nbody = root_add_alloc(a, nbody, cache);
   sch_set_body(s, nbody);

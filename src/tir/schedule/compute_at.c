@@ -133,7 +133,7 @@ static const Stmt *nest_for_hull(Schedule *s, Analyzer *az, const Stmt *r, const
                  it->var->var.name);
         return NULL;
       }
-      const Expr *v = expr_var(a, arena_printf(a, "ax%d", k), DT_I64);
+      const Expr *v = sch_new_loop_var(s, arena_printf(a, "ax%d", k));
       lvars[nl] = v;
       lext[nl++] = it->extent;
       vals[k] = sched_simplify(az, expr_add(a, it->min, v));
@@ -145,7 +145,7 @@ static const Stmt *nest_for_hull(Schedule *s, Analyzer *az, const Stmt *r, const
     if (expr_is_int(ext, 1)) {
       vals[k] = lo;
     } else {
-      const Expr *v = expr_var(a, arena_printf(a, "ax%d", k), DT_I64);
+      const Expr *v = sch_new_loop_var(s, arena_printf(a, "ax%d", k));
       lvars[nl] = v;
       lext[nl++] = ext;
       vals[k] = sched_simplify(az, expr_add(a, lo, v));

@@ -71,6 +71,32 @@ const Stmt *sch_simplify_bindings(Schedule *s, const Stmt *root, const Expr *con
   return mutate_stmt(&m, root);
 }
 
-const Expr *sch_new_loop_var(Schedule *s, const char *base) { return expr_var(s->arena, base, DT_I64); }
+typedef struct NameSearch {
+  const char *name;
+  bool found;
+} NameSearch;
+
+static bool find_loop_name_cb(Visitor *v, const Stmt *st) {
+  NameSearch *ns = v->user;
+  if (st->kind == STMT_FOR && strcmp(st->loop.var->var.name, ns->name) == 0) ns->found = true;
+  return !ns->found;
+}
+
+static bool loop_name_used(const Stmt *body, const char *name) {
+  NameSearch ns = {name, false};
+  Visitor v = {.visit_stmt = find_loop_name_cb, .user = &ns};
+  visit_stmt(&v, body);
+  return ns.found;
+}
+
+/* Names are made unique among the loops of the current program: variables
+ * are ordered by name in the simplifier's canonical form (identity only
+ * breaks ties), so two fresh loops sharing a name would be ordered by
+ * address, and a replayed trace could print (and compare) differently. */
+const Expr *sch_new_loop_var(Schedule *s, const char *base) {
+  const char *name = base;
+  for (int i = 1; loop_name_used(s->func->body, name); i++) name = arena_printf(s->arena, "%s_%d", base, i);
+  return expr_var(s->arena, name, DT_I64);
+}
 
 const char *sch_loop_name(const Stmt *loop) { return loop->loop.var->var.name; }
