@@ -60,8 +60,8 @@ typedef struct ArtifactTensor {
 
 typedef struct ArtifactWeight {
   ArtifactTensor t;
-  const void *data; /* writer: t.nbytes... computed from shape; loader: into the file */
-  uint64_t offset;  /* in the weights blob (loader; the writer assigns it) */
+  const void *data; /* writer: the bytes (t.nbytes from dtype and shape); loader: into the file */
+  uint64_t offset;  /* loader: offset in the weights blob (the writer assigns offsets itself) */
 } ArtifactWeight;
 
 typedef enum ArtifactArgKind {

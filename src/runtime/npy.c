@@ -129,7 +129,7 @@ loom_status npy_parse(const void *buf, size_t len, const char *what, NpyArray *o
     return err_set(err, LOOM_ERR_UNSUPPORTED, "%s: .npy format version %d.%d, expected 1.0, 2.0 or 3.0", what, major,
                    b[7]);
   }
-  if (data_at > len || data_at < header_len)
+  if (data_at > len)
     return err_set(err, LOOM_ERR_PARSE, "%s: truncated .npy header (%zu header bytes, file has %zu)", what,
                    header_len, len);
   Cursor c = {(const char *)b + data_at - header_len, (const char *)b + data_at};
@@ -170,9 +170,11 @@ loom_status npy_parse(const void *buf, size_t len, const char *what, NpyArray *o
   if (st) return st;
   uint64_t nbytes;
   if (!dl_shape_bytes(out->shape, out->ndim, dl_dtype_bytes(out->dtype), (uint64_t)len, &nbytes) ||
-      nbytes != len - data_at)
-    return err_set(err, LOOM_ERR_PARSE, "%s: holds %zu data bytes, its header describes %s", what, len - data_at,
-                   "a different size");
+      nbytes != len - data_at) {
+    char sh[256];
+    return err_set(err, LOOM_ERR_PARSE, "%s: holds %zu data bytes, too few or too many for %s %s", what,
+                   len - data_at, dl_dtype_name(out->dtype), dl_shape_str(out->shape, out->ndim, sh, sizeof sh));
+  }
   out->nbytes = (size_t)nbytes;
   out->data = aligned_alloc(64, (out->nbytes + 63) / 64 * 64 + 64);
   if (!out->data) return err_set(err, LOOM_ERR_RUNTIME, "%s: out of memory (%zu bytes)", what, out->nbytes);

@@ -164,10 +164,31 @@ static void test_schema_violations(void **state) {
   assert_int_equal(parse_json(deep, 0, &err, NULL), LOOM_ERR_PARSE);
 }
 
+/* The fuzzer's seed artifacts are valid (a seed the loader refuses would
+ * start every fuzzing run in the error paths only). */
+static void test_fuzz_seeds_parse(void **state) {
+  (void)state;
+  static const char *const seeds[] = {"two_kernels.loom", "no_inputs.loom"};
+  for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/fuzz/corpus/artifact/%s", LOOM_SOURCE_DIR, seeds[i]);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t buf[8192];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    Artifact *a;
+    LoomError err = {0};
+    if (artifact_parse(buf, len, path, ARTIFACT_SKIP_TARGET_CHECK, &a, &err)) fail_msg("%s", err.msg);
+    artifact_free(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_good),
       cmocka_unit_test(test_schema_violations),
+      cmocka_unit_test(test_fuzz_seeds_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
