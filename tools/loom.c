@@ -396,6 +396,14 @@ static int cmd_run(int argc, char **argv) {
     rc = fail(1, "out of memory");
     goto done;
   }
+  /* With --repeat N > 1, one untimed warm-up run first: the first run pays
+   * for page faults in the arena and cold caches, which a latency median
+   * should not mix in. */
+  int warmup = a.repeat > 1 ? 1 : 0;
+  if (warmup && loom_model_run(m)) {
+    rc = fail(1, "run: %s", loom_model_error(m));
+    goto done;
+  }
   loom_model_set_profiling(m, a.profile);
   for (long r = 0; r < a.repeat; r++) {
     double t0 = now_ms();
@@ -423,6 +431,7 @@ static int cmd_run(int argc, char **argv) {
   qsort(times, (size_t)a.repeat, sizeof *times, cmp_double);
   double median = a.repeat % 2 ? times[a.repeat / 2] : 0.5 * (times[a.repeat / 2 - 1] + times[a.repeat / 2]);
   cJSON_AddNumberToObject(report, "repeat", (double)a.repeat);
+  cJSON_AddNumberToObject(report, "warmup", warmup);
   cJSON_AddNumberToObject(report, "threads", loom_model_num_threads(m));
   cJSON_AddNumberToObject(report, "median_ms", median);
   cJSON_AddNumberToObject(report, "min_ms", times[0]);

@@ -438,6 +438,7 @@ loom_status artifact_parse(const void *image, size_t len, const char *what, int 
   Artifact *art = calloc(1, sizeof *art);
   if (!art) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
   art->arena = arena_new();
+  art->so_fd = -1;
   art->format_version = version;
   memcpy(art->loom_version, loom_version, sizeof loom_version);
   memcpy(art->target, target, sizeof target);
@@ -480,35 +481,41 @@ static loom_status write_all(int fd, const void *data, size_t n) {
 
 /* The .so bytes go to an anonymous memfd (nothing left on disk, nothing to
  * clean up after a crash); where memfd or /proc is unavailable, to a private
- * temporary file that is unlinked right after dlopen mapped it. */
-static loom_status load_module(Artifact *art, const char *what, LoomError *err) {
-  int fd = memfd_create("loom-model.so", MFD_CLOEXEC);
+ * temporary file. Both stay until artifact_free: see Artifact.so_fd. */
+static loom_status load_module(Artifact *art, const char *what, int flags, LoomError *err) {
+  int fd = flags & ARTIFACT_NO_MEMFD ? -1 : memfd_create("loom-model.so", MFD_CLOEXEC);
   if (fd >= 0) {
     if (write_all(fd, art->spec.so_bytes, art->spec.so_size) == LOOM_OK) {
       char p[64];
       snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-      loom_status st = module_load(p, &art->module, err);
-      close(fd);
-      if (!st) return LOOM_OK;
-    } else {
-      close(fd);
+      if (module_load(p, &art->module, err) == LOOM_OK) {
+        art->so_fd = fd;
+        return LOOM_OK;
+      }
     }
+    close(fd);
   }
   const char *dir = getenv("TMPDIR");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/loom-model-XXXXXX.so", dir && *dir ? dir : "/tmp");
+  size_t n = (dir && *dir ? strlen(dir) : 4) + 32;
+  char *path = malloc(n);
+  if (!path) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
+  snprintf(path, n, "%s/loom-model-XXXXXX.so", dir && *dir ? dir : "/tmp");
   fd = mkstemps(path, 3);
-  if (fd < 0)
+  if (fd < 0) {
+    int e = errno;
+    free(path);
     return err_set(err, LOOM_ERR_IO, "artifact \"%s\": cannot create a temporary file for its kernels: %s", what,
-                   strerror(errno));
+                   strerror(e));
+  }
   loom_status st = write_all(fd, art->spec.so_bytes, art->spec.so_size);
   close(fd);
   if (st) {
     unlink(path);
-    return err_set(err, LOOM_ERR_IO, "artifact \"%s\": cannot write its kernels to \"%s\"", what, path);
+    free(path);
+    return err_set(err, LOOM_ERR_IO, "artifact \"%s\": cannot write its kernels to a temporary file", what);
   }
+  art->so_tmp_path = path;
   st = module_load(path, &art->module, err);
-  unlink(path);
   if (st) err_prefix(err, "artifact \"%s\"", what);
   return st;
 }
@@ -542,7 +549,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
   }
   art->map = map;
   art->map_len = len;
-  if ((st = load_module(art, path, err))) {
+  if ((st = load_module(art, path, flags, err))) {
     artifact_free(art);
     return st;
   }
@@ -567,6 +574,9 @@ void artifact_free(Artifact *a) {
   if (!a) return;
   free(a->kernels);
   module_unload(a->module);
+  if (a->so_fd >= 0) close(a->so_fd);
+  if (a->so_tmp_path) unlink(a->so_tmp_path);
+  free(a->so_tmp_path);
   if (a->map) munmap(a->map, a->map_len);
   arena_free(a->arena);
   free(a);

@@ -133,6 +133,12 @@ typedef struct Artifact {
   void *map;                  /* artifact_load: the mmap'ed file */
   size_t map_len;
   Module *module;             /* artifact_load: the loaded kernels */
+  /* Where the .so bytes live while loaded. glibc's dlopen returns an already
+   * loaded object whose name matches, so the name must stay unique while the
+   * module is loaded: the memfd stays open (its /proc/self/fd/N cannot be
+   * reused), the fallback temporary file stays until artifact_free. */
+  int so_fd;
+  char *so_tmp_path;
   Kernel *kernels;            /* spec.num_kernels, resolved */
 } Artifact;
 
@@ -140,6 +146,7 @@ enum {
   ARTIFACT_SKIP_TARGET_CHECK = 1,   /* inspect, and the writer's self-check */
   ARTIFACT_SKIP_CHECKSUM = 2,       /* fuzzing the JSON validation */
   ARTIFACT_SKIP_VERSION_CHECK = 4,  /* inspect shows what it can */
+  ARTIFACT_NO_MEMFD = 8,            /* artifact_load: use the temporary-file path (tests) */
 };
 
 /* Validates an in-memory image (not copied: it must outlive the result).

@@ -95,6 +95,7 @@ class LoomCli(unittest.TestCase):
         last = r.stdout.strip().splitlines()[-1]
         j = json.loads(last)
         self.assertEqual(j["repeat"], 7)
+        self.assertEqual(j["warmup"], 1)
         self.assertEqual(j["threads"], 2)
         self.assertLessEqual(j["min_ms"], j["median_ms"])
         self.assertGreaterEqual(j["min_ms"], 0)

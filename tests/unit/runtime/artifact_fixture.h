@@ -63,12 +63,14 @@ static const char k_fixture_kernels_c[] =
     "  return 0;\n"
     "}\n";
 
-/* Writes k_fixture_kernels_c into dir and compiles dir/kernels.so with cc.
- * Returns 0 on success. */
-static inline int fixture_build_so(const char *dir, char *so_path, size_t len) {
+/* Writes k_fixture_kernels_c into dir/STEM.c and compiles dir/STEM.so with
+ * cc, adding `extra` flags (NULL-terminated, may be NULL; e.g. -D renames
+ * for a second, different shared object). Returns 0 on success. */
+static inline int fixture_build_so_ex(const char *dir, const char *stem, const char *const *extra, char *so_path,
+                                      size_t len) {
   char c_path[4096], inc[4096];
-  snprintf(c_path, sizeof c_path, "%s/kernels.c", dir);
-  snprintf(so_path, len, "%s/kernels.so", dir);
+  snprintf(c_path, sizeof c_path, "%s/%s.c", dir, stem);
+  snprintf(so_path, len, "%s/%s.so", dir, stem);
   snprintf(inc, sizeof inc, "-I%s/include", LOOM_SOURCE_DIR);
   FILE *f = fopen(c_path, "w");
   if (!f) return -1;
@@ -76,12 +78,19 @@ static inline int fixture_build_so(const char *dir, char *so_path, size_t len) {
   fclose(f);
   const char *cc = getenv("CC");
   if (!cc || !*cc) cc = "cc";
-  char *argv[] = {(char *)cc, "-shared", "-fPIC", "-O1", inc, "-o", so_path, c_path, NULL};
+  char *argv[32] = {(char *)cc, "-shared", "-fPIC", "-O1", inc, "-o", so_path, c_path};
+  int n = 8;
+  for (int i = 0; extra && extra[i] && n < 31; i++) argv[n++] = (char *)extra[i];
+  argv[n] = NULL;
   pid_t pid;
   if (posix_spawnp(&pid, cc, NULL, NULL, argv, environ) != 0) return -1;
   int status;
   if (waitpid(pid, &status, 0) < 0) return -1;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static inline int fixture_build_so(const char *dir, char *so_path, size_t len) {
+  return fixture_build_so_ex(dir, "kernels", NULL, so_path, len);
 }
 
 /* The y = relu(x + w) model; every pointer in `spec` points into this

@@ -380,6 +380,39 @@ static void test_missing_kernel_symbol(void **state) {
   assert_contains(err.msg, "garbage.loom");
 }
 
+/* Two different shared objects loaded at the same time each get their own
+ * kernels (dlopen returns an already loaded object whose name matches, so a
+ * reused /proc/self/fd/N or temporary name would hand the second artifact
+ * the first one's code). Both loading paths, memfd and temporary file. */
+static void test_two_artifacts_loaded_at_once(void **state) {
+  Env *e = *state;
+  static const char *const renames[] = {"-Dadd_w=add_w_b", "-Drelu_p=relu_p_b",
+                                        "-Dadd_w_workspace_bytes=add_w_b_workspace_bytes", NULL};
+  char so_b[4096], p_b[4200];
+  assert_int_equal(fixture_build_so_ex(e->dir, "kernels_b", renames, so_b, sizeof so_b), 0);
+  FixtureModel m;
+  fixture_model_init(&m, so_b);
+  m.kernels[0].name = "add_w_b";
+  m.kernels[1].name = "relu_p_b";
+  snprintf(p_b, sizeof p_b, "%s/model_b.loom", e->dir);
+  write_spec_expect(p_b, &m.spec);
+  for (int flags = 0; flags <= ARTIFACT_NO_MEMFD; flags += ARTIFACT_NO_MEMFD) {
+    Artifact *a, *b, *a2;
+    LoomError err = {0};
+    assert_int_equal(artifact_load(e->art, flags, &a, &err), LOOM_OK);
+    if (artifact_load(p_b, flags, &b, &err)) fail_msg("flags %d: %s", flags, err.msg);
+    assert_string_equal(b->kernels[0].name, "add_w_b");
+    assert_int_equal(b->kernels[0].workspace_bytes, 100);
+    assert_true(a->kernels[0].fn != b->kernels[0].fn);
+    /* the same artifact twice is fine too */
+    assert_int_equal(artifact_load(e->art, flags, &a2, &err), LOOM_OK);
+    assert_non_null(a2->kernels[1].fn);
+    artifact_free(a);
+    artifact_free(b);
+    artifact_free(a2);
+  }
+}
+
 static void test_missing_file(void **state) {
   (void)state;
   Artifact *a;
@@ -398,6 +431,7 @@ int main(void) {
       cmocka_unit_test(test_target_strings),
       cmocka_unit_test(test_atomic_write),
       cmocka_unit_test(test_missing_kernel_symbol),
+      cmocka_unit_test(test_two_artifacts_loaded_at_once),
       cmocka_unit_test(test_missing_file),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
