@@ -53,10 +53,10 @@ int graph_add_node(Graph *g, GraphOp op, const char *name, const ValueId *inputs
   n->op = op;
   n->name = arena_strdup(g->arena, name ? name : "");
   n->inputs = ARENA_ARRAY(g->arena, ValueId, ninputs);
-  if (ninputs) memcpy(n->inputs, inputs, sizeof(ValueId) * (size_t)ninputs);
+  if (ninputs > 0) memcpy(n->inputs, inputs, sizeof(ValueId) * (size_t)ninputs);
   n->ninputs = ninputs;
   n->outputs = ARENA_ARRAY(g->arena, ValueId, noutputs);
-  if (noutputs) memcpy(n->outputs, outputs, sizeof(ValueId) * (size_t)noutputs);
+  if (noutputs > 0) memcpy(n->outputs, outputs, sizeof(ValueId) * (size_t)noutputs);
   n->noutputs = noutputs;
   for (int k = 0; k < noutputs; k++)
     if (outputs[k] >= 0) g->values[outputs[k]].producer = g->nnodes;
@@ -127,7 +127,7 @@ GraphTensor *graph_tensor_new(Arena *a, DType dtype, int rank, const int64_t *di
   t->dtype = dtype;
   t->rank = rank;
   t->dims = ARENA_ARRAY(a, int64_t, rank);
-  if (rank) memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+  if (rank > 0) memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
   int64_t n = graph_shape_numel(rank, dims);
   LOOM_ASSERT(n >= 0);
   t->nbytes = (size_t)n * (size_t)dtype_bytes(dtype);

@@ -107,7 +107,10 @@ typedef enum GraphOpPattern {
   X(RESIZE, "Resize", INJECTIVE, resize)                       \
   X(SHAPE, "Shape", OPAQUE, shape)                            \
   X(CONSTANT_OF_SHAPE, "ConstantOfShape", OPAQUE, constant_of_shape)      \
-  X(RANGE, "Range", OPAQUE, range)
+  X(RANGE, "Range", OPAQUE, range)                                \
+  /* Loom's own (pass_layout.c, infer_nchwc.c): blocked NCHWc layout */ \
+  X(LAYOUT_TRANSFORM, "LayoutTransform", INJECTIVE, layout_transform) \
+  X(CONV_NCHWC, "ConvNCHWc", OUT_ELEMWISE_FUSABLE, conv_nchwc)
 
 typedef enum GraphOp {
 #define X(e, name, pat, infer) GRAPH_OP_##e,

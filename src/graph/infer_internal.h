@@ -66,6 +66,8 @@ INFER_DECL(resize)
 INFER_DECL(shape)
 INFER_DECL(constant_of_shape)
 INFER_DECL(range)
+INFER_DECL(layout_transform) /* infer_nchwc.c */
+INFER_DECL(conv_nchwc)
 #undef INFER_DECL
 
 #endif

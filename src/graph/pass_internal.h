@@ -31,4 +31,8 @@ GraphAttr graph_attr_make_int(Graph *g, const char *name, int64_t v);
 /* A fresh value named after `base` plus a suffix, unique in the graph. */
 ValueId graph_add_value_derived(Graph *g, const char *base, const char *suffix);
 
+/* Channel block of a layout name: 0 for "NCHW", b for "NCHW<b>c" (b >= 1),
+ * -1 for anything else (infer_nchwc.c). */
+int graph_layout_block(const char *layout);
+
 #endif

@@ -26,10 +26,10 @@ GraphNode *graph_nodebuf_add(Graph *g, GraphNodeBuf *b, GraphOp op, const char *
   n->op = op;
   n->name = arena_strdup(g->arena, name ? name : "");
   n->inputs = ARENA_ARRAY(g->arena, ValueId, ninputs);
-  if (ninputs) memcpy(n->inputs, inputs, sizeof(ValueId) * (size_t)ninputs);
+  if (ninputs > 0) memcpy(n->inputs, inputs, sizeof(ValueId) * (size_t)ninputs);
   n->ninputs = ninputs;
   n->outputs = ARENA_ARRAY(g->arena, ValueId, noutputs);
-  if (noutputs) memcpy(n->outputs, outputs, sizeof(ValueId) * (size_t)noutputs);
+  if (noutputs > 0) memcpy(n->outputs, outputs, sizeof(ValueId) * (size_t)noutputs);
   n->noutputs = noutputs;
   return n;
 }
@@ -65,7 +65,7 @@ GraphAttr graph_attr_make_ints(Graph *g, const char *name, const int64_t *v, int
   a.name = arena_strdup(g->arena, name);
   a.kind = GRAPH_ATTR_INTS;
   a.ints = ARENA_ARRAY(g->arena, int64_t, count);
-  if (count) memcpy(a.ints, v, sizeof(int64_t) * (size_t)count);
+  if (count > 0) memcpy(a.ints, v, sizeof(int64_t) * (size_t)count);
   a.n = count;
   return a;
 }

@@ -1,0 +1,299 @@
+/* NCHW -> NCHWc for x86 convolutions (TVM's AlterOpLayout for conv2d_NCHWc).
+ *
+ * A blocked tensor [N, C/b, H, W, b] keeps b consecutive channels of one
+ * pixel together, so the innermost loop of a convolution is a vector of b
+ * output channels and the data read is contiguous. Each eligible Conv
+ * becomes ConvNCHWc (infer_nchwc.c has its semantics) with its weights
+ * transformed here, at compile time, to [K/k, C/c, R, S, c, k]; its bias
+ * becomes a broadcast Add of a [1, K/k, 1, 1, k] constant, which fusion puts
+ * back into the conv's kernel.
+ *
+ * Values are tracked, not rewritten: rep_id[v] is a blocked copy of v with
+ * block rep_block[v] (0: none), and nchw_ok[v] says whether v itself holds
+ * its NCHW data. Elementwise ops and per-channel broadcast arithmetic on
+ * blocked inputs produce blocked outputs; any other consumer asks for NCHW,
+ * which inserts one LayoutTransform writing the original value id (so graph
+ * outputs and later users keep their ids). Since a transform is only made
+ * on demand and a value's blocked and NCHW forms are both remembered, no
+ * transform is ever followed by its inverse. Blocks: the largest of 16, 8,
+ * 4, 2, 1 (capped by max_block) dividing the channel count, per conv. */
+#include "graph/pass_internal.h"
+#include "graph/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct LayoutCtx {
+  Graph *g;
+  GraphNodeBuf buf;
+  int nvalues0; /* values that existed before the pass */
+  ValueId *rep_id;
+  int *rep_block;
+  bool *nchw_ok;
+  int max_block;
+} LayoutCtx;
+
+static int pick_block(int64_t channels, int max_block) {
+  for (int b = 16; b > 1; b /= 2)
+    if (b <= max_block && channels % b == 0) return b;
+  return 1;
+}
+
+static const char *layout_name(Graph *g, int block) {
+  return block ? arena_printf(g->arena, "NCHW%dc", block) : "NCHW";
+}
+
+static bool is_static_f32_rank(const GraphValue *v, int rank) {
+  return v->rank == rank && dtype_eq(v->dtype, DT_F32) && graph_value_is_static(v);
+}
+
+static ValueId emit_transform(LayoutCtx *c, ValueId src, int from, int to, ValueId dst, const char *base) {
+  Graph *g = c->g;
+  if (dst < 0) dst = graph_add_value_derived(g, base, to ? arena_printf(g->arena, "nchw%dc", to) : "nchw");
+  GraphNode *n = graph_nodebuf_add(g, &c->buf, GRAPH_OP_LAYOUT_TRANSFORM, arena_printf(g->arena, "%s_layout", base), &src, 1,
+                                   &dst, 1);
+  graph_node_set_attr(g, n, graph_attr_make_string(g, "src_layout", layout_name(g, from)));
+  graph_node_set_attr(g, n, graph_attr_make_string(g, "dst_layout", layout_name(g, to)));
+  return dst;
+}
+
+/* A constant NCHW tensor blocked at compile time. */
+static ValueId block_constant(Graph *g, ValueId v, int b) {
+  const GraphTensor *t = g->values[v].constant;
+  int64_t n = t->dims[0], ch = t->dims[1], h = t->dims[2], w = t->dims[3];
+  int64_t dims[5] = {n, ch / b, h, w, b};
+  GraphTensor *o = graph_tensor_new(g->arena, t->dtype, 5, dims);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t cc = 0; cc < ch; cc++)
+      for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++) {
+          int64_t src = ((i * ch + cc) * h + y) * w + x;
+          int64_t dst = (((i * (ch / b) + cc / b) * h + y) * w + x) * b + cc % b;
+          graph_tensor_set_f64(o, dst, graph_tensor_get_f64(t, src));
+        }
+  return graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[v].name, b), o);
+}
+
+/* v in blocked layout b. v must be a rank-4 static value of the original
+ * graph (or already blocked). */
+static ValueId get_blocked(LayoutCtx *c, ValueId v, int b) {
+  Graph *g = c->g;
+  if (c->rep_block[v] == b) return c->rep_id[v];
+  if (c->rep_block[v] > 0) return emit_transform(c, c->rep_id[v], c->rep_block[v], b, -1, g->values[v].name);
+  ValueId out = g->values[v].constant && dtype_is_float(g->values[v].dtype) ? block_constant(g, v, b)
+                                                                            : emit_transform(c, v, 0, b, -1, g->values[v].name);
+  c->rep_id[v] = out;
+  c->rep_block[v] = b;
+  return out;
+}
+
+static void need_nchw(LayoutCtx *c, ValueId v) {
+  if (v < 0 || v >= c->nvalues0 || c->nchw_ok[v]) return;
+  emit_transform(c, c->rep_id[v], c->rep_block[v], 0, v, c->g->values[v].name);
+  c->nchw_ok[v] = true;
+}
+
+/* ---- convolutions ---- */
+
+static bool conv_eligible(const Graph *g, const GraphNode *n, bool *depthwise) {
+  if (n->op != GRAPH_OP_CONV || n->ninputs < 2 || n->noutputs != 1 || n->outputs[0] < 0) return false;
+  const GraphValue *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+  const GraphTensor *w = graph_value_constant(g, n->inputs[1]);
+  if (!is_static_f32_rank(x, 4) || !is_static_f32_rank(y, 4) || !w || w->rank != 4 || !dtype_eq(w->dtype, DT_F32)) return false;
+  if (strcmp(graph_attr_string(n, "auto_pad", "NOTSET"), "NOTSET")) return false;
+  if (n->ninputs > 2 && n->inputs[2] >= 0) {
+    const GraphTensor *b = graph_value_constant(g, n->inputs[2]);
+    if (!b || !dtype_eq(b->dtype, DT_F32) || graph_tensor_numel(b) != w->dims[0]) return false;
+  }
+  int64_t group = graph_attr_int(n, "group", 1);
+  *depthwise = group != 1;
+  if (group == 1) return w->dims[1] == x->dims[1];
+  return group == x->dims[1] && w->dims[0] == x->dims[1] && w->dims[1] == 1;
+}
+
+static ValueId blocked_weights(Graph *g, const GraphNode *n, int cb, int kb, bool depthwise) {
+  const GraphTensor *w = graph_value_constant(g, n->inputs[1]);
+  int64_t K = w->dims[0], C = w->dims[1], R = w->dims[2], S = w->dims[3];
+  int64_t dims[6] = {K / kb, C / cb, R, S, cb, kb};
+  if (depthwise) dims[1] = 1, dims[4] = 1;
+  GraphTensor *o = graph_tensor_new(g->arena, w->dtype, 6, dims);
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t ch = 0; ch < C; ch++)
+      for (int64_t r = 0; r < R; r++)
+        for (int64_t s = 0; s < S; s++) {
+          int64_t src = ((k * C + ch) * R + r) * S + s;
+          int64_t dst = ((((k / kb * dims[1] + ch / cb) * R + r) * S + s) * dims[4] + ch % cb) * kb + k % kb;
+          graph_tensor_set_f64(o, dst, graph_tensor_get_f64(w, src));
+        }
+  return graph_add_constant(g, arena_printf(g->arena, "%s_oihw%di%do", g->values[n->inputs[1]].name, cb, kb), o);
+}
+
+static void copy_int_attr_list(Graph *g, GraphNode *dst, const GraphNode *src, const char *name, int count, int64_t dflt) {
+  int cnt = 0;
+  const int64_t *p = NULL;
+  const GraphAttr *a = graph_node_attr(src, name);
+  if (a && a->kind == GRAPH_ATTR_INTS) {
+    p = a->ints;
+    cnt = a->n;
+  }
+  int64_t v[4];
+  for (int k = 0; k < count; k++) v[k] = p && k < cnt ? p[k] : dflt;
+  graph_node_set_attr(g, dst, graph_attr_make_ints(g, name, v, count));
+}
+
+static void rewrite_conv(LayoutCtx *c, const GraphNode *n, bool depthwise) {
+  Graph *g = c->g;
+  ValueId x = n->inputs[0], y = n->outputs[0];
+  int64_t C = g->values[x].dims[1], K = g->values[y].dims[1];
+  int cb = pick_block(C, c->max_block), kb = depthwise ? cb : pick_block(K, c->max_block);
+  ValueId xb = get_blocked(c, x, cb);
+  ValueId wb = blocked_weights(g, n, cb, kb, depthwise);
+  ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", kb));
+  ValueId ins[2] = {xb, wb};
+  GraphNode *cn = graph_nodebuf_add(g, &c->buf, GRAPH_OP_CONV_NCHWC, n->name, ins, 2, &yb, 1);
+  copy_int_attr_list(g, cn, n, "strides", 2, 1);
+  copy_int_attr_list(g, cn, n, "dilations", 2, 1);
+  copy_int_attr_list(g, cn, n, "pads", 4, 0);
+  graph_node_set_attr(g, cn, graph_attr_make_int(g, "group", graph_attr_int(n, "group", 1)));
+  if (n->ninputs > 2 && n->inputs[2] >= 0) {
+    const GraphTensor *b = graph_value_constant(g, n->inputs[2]);
+    int64_t dims[5] = {1, K / kb, 1, 1, kb};
+    GraphTensor *bt = graph_tensor_new(g->arena, b->dtype, 5, dims);
+    for (int64_t k = 0; k < K; k++) graph_tensor_set_f64(bt, k, graph_tensor_get_f64(b, k)); /* same order */
+    ValueId bv = graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[n->inputs[2]].name, kb), bt);
+    ValueId ya = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "bias_nchw%dc", kb));
+    ValueId ain[2] = {yb, bv};
+    graph_nodebuf_add(g, &c->buf, GRAPH_OP_ADD, arena_printf(g->arena, "%s_bias", n->name), ain, 2, &ya, 1);
+    yb = ya;
+  }
+  c->rep_id[y] = yb;
+  c->rep_block[y] = kb;
+  c->nchw_ok[y] = false;
+}
+
+/* ---- elementwise and per-channel broadcast ops ---- */
+
+static bool same_dims(const GraphValue *a, const GraphValue *b) {
+  if (a->rank != b->rank) return false;
+  for (int k = 0; k < a->rank; k++)
+    if (a->dims[k] != b->dims[k]) return false;
+  return true;
+}
+
+/* A constant that broadcasts against NCHW [N, C, H, W] per channel or as a
+ * whole: right-aligned shape [1, C or 1, 1, 1]. */
+static bool per_channel_const(const Graph *g, ValueId v, int64_t channels) {
+  const GraphTensor *t = graph_value_constant(g, v);
+  if (!t || t->rank > 4 || !dtype_is_float(t->dtype)) return false;
+  for (int k = 0; k < t->rank; k++) {
+    int axis = k + 4 - t->rank;
+    if (t->dims[k] != 1 && !(axis == 1 && t->dims[k] == channels)) return false;
+  }
+  return true;
+}
+
+static ValueId block_channel_const(Graph *g, ValueId v, int64_t channels, int b) {
+  const GraphTensor *t = graph_value_constant(g, v);
+  if (graph_tensor_numel(t) == 1 && t->rank <= 1) return v; /* a scalar broadcasts against rank 5 as is */
+  bool per = graph_tensor_numel(t) == channels && channels > 1;
+  int64_t dims[5] = {1, per ? channels / b : 1, 1, 1, per ? b : 1};
+  GraphTensor *o = graph_tensor_new(g->arena, t->dtype, 5, dims);
+  for (int64_t k = 0; k < graph_tensor_numel(o); k++) graph_tensor_set_f64(o, k, graph_tensor_get_f64(t, k));
+  return graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[v].name, b), o);
+}
+
+static bool is_blockable_binary(GraphOp op) {
+  return op == GRAPH_OP_ADD || op == GRAPH_OP_SUB || op == GRAPH_OP_MUL || op == GRAPH_OP_DIV || op == GRAPH_OP_MAX ||
+         op == GRAPH_OP_MIN || op == GRAPH_OP_SUM || op == GRAPH_OP_PRELU;
+}
+
+/* Rewrites n over blocked inputs when it is an elementwise op or a binary
+ * per-channel broadcast with at least one blocked input; false otherwise. */
+static bool try_rewrite_elementwise(LayoutCtx *c, const GraphNode *n) {
+  Graph *g = c->g;
+  if (n->noutputs != 1 || n->outputs[0] < 0 || n->ninputs < 1 || n->inputs[0] < 0) return false;
+  ValueId y = n->outputs[0];
+  const GraphValue *yv = &g->values[y];
+  if (yv->rank != 4 || !graph_value_is_static(yv)) return false;
+  GraphOpPattern pat = graph_op_info(n->op)->pattern;
+  int b = 0;
+  for (int k = 0; k < n->ninputs && !b; k++)
+    if (n->inputs[k] >= 0 && n->inputs[k] < c->nvalues0 && c->rep_block[n->inputs[k]] > 0) b = c->rep_block[n->inputs[k]];
+  if (!b) return false;
+  int64_t channels = yv->dims[1];
+  if (channels % b) return false;
+  ValueId ins[8];
+  if (n->ninputs > 8) return false;
+  if (pat == GRAPH_PATTERN_ELEMWISE && n->op != GRAPH_OP_DROPOUT) {
+    /* Only input 0 is a tensor; others (Clip bounds) must be scalars. */
+    if (c->rep_block[n->inputs[0]] <= 0 || !same_dims(&g->values[n->inputs[0]], yv)) return false;
+    for (int k = 1; k < n->ninputs; k++) {
+      const GraphTensor *t = graph_value_constant(g, n->inputs[k]);
+      if (n->inputs[k] >= 0 && (!t || graph_tensor_numel(t) != 1)) return false;
+    }
+    for (int k = 0; k < n->ninputs; k++) ins[k] = n->inputs[k];
+    ins[0] = get_blocked(c, n->inputs[0], b);
+  } else if (is_blockable_binary(n->op)) {
+    /* Decide first, emit after: a refusal must not leave transforms behind. */
+    for (int k = 0; k < n->ninputs; k++) {
+      ValueId v = n->inputs[k];
+      if (v < 0) return false;
+      bool full = same_dims(&g->values[v], yv);
+      if (!full && !(n->op != GRAPH_OP_PRELU || k == 1 ? per_channel_const(g, v, channels) : false)) return false;
+    }
+    for (int k = 0; k < n->ninputs; k++) {
+      ValueId v = n->inputs[k];
+      ins[k] = same_dims(&g->values[v], &g->values[y]) ? get_blocked(c, v, b) : block_channel_const(g, v, channels, b);
+    }
+  } else {
+    return false;
+  }
+  /* get_blocked may have grown g->values: yv is stale from here on. */
+  ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", b));
+  GraphNode *o = graph_nodebuf_add(g, &c->buf, n->op, n->name, ins, n->ninputs, &yb, 1);
+  o->attrs = n->attrs;
+  o->nattrs = n->nattrs;
+  c->rep_id[y] = yb;
+  c->rep_block[y] = b;
+  c->nchw_ok[y] = false;
+  return true;
+}
+
+loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, LoomError *err) {
+  LayoutCtx c = {0};
+  c.g = g;
+  c.max_block = opts && opts->max_block > 0 ? opts->max_block : 16;
+  c.nvalues0 = g->nvalues;
+  c.rep_id = malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
+  c.rep_block = calloc((size_t)g->nvalues + 1, sizeof(int));
+  c.nchw_ok = malloc((size_t)g->nvalues + 1);
+  if (!c.rep_id || !c.rep_block || !c.nchw_ok) {
+    free(c.rep_id);
+    free(c.rep_block);
+    free(c.nchw_ok);
+    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+  }
+  for (int v = 0; v < g->nvalues; v++) {
+    c.rep_id[v] = v;
+    c.nchw_ok[v] = true;
+  }
+  int n0 = g->nnodes;
+  for (int i = 0; i < n0; i++) {
+    const GraphNode *n = &g->nodes[i];
+    bool depthwise;
+    if (conv_eligible(g, n, &depthwise)) {
+      rewrite_conv(&c, n, depthwise);
+      continue;
+    }
+    if (try_rewrite_elementwise(&c, n)) continue;
+    for (int k = 0; k < n->ninputs; k++) need_nchw(&c, n->inputs[k]);
+    graph_nodebuf_push(g, &c.buf, n);
+  }
+  for (int k = 0; k < g->noutputs; k++) need_nchw(&c, g->outputs[k]);
+  graph_nodebuf_commit(g, &c.buf);
+  free(c.rep_id);
+  free(c.rep_block);
+  free(c.nchw_ok);
+  loom_status st = graph_pass_infer(g, err);
+  return st ? st : graph_verify(g, err);
+}

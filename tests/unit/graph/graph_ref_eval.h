@@ -1,0 +1,248 @@
+/* A tiny reference evaluator for graph tests, in double precision, for the
+ * ops the optimization passes rewrite: Conv (NCHW, any group), ConvNCHWc,
+ * LayoutTransform, broadcast Add/Sub/Mul/Div/Max/Min, Relu, Clip, Sigmoid,
+ * BatchNormalization, MaxPool, GlobalAveragePool, Flatten. Written from the
+ * ONNX specification (and infer_nchwc.c for Loom's own ops), independent of
+ * the passes under test. Types come from inference. */
+#ifndef LOOM_TESTS_GRAPH_REF_EVAL_H
+#define LOOM_TESTS_GRAPH_REF_EVAL_H
+
+#include "graph/graph.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline int64_t ref_numel(const Graph *g, ValueId v) { return graph_shape_numel(g->values[v].rank, g->values[v].dims); }
+
+static inline int ref_layout_block(const char *s) { return s[4] ? atoi(s + 4) : 0; }
+
+/* NCHW offset of (n, c, h, w) in a tensor of NCHW dims d or, when block b >
+ * 0, in its blocked form with dims [N, C/b, H, W, b]. */
+static inline int64_t ref_off(const int64_t *d, int b, int64_t n, int64_t c, int64_t h, int64_t w) {
+  if (!b) return ((n * d[1] + c) * d[2] + h) * d[3] + w;
+  return (((n * d[1] + c / b) * d[2] + h) * d[3] + w) * b + c % b;
+}
+
+static inline void ref_binary(const Graph *g, const GraphNode *n, double **val) {
+  const GraphValue *o = &g->values[n->outputs[0]];
+  int64_t count = ref_numel(g, n->outputs[0]);
+  int64_t idx[16] = {0};
+  for (int64_t k = 0; k < count; k++) {
+    double acc = 0;
+    for (int q = 0; q < n->ninputs; q++) {
+      const GraphValue *in = &g->values[n->inputs[q]];
+      int64_t off = 0;
+      for (int d = 0; d < in->rank; d++) {
+        int od = d + o->rank - in->rank;
+        off = off * in->dims[d] + (in->dims[d] == 1 ? 0 : idx[od]);
+      }
+      double x = val[n->inputs[q]][off];
+      if (q == 0) { acc = x; continue; }
+      switch (n->op) {
+      case GRAPH_OP_ADD: case GRAPH_OP_SUM: acc += x; break;
+      case GRAPH_OP_SUB: acc -= x; break;
+      case GRAPH_OP_MUL: acc *= x; break;
+      case GRAPH_OP_DIV: acc /= x; break;
+      case GRAPH_OP_MAX: acc = acc > x ? acc : x; break;
+      case GRAPH_OP_MIN: acc = acc < x ? acc : x; break;
+      case GRAPH_OP_PRELU: acc = acc < 0 ? acc * x : acc; break;
+      default: fail_msg("ref_binary: op %s", graph_op_info(n->op)->name);
+      }
+    }
+    val[n->outputs[0]][k] = acc;
+    for (int d = o->rank - 1; d >= 0; d--) {
+      if (++idx[d] < o->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+static inline void ref_conv(const Graph *g, const GraphNode *n, double **val, bool blocked) {
+  const GraphValue *xv = &g->values[n->inputs[0]], *yv = &g->values[n->outputs[0]], *wv = &g->values[n->inputs[1]];
+  int xb = blocked ? (int)xv->dims[4] : 0, yb = blocked ? (int)yv->dims[4] : 0;
+  int64_t xd[4] = {xv->dims[0], xv->dims[1], xv->dims[2], xv->dims[3]};
+  int64_t yd[4] = {yv->dims[0], yv->dims[1], yv->dims[2], yv->dims[3]};
+  int64_t C = blocked ? xd[1] * xb : xd[1], K = blocked ? yd[1] * yb : yd[1];
+  int64_t R = wv->dims[2], S = wv->dims[3];
+  int64_t group = graph_attr_int(n, "group", 1);
+  int64_t cpg = C / group, kpg = K / group;
+  const GraphAttr *st = graph_node_attr(n, "strides"), *pd = graph_node_attr(n, "pads"), *dl = graph_node_attr(n, "dilations");
+  int64_t sh = st ? st->ints[0] : 1, sw = st ? st->ints[1] : 1, pt = pd ? pd->ints[0] : 0, pl = pd ? pd->ints[1] : 0;
+  int64_t dh = dl ? dl->ints[0] : 1, dw = dl ? dl->ints[1] : 1;
+  const double *x = val[n->inputs[0]], *w = val[n->inputs[1]];
+  const double *bias = !blocked && n->ninputs > 2 && n->inputs[2] >= 0 ? val[n->inputs[2]] : NULL;
+  int64_t wc = blocked ? wv->dims[4] : 0, wk = blocked ? wv->dims[5] : 0;
+  for (int64_t b = 0; b < yd[0]; b++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t oh = 0; oh < (blocked ? yd[2] : yd[2]); oh++)
+        for (int64_t ow = 0; ow < yd[3]; ow++) {
+          double acc = bias ? bias[k] : 0;
+          int64_t gi = k / kpg;
+          for (int64_t cl = 0; cl < cpg; cl++) {
+            int64_t ch = gi * cpg + cl;
+            for (int64_t r = 0; r < R; r++)
+              for (int64_t s = 0; s < S; s++) {
+                int64_t ih = oh * sh - pt + r * dh, iw = ow * sw - pl + s * dw;
+                if (ih < 0 || iw < 0 || ih >= xd[2] || iw >= xd[3]) continue;
+                double wvv;
+                if (!blocked) {
+                  wvv = w[((k * cpg + cl) * R + r) * S + s];
+                } else if (group == 1) {
+                  wvv = w[(((((k / wk) * wv->dims[1] + ch / wc) * R + r) * S + s) * wc + ch % wc) * wk + k % wk];
+                } else {
+                  wvv = w[((((k / wk) * R + r) * S + s)) * wk + k % wk];
+                }
+                acc += x[ref_off(xd, xb, b, ch, ih, iw)] * wvv;
+              }
+          }
+          val[n->outputs[0]][ref_off(yd, yb, b, k, oh, ow)] = acc;
+        }
+}
+
+static inline void ref_layout(const Graph *g, const GraphNode *n, double **val) {
+  int sb = ref_layout_block(graph_attr_string(n, "src_layout", "NCHW"));
+  int db = ref_layout_block(graph_attr_string(n, "dst_layout", "NCHW"));
+  const GraphValue *xv = &g->values[n->inputs[0]], *yv = &g->values[n->outputs[0]];
+  int64_t xd[4] = {xv->dims[0], xv->dims[1], xv->dims[2], xv->dims[3]};
+  int64_t yd[4] = {yv->dims[0], yv->dims[1], yv->dims[2], yv->dims[3]};
+  int64_t C = sb ? xd[1] * sb : xd[1];
+  for (int64_t b = 0; b < xd[0]; b++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t h = 0; h < xd[2]; h++)
+        for (int64_t w = 0; w < xd[3]; w++)
+          val[n->outputs[0]][ref_off(yd, db, b, c, h, w)] = val[n->inputs[0]][ref_off(xd, sb, b, c, h, w)];
+}
+
+static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
+  ValueId y = n->outputs[0];
+  int64_t count = ref_numel(g, y);
+  const double *x = val[n->inputs[0]];
+  double *o = val[y];
+  const GraphValue *xv = &g->values[n->inputs[0]];
+  switch (n->op) {
+  case GRAPH_OP_CONV: ref_conv(g, n, val, false); return;
+  case GRAPH_OP_CONV_NCHWC: ref_conv(g, n, val, true); return;
+  case GRAPH_OP_LAYOUT_TRANSFORM: ref_layout(g, n, val); return;
+  case GRAPH_OP_RELU: for (int64_t k = 0; k < count; k++) o[k] = x[k] > 0 ? x[k] : 0; return;
+  case GRAPH_OP_SIGMOID: for (int64_t k = 0; k < count; k++) o[k] = 1 / (1 + exp(-x[k])); return;
+  case GRAPH_OP_IDENTITY: case GRAPH_OP_FLATTEN: case GRAPH_OP_RESHAPE: memcpy(o, x, sizeof(double) * (size_t)count); return;
+  case GRAPH_OP_CLIP: {
+    double lo = n->ninputs > 1 && n->inputs[1] >= 0 ? val[n->inputs[1]][0] : -INFINITY;
+    double hi = n->ninputs > 2 && n->inputs[2] >= 0 ? val[n->inputs[2]][0] : INFINITY;
+    for (int64_t k = 0; k < count; k++) o[k] = x[k] < lo ? lo : x[k] > hi ? hi : x[k];
+    return;
+  }
+  case GRAPH_OP_BATCH_NORM: {
+    int64_t C = xv->dims[1], inner = count / xv->dims[0] / C;
+    double eps = graph_attr_float(n, "epsilon", 1e-5);
+    for (int64_t k = 0; k < count; k++) {
+      int64_t c = k / inner % C;
+      double s = val[n->inputs[1]][c], b = val[n->inputs[2]][c], m = val[n->inputs[3]][c], v = val[n->inputs[4]][c];
+      o[k] = (x[k] - m) / sqrt(v + eps) * s + b;
+    }
+    return;
+  }
+  case GRAPH_OP_GLOBAL_AVERAGE_POOL: {
+    int64_t inner = ref_numel(g, n->inputs[0]) / count;
+    for (int64_t k = 0; k < count; k++) {
+      double acc = 0;
+      for (int64_t j = 0; j < inner; j++) acc += x[k * inner + j];
+      o[k] = acc / (double)inner;
+    }
+    return;
+  }
+  case GRAPH_OP_MAX_POOL: {
+    const GraphValue *yv = &g->values[y];
+    const GraphAttr *ks = graph_node_attr(n, "kernel_shape"), *st = graph_node_attr(n, "strides"), *pd = graph_node_attr(n, "pads");
+    for (int64_t b = 0; b < yv->dims[0] * yv->dims[1]; b++)
+      for (int64_t oh = 0; oh < yv->dims[2]; oh++)
+        for (int64_t ow = 0; ow < yv->dims[3]; ow++) {
+          double m = -INFINITY;
+          for (int64_t r = 0; r < ks->ints[0]; r++)
+            for (int64_t s = 0; s < ks->ints[1]; s++) {
+              int64_t ih = oh * (st ? st->ints[0] : 1) - (pd ? pd->ints[0] : 0) + r;
+              int64_t iw = ow * (st ? st->ints[1] : 1) - (pd ? pd->ints[1] : 0) + s;
+              if (ih < 0 || iw < 0 || ih >= xv->dims[2] || iw >= xv->dims[3]) continue;
+              double v = x[(b * xv->dims[2] + ih) * xv->dims[3] + iw];
+              if (v > m) m = v;
+            }
+          o[(b * yv->dims[2] + oh) * yv->dims[3] + ow] = m;
+        }
+    return;
+  }
+  default: ref_binary(g, n, val); return;
+  }
+}
+
+/* Evaluates g; inputs[k] holds graph input k. Returns one malloc'ed array
+ * per value (NULL where never computed); free with ref_free. */
+static inline double **ref_eval(const Graph *g, double *const *inputs) {
+  double **val = calloc((size_t)g->nvalues, sizeof(double *));
+  for (int v = 0; v < g->nvalues; v++) {
+    const GraphTensor *t = g->values[v].constant;
+    if (!t) continue;
+    int64_t n = graph_tensor_numel(t);
+    val[v] = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t k = 0; k < n; k++) val[v][k] = graph_tensor_get_f64(t, k);
+  }
+  for (int k = 0; k < g->ninputs; k++) {
+    int64_t n = ref_numel(g, g->inputs[k]);
+    val[g->inputs[k]] = malloc(sizeof(double) * (size_t)n);
+    memcpy(val[g->inputs[k]], inputs[k], sizeof(double) * (size_t)n);
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    const GraphNode *n = &g->nodes[i];
+    int64_t count = ref_numel(g, n->outputs[0]);
+    assert_true(count >= 0);
+    free(val[n->outputs[0]]);
+    val[n->outputs[0]] = calloc((size_t)(count ? count : 1), sizeof(double));
+    ref_node(g, n, val);
+  }
+  return val;
+}
+
+static inline void ref_free(const Graph *g, double **val) {
+  for (int v = 0; v < g->nvalues; v++) free(val[v]);
+  free(val);
+}
+
+/* Max relative error |a - b| / max(1, |b|) over n elements. */
+static inline double ref_max_rel_err(const double *a, const double *b, int64_t n) {
+  double m = 0;
+  for (int64_t k = 0; k < n; k++) {
+    double d = fabs(a[k] - b[k]) / fmax(1.0, fabs(b[k]));
+    if (d > m) m = d;
+  }
+  return m;
+}
+
+/* Copies of the graph outputs' values (outs[k] for output k). */
+static inline double **ref_eval_outputs(const Graph *g, double *const *inputs) {
+  double **val = ref_eval(g, inputs);
+  double **outs = calloc((size_t)g->noutputs + 1, sizeof(double *));
+  for (int k = 0; k < g->noutputs; k++) {
+    int64_t n = ref_numel(g, g->outputs[k]);
+    outs[k] = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    memcpy(outs[k], val[g->outputs[k]], sizeof(double) * (size_t)n);
+  }
+  ref_free(g, val);
+  return outs;
+}
+
+/* Max relative error between the outputs of g now and `before`; frees before. */
+static inline double ref_compare_outputs(const Graph *g, double *const *inputs, double **before) {
+  double **after = ref_eval_outputs(g, inputs);
+  double m = 0;
+  for (int k = 0; k < g->noutputs; k++) {
+    double e = ref_max_rel_err(after[k], before[k], ref_numel(g, g->outputs[k]));
+    if (e > m) m = e;
+    free(after[k]);
+    free(before[k]);
+  }
+  free(after);
+  free(before);
+  return m;
+}
+
+#endif
