@@ -30,11 +30,16 @@ const Artifact *executor_artifact(const LoomModel *m) { return m->art; }
 
 const char *loom_runtime_version(void) { return LOOM_VERSION_STRING; }
 
-static void *alloc64(uint64_t bytes) {
-  /* aligned_alloc needs a multiple of the alignment; never ask for 0. */
+/* 64-byte aligned, never 0 bytes (aligned_alloc wants a multiple of the
+ * alignment). Input and output buffers are zeroed so a run is deterministic
+ * whatever the kernels do; the arena is not: every intermediate is written
+ * before it is read, and touching a large arena's pages at load would cost
+ * time and resident memory for nothing. */
+static void *alloc64(uint64_t bytes, bool zero) {
+  if (bytes > SIZE_MAX - 64) return NULL;
   size_t n = (size_t)((bytes + 63) / 64 * 64);
   void *p = aligned_alloc(64, n ? n : 64);
-  if (p) memset(p, 0, n ? n : 64);
+  if (p && zero) memset(p, 0, n ? n : 64);
   return p;
 }
 
@@ -78,7 +83,7 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
   m->inputs = calloc(ni, sizeof(void *));
   m->input_set = calloc(ni, sizeof(bool));
   m->outputs = calloc(no, sizeof(void *));
-  m->arena = alloc64(s->arena_bytes);
+  m->arena = alloc64(s->arena_bytes, false);
   m->arg_start = calloc(nc, sizeof(int32_t));
   m->prof_ms = calloc(nc, sizeof(double));
   m->prof_runs = calloc(nc, sizeof(int64_t));
@@ -86,10 +91,10 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
     return err_set(err, LOOM_ERR_RUNTIME, "out of memory allocating the model (arena of %llu bytes)",
                    (unsigned long long)s->arena_bytes);
   for (int32_t i = 0; i < s->num_inputs; i++)
-    if (!(m->inputs[i] = alloc64(s->inputs[i].nbytes)))
+    if (!(m->inputs[i] = alloc64(s->inputs[i].nbytes, true)))
       return err_set(err, LOOM_ERR_RUNTIME, "out of memory for input \"%s\"", s->inputs[i].name);
   for (int32_t i = 0; i < s->num_outputs; i++)
-    if (!(m->outputs[i] = alloc64(s->outputs[i].nbytes)))
+    if (!(m->outputs[i] = alloc64(s->outputs[i].nbytes, true)))
       return err_set(err, LOOM_ERR_RUNTIME, "out of memory for output \"%s\"", s->outputs[i].name);
   size_t total = 0;
   for (int32_t c = 0; c < s->num_calls; c++) {
@@ -115,7 +120,7 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
     if (m->art->kernels[k].workspace_bytes > m->workspace_bytes) m->workspace_bytes = m->art->kernels[k].workspace_bytes;
   if (m->workspace_bytes) {
     m->workspace_bytes = (m->workspace_bytes + 63) / 64 * 64;
-    if (!(m->workspace = alloc64(m->workspace_bytes)))
+    if (!(m->workspace = alloc64(m->workspace_bytes, false)))
       return err_set(err, LOOM_ERR_RUNTIME, "out of memory for a %zu-byte kernel workspace", m->workspace_bytes);
   }
   return LOOM_OK;
