@@ -1,0 +1,203 @@
+/* NCHWc layout rewrite: results equal before and after on the reference
+ * evaluator (double), transforms only at boundaries and never back to
+ * back, blocked weights and per-channel constants, graph output ids kept. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "graph/passes.h"
+#include "unit/graph/graph_build.h"
+#include "unit/graph/graph_ref_eval.h"
+
+static double layout_and_compare(Graph *g, const GraphLayoutOptions *opts, bool fold_bn) {
+  LoomError err = {0};
+  if (graph_pass_infer(g, &err)) fail_msg("%s", err.msg);
+  uint64_t seed = 99;
+  double **in = gb_random_inputs(g, &seed);
+  double **before = ref_eval_outputs(g, in);
+  if (fold_bn && graph_pass_fold_batchnorm(g, &err)) fail_msg("%s", err.msg);
+  if (graph_pass_layout_nchwc(g, opts, &err)) fail_msg("%s", err.msg);
+  if (graph_pass_dce(g, &err)) fail_msg("%s", err.msg);
+  double e = ref_compare_outputs(g, in, before);
+  gb_free_inputs(g, in);
+  return e;
+}
+
+/* No transform reads a transform's output (they would cancel). */
+static void check_no_back_to_back(const Graph *g) {
+  for (int i = 0; i < g->nnodes; i++) {
+    if (g->nodes[i].op != GRAPH_OP_LAYOUT_TRANSFORM) continue;
+    int p = g->values[g->nodes[i].inputs[0]].producer;
+    assert_true(p < 0 || g->nodes[p].op != GRAPH_OP_LAYOUT_TRANSFORM);
+  }
+}
+
+static const GraphNode *first_op(const Graph *g, GraphOp op) {
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].op == op) return &g->nodes[i];
+  return NULL;
+}
+
+/* conv(3->16) + relu -> conv(16->8, stride 2) + per-channel add + clip ->
+ * GlobalAveragePool -> Flatten: one transform in (block 1: 3 channels), one
+ * out before the pool. */
+static void test_conv_chain(void **state) {
+  (void)state;
+  uint64_t seed = 1;
+  Graph *g = graph_new("chain");
+  int64_t xd[4] = {1, 3, 8, 8}, cd[3] = {8, 1, 1};
+  ValueId x = gb_input(g, "x", 4, xd);
+  ValueId c1 = gb_conv(g, "conv1", x, 3, 16, 3, 1, 1, true, &seed);
+  ValueId r1 = gb_unary(g, GRAPH_OP_RELU, "relu1", c1);
+  ValueId c2 = gb_conv(g, "conv2", r1, 16, 8, 3, 2, 1, true, &seed);
+  ValueId a = gb_binary(g, GRAPH_OP_ADD, "shift", c2, gb_const(g, "shift_c", 3, cd, &seed, -1, 1));
+  ValueId clip_in[3] = {a, gb_scalar(g, "lo", 0.0), gb_scalar(g, "hi", 0.5)};
+  ValueId cl = gb_node(g, GRAPH_OP_CLIP, "clip", clip_in, 3);
+  ValueId p = gb_unary(g, GRAPH_OP_GLOBAL_AVERAGE_POOL, "gap", cl);
+  ValueId f = gb_unary(g, GRAPH_OP_FLATTEN, "flatten", p);
+  gb_output(g, f);
+  assert_true(layout_and_compare(g, NULL, false) < 1e-9);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 2);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_CONV), 0);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 2);
+  check_no_back_to_back(g);
+  /* Blocks: 3 input channels -> c = 1, 16 -> k = 16; second conv c = 16, k = 8. */
+  const GraphNode *cv = first_op(g, GRAPH_OP_CONV_NCHWC);
+  const GraphValue *w = &g->values[cv->inputs[1]];
+  int64_t want[6] = {1, 3, 3, 3, 1, 16};
+  assert_int_equal(w->rank, 6);
+  for (int k = 0; k < 6; k++) assert_int_equal(w->dims[k], want[k]);
+  /* The GAP reads NCHW through a transform that writes the clip's own id. */
+  const GraphNode *gap = first_op(g, GRAPH_OP_GLOBAL_AVERAGE_POOL);
+  assert_int_equal(gap->inputs[0], cl);
+  assert_int_equal(g->nodes[g->values[cl].producer].op, GRAPH_OP_LAYOUT_TRANSFORM);
+  assert_string_equal(graph_attr_string(&g->nodes[g->values[cl].producer], "src_layout", ""), "NCHW8c");
+  graph_free(g);
+}
+
+/* Residual block with a standalone BN (becomes per-channel Mul + Add) and a
+ * MaxPool (needs NCHW). */
+static void test_residual_bn_pool(void **state) {
+  (void)state;
+  uint64_t seed = 2;
+  Graph *g = graph_new("res");
+  int64_t xd[4] = {2, 8, 6, 6};
+  ValueId x = gb_input(g, "x", 4, xd);
+  ValueId c1 = gb_conv(g, "conv1", x, 8, 8, 3, 1, 1, true, &seed);
+  ValueId r1 = gb_unary(g, GRAPH_OP_RELU, "relu1", c1);
+  ValueId bn = gb_bn(g, "bn", r1, 8, &seed);
+  ValueId c2 = gb_conv(g, "conv2", bn, 8, 8, 1, 1, 1, false, &seed);
+  ValueId a = gb_binary(g, GRAPH_OP_ADD, "residual", c2, r1);
+  ValueId r2 = gb_unary(g, GRAPH_OP_RELU, "relu2", a);
+  ValueId mp = gb_unary(g, GRAPH_OP_MAX_POOL, "pool", r2);
+  int64_t ks[2] = {2, 2}, st[2] = {2, 2};
+  gb_ints_attr(g, mp, "kernel_shape", ks, 2);
+  gb_ints_attr(g, mp, "strides", st, 2);
+  gb_output(g, mp);
+  assert_true(layout_and_compare(g, NULL, true) < 1e-6);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 2);
+  /* x in, r2 out to the pool. */
+  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 2);
+  check_no_back_to_back(g);
+  /* The BN's Mul constant became [1, 1, 1, 1, 8]. */
+  const GraphNode *m = first_op(g, GRAPH_OP_MUL);
+  const GraphTensor *t = graph_value_constant(g, m->inputs[1]);
+  assert_non_null(t);
+  assert_int_equal(t->rank, 5);
+  assert_int_equal(t->dims[4], 8);
+  assert_int_equal(g->values[m->outputs[0]].rank, 5);
+  graph_free(g);
+}
+
+/* Depthwise conv, then a 1x1 conv whose output is the graph output: the
+ * final transform writes the output's own id. Also with max_block 4. */
+static void test_depthwise_and_output(void **state) {
+  (void)state;
+  for (int variant = 0; variant < 2; variant++) {
+    uint64_t seed = 3;
+    Graph *g = graph_new("dw");
+    int64_t xd[4] = {1, 16, 5, 5};
+    ValueId x = gb_input(g, "x", 4, xd);
+    ValueId d = gb_conv(g, "dw", x, 16, 16, 3, 1, 16, true, &seed);
+    ValueId r = gb_unary(g, GRAPH_OP_RELU, "relu", d);
+    ValueId pw = gb_conv(g, "pw", r, 16, 24, 1, 1, 1, true, &seed);
+    gb_output(g, pw);
+    gb_output(g, r);
+    GraphLayoutOptions o = {variant ? 4 : 0};
+    assert_true(layout_and_compare(g, &o, false) < 1e-9);
+    assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 2);
+    assert_int_equal(g->outputs[0], pw);
+    assert_int_equal(g->outputs[1], r);
+    assert_int_equal(g->nodes[g->values[pw].producer].op, GRAPH_OP_LAYOUT_TRANSFORM);
+    const GraphNode *cv = first_op(g, GRAPH_OP_CONV_NCHWC);
+    assert_int_equal(graph_attr_int(cv, "group", 1), 16);
+    const GraphValue *w = &g->values[cv->inputs[1]];
+    int b = variant ? 4 : 16;
+    int64_t want[6] = {16 / b, 1, 3, 3, 1, b};
+    for (int k = 0; k < 6; k++) assert_int_equal(w->dims[k], want[k]);
+    /* 24 output channels: block 8 (or 4). */
+    const GraphValue *out = &g->values[g->nodes[g->values[pw].producer].inputs[0]];
+    assert_int_equal(out->dims[4], variant ? 4 : 8);
+    check_no_back_to_back(g);
+    graph_free(g);
+  }
+}
+
+/* Non-constant weights: the conv stays NCHW and no transform appears. */
+static void test_ineligible_conv_untouched(void **state) {
+  (void)state;
+  Graph *g = graph_new("dyn");
+  int64_t xd[4] = {1, 4, 4, 4}, wd[4] = {4, 4, 1, 1};
+  ValueId x = gb_input(g, "x", 4, xd), w = gb_input(g, "w", 4, wd);
+  ValueId ins[2] = {x, w};
+  ValueId c = gb_node(g, GRAPH_OP_CONV, "conv", ins, 2);
+  gb_output(g, gb_unary(g, GRAPH_OP_RELU, "relu", c));
+  assert_true(layout_and_compare(g, NULL, false) < 1e-12);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 0);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 0);
+  graph_free(g);
+}
+
+/* Bad LayoutTransform attributes are errors naming the node. */
+static void test_bad_layout_attr(void **state) {
+  (void)state;
+  Graph *g = graph_new("bad");
+  int64_t xd[4] = {1, 6, 2, 2};
+  ValueId x = gb_input(g, "x", 4, xd);
+  ValueId y = gb_unary(g, GRAPH_OP_LAYOUT_TRANSFORM, "lt", x);
+  GraphNode *n = &g->nodes[g->values[y].producer];
+  GraphAttr s = {.name = "src_layout", .kind = GRAPH_ATTR_STRING, .s = "NCHW"};
+  GraphAttr d = {.name = "dst_layout", .kind = GRAPH_ATTR_STRING, .s = "NCHW4c"};
+  graph_node_set_attr(g, n, s);
+  graph_node_set_attr(g, n, d);
+  gb_output(g, y);
+  LoomError err = {0};
+  assert_int_equal(graph_pass_infer(g, &err), LOOM_ERR_INVALID_ARG);
+  assert_non_null(strstr(err.msg, "\"lt\""));
+  assert_non_null(strstr(err.msg, "divisible"));
+  d.s = "NHWC";
+  graph_node_set_attr(g, n, d);
+  assert_int_equal(graph_pass_infer(g, &err), LOOM_ERR_INVALID_ARG);
+  assert_non_null(strstr(err.msg, "NHWC"));
+  d.s = "NCHW2c";
+  graph_node_set_attr(g, n, d);
+  assert_int_equal(graph_pass_infer(g, &err), LOOM_OK);
+  assert_int_equal(g->values[y].rank, 5);
+  assert_int_equal(g->values[y].dims[1], 3);
+  graph_free(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_conv_chain),
+      cmocka_unit_test(test_residual_bn_pool),
+      cmocka_unit_test(test_depthwise_and_output),
+      cmocka_unit_test(test_ineligible_conv_untouched),
+      cmocka_unit_test(test_bad_layout_attr),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
