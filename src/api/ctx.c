@@ -154,8 +154,7 @@ loom_dtype api_dtype_public(DType t) {
                                    LOOM_I64, LOOM_U8,  LOOM_BOOL};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     DType d;
-    api_dtype(all[i], &d);
-    if (dtype_eq(d, t)) return all[i];
+    if (api_dtype(all[i], &d) && dtype_eq(d, t)) return all[i];
   }
   return (loom_dtype)-1;
 }

@@ -224,7 +224,7 @@ loom_status loom_module_run(loom_module *m, const char *name, DLTensor *const *a
   LoomError err = {0};
   Kernel k;
   if (driver_get_kernel(m->m, name, &k, &err) != LOOM_OK) return api_fail_err(ctx, fn, &err);
-  ThreadPool *pool;
+  ThreadPool *pool = NULL;
   loom_status st = ctx_pool(ctx, &pool);
   if (st != LOOM_OK) return st;
   if (kernel_call(&k, args, n, pool, NULL, &err) != LOOM_OK) return api_fail_err(ctx, fn, &err);

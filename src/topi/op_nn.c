@@ -195,6 +195,40 @@ TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
   return te_compute_named(a, name, 5, oshape, nchwc_names, bias_body, &c, err);
 }
 
+static const Expr *dw_nchwc_body(Arena *a, const Expr *const *ax, void *user) {
+  ConvArgs *c = user;
+  const Expr *ih = expr_add(a, expr_mul(a, ax[2], expr_i64(a, c->d.sh)),
+                            expr_mul(a, c->ry.var, expr_i64(a, c->d.dh)));
+  const Expr *iw = expr_add(a, expr_mul(a, ax[3], expr_i64(a, c->d.sw)),
+                            expr_mul(a, c->rx.var, expr_i64(a, c->d.dw)));
+  const Expr *zero = expr_i64(a, 0);
+  const Expr *xi[5] = {ax[0], ax[1], ih, iw, ax[4]};
+  const Expr *wi[6] = {ax[1], zero, c->ry.var, c->rx.var, zero, ax[4]};
+  IterVar axes[2] = {c->ry, c->rx};
+  return te_sum(a, expr_mul(a, te_load(a, c->x, xi), te_load(a, c->w, wi)), axes, 2, NULL);
+}
+
+TeTensor *topi_depthwise_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
+                                           const TopiConvParams *p, LoomError *err) {
+  const char *on = "Conv(NCHWc, depthwise)";
+  if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err) || !op_check_float(on, "W", w, err))
+    return NULL;
+  if (x->ndim != 5 || w->ndim != 6 || w->shape[1] != 1 || w->shape[4] != 1 || w->shape[0] != x->shape[1] ||
+      w->shape[5] != x->shape[4]) {
+    err_set(err, LOOM_ERR_INVALID_ARG,
+            "%s: X must be [N, C/c, H, W, c] and W [C/c, 1, R, S, 1, c] with the same blocks", on);
+    return NULL;
+  }
+  ConvDims d;
+  if (!conv_dims(on, p, x->shape[2], x->shape[3], w->shape[2], w->shape[3], &d, err)) return NULL;
+  const TeTensor *px = pad_hw(a, name, x, 2, d.pt, d.pl, d.pb, d.pr, op_const(a, x->dtype, 0), err);
+  if (!px) return NULL;
+  ConvArgs c = {.x = px, .w = w, .d = d, .ry = te_reduce_axis(a, "ry", w->shape[2]),
+                .rx = te_reduce_axis(a, "rx", w->shape[3])};
+  int64_t oshape[5] = {x->shape[0], x->shape[1], d.oh, d.ow, x->shape[4]};
+  return te_compute_named(a, name, 5, oshape, nchwc_names, dw_nchwc_body, &c, err);
+}
+
 typedef struct LayoutArgs {
   const TeTensor *x;
   int64_t cb, kb;

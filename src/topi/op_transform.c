@@ -465,7 +465,7 @@ TeTensor *topi_expand(Arena *a, const char *name, const TeTensor *x, const int64
 
 static const Expr *pad_body(Arena *a, const Expr *const *ax, void *user) {
   MoveArgs *m = user;
-  const Expr *idx[TOPI_MAX_RANK], *inside = NULL;
+  const Expr *idx[TOPI_MAX_RANK] = {0}, *inside = NULL;
   for (int d = 0; d < m->x->ndim; d++) {
     int64_t dim = m->x->shape[d];
     const Expr *i = m->v[d] ? expr_sub(a, ax[d], expr_i64(a, m->v[d])) : ax[d];

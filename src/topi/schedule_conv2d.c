@@ -27,27 +27,47 @@ static loom_status schedule_copy_stage(Schedule *s, SchRV blk, int num_threads) 
   return LOOM_OK;
 }
 
+/* The padding stage of conv block `block`: "pad" (topi_conv2d_nchwc) or
+ * "<name>_pad" where the conv is "<name>" or "<name>_conv" (the ONNX ops). */
+static SchRV find_pad(Schedule *s, const char *block) {
+  Arena *a = sch_arena(s);
+  size_t n = strlen(block);
+  const char *base = n > 5 && !strcmp(block + n - 5, "_conv") ? arena_strndup(a, block, n - 5) : block;
+  const char *names[2] = {arena_printf(a, "%s_pad", base), "pad"};
+  for (int i = 0; i < 2; i++) {
+    const Stmt *r = stmt_find_block(sch_func(s)->body, names[i]);
+    if (r) return sch_get_block(s, names[i]);
+  }
+  return -1;
+}
+
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads) {
   (void)target;
   SchRV b = sch_get_block(s, block);
   if (b < 0) return LOOM_ERR_SCHEDULE;
+  /* n, ko, oh, ow, ki, then 4 reduction loops (ico, rh, rw, ici) or, for
+   * depthwise, 2 (rh, rw). */
   SchRV l[9];
-  if (sch_get_loops(s, b, l, 9) != 9) return LOOM_ERR_SCHEDULE;
-  SchRV n = l[0], ko = l[1], oh = l[2], ow = l[3], ki = l[4], ico = l[5], rh = l[6], rw = l[7], ici = l[8];
+  int nl = sch_get_loops(s, b, l, 9);
+  if (nl != 9 && nl != 7) return LOOM_ERR_SCHEDULE;
+  SchRV n = l[0], ko = l[1], oh = l[2], ow = l[3], ki = l[4];
+  int nr = nl - 5;
 
   int64_t owb[2];
   if (sch_sample_perfect_tile(s, ow, 2, 16, owb)) return LOOM_ERR_SCHEDULE;
   SchRV ows[2];
   if (sch_split(s, ow, owb, 2, ows)) return LOOM_ERR_SCHEDULE;
-  SchRV order[9] = {n, ko, oh, ows[0], ico, rh, rw, ici, ows[1]};
-  if (sch_reorder(s, order, 9)) return LOOM_ERR_SCHEDULE;
-  /* ki stays innermost (it already is). */
+  SchRV order[11] = {n, ko, oh, ows[0]};
+  for (int r = 0; r < nr; r++) order[4 + r] = l[5 + r];
+  order[4 + nr] = ows[1];
+  order[5 + nr] = ki;
+  if (sch_reorder(s, order, 6 + nr)) return LOOM_ERR_SCHEDULE;
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
   if (copy < 0) return LOOM_ERR_SCHEDULE;
   topi_fold_epilogue(s, epilogue);
   if (sch_reverse_compute_at(s, copy, ows[0])) return LOOM_ERR_SCHEDULE;
-  SchRV init = sch_decompose_reduction(s, b, ico);
+  SchRV init = sch_decompose_reduction(s, b, l[5]);
   if (init < 0) return LOOM_ERR_SCHEDULE;
   if (sch_unroll(s, ows[1]) || sch_vectorize(s, ki)) return LOOM_ERR_SCHEDULE;
   SchRV il[8], cl[8];
@@ -58,7 +78,7 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
     SchRV outer = sch_fuse(s, (SchRV[]){n, ko, oh}, 3);
     if (outer < 0 || sch_parallel(s, outer)) return LOOM_ERR_SCHEDULE;
   }
-  SchRV pad = sch_get_block(s, "pad");
+  SchRV pad = find_pad(s, block);
   if (pad >= 0 && schedule_copy_stage(s, pad, num_threads)) return LOOM_ERR_SCHEDULE;
   return LOOM_OK;
 }

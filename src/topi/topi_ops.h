@@ -128,6 +128,11 @@ TeTensor *topi_conv2d_onnx(Arena *a, const char *name, const TeTensor *x, const 
  * cb, kb], bias [K] or NULL -> [N, K/kb, OH, OW, kb]. Same stages. */
 TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
                                  const TeTensor *w, const TeTensor *bias, const TopiConvParams *p, LoomError *err);
+/* Depthwise in the blocked layout: x [N, C/c, H, W, c], w [C/c, 1, R, S, 1,
+ * c] -> [N, C/c, OH, OW, c] (group == C). Stages "<name>_pad" (when
+ * padded) and name. */
+TeTensor *topi_depthwise_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
+                                           const TopiConvParams *p, LoomError *err);
 /* Layout transforms at NCHWc boundaries: [N, C, H, W] -> [N, C/cb, H, W, cb]
  * (C divisible by cb) and back. Weights: [K, C, R, S] -> [K/kb, C/cb, R, S,
  * cb, kb]. */

@@ -194,6 +194,8 @@ static const Stmt *vec_stmt(VecCtx *c, const Stmt *s) {
   Arena *a = c->arena;
   switch (s->kind) {
     case STMT_STORE: {
+      /* Bool elements are bytes with no vector type in the C back end. */
+      if (dtype_is_bool(s->store.buffer->dtype)) return NULL;
       const Expr *idx = vec_index(c, s->store.indices[0]);
       if (!idx || !is_unit_ramp(idx)) return NULL; /* invariant index = reduction: fall back */
       const Expr *val = vec_expr(c, s->store.value);

@@ -45,7 +45,7 @@ static void test_seed_corpus(void **state) {
     if (ent->d_name[0] == '.') continue;
     char path[2048];
     snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-    size_t size;
+    size_t size = 0;
     char *text = read_file(path, &size);
     assert_non_null(text);
     LLVMFuzzerTestOneInput((const uint8_t *)text, size);

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Small models for the graph compiler's end-to-end tests (compare_ort.py):
+each exercises one family of real networks with random, seeded weights.
+
+usage: make_compiler_models.py OUTDIR
+  resnet_block.onnx      conv+BN+relu, 3x3 stride 2, residual add, max pool,
+                         global average pool, flatten, gemm
+  mobilenet_block.onnx   1x1 expand, depthwise 3x3 (group = C), clip (relu6),
+                         1x1 project, residual add
+  transformer_block.onnx matmul QKV, reshape/transpose heads, scaled softmax,
+                         layer norm (decomposed: ReduceMean/Sub/Pow/Sqrt/Div),
+                         erf-GELU, residual adds
+  vit_patch.onnx         conv patch embedding (stride = kernel), concat of a
+                         class token, transpose, layer norm (opset 17 op)
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(7)
+
+
+def W(name, *shape, scale=0.2):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def I(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def F(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.float32), name)
+
+
+def bn(prefix, c, x, y, nodes, inits):
+    inits += [F(prefix + "_g", rng.uniform(0.5, 1.5, c)), F(prefix + "_b", rng.uniform(-0.2, 0.2, c)),
+              F(prefix + "_m", rng.uniform(-0.2, 0.2, c)), F(prefix + "_v", rng.uniform(0.5, 1.5, c))]
+    nodes.append(helper.make_node("BatchNormalization", [x, prefix + "_g", prefix + "_b", prefix + "_m", prefix + "_v"],
+                                  [y], name=prefix, epsilon=1e-5))
+
+
+def save(model, outdir, name, opset=13):
+    model.opset_import[0].version = opset
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(outdir, name + ".onnx"))
+
+
+def resnet_block(outdir):
+    nodes, inits = [], []
+    inits += [W("w1", 32, 16, 3, 3), W("w2", 32, 32, 3, 3), W("wd", 32, 16, 1, 1), W("fc_w", 10, 32), F("fc_b", rng.uniform(-1, 1, 10))]
+    nodes.append(helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1], strides=[2, 2]))
+    bn("bn1", 32, "c1", "b1", nodes, inits)
+    nodes.append(helper.make_node("Relu", ["b1"], ["r1"], name="relu1"))
+    nodes.append(helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]))
+    bn("bn2", 32, "c2", "b2", nodes, inits)
+    nodes.append(helper.make_node("Conv", ["x", "wd"], ["cd"], name="down", strides=[2, 2]))
+    nodes.append(helper.make_node("Add", ["b2", "cd"], ["s"], name="residual"))
+    nodes.append(helper.make_node("Relu", ["s"], ["r2"], name="relu2"))
+    nodes.append(helper.make_node("MaxPool", ["r2"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("GlobalAveragePool", ["p"], ["g"], name="gap"))
+    nodes.append(helper.make_node("Flatten", ["g"], ["f"], name="flatten"))
+    nodes.append(helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["y"], name="fc", transB=1))
+    g = helper.make_graph(nodes, "resnet_block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 20, 20])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    save(helper.make_model(g), outdir, "resnet_block")
+
+
+def mobilenet_block(outdir):
+    nodes, inits = [], []
+    inits += [W("we", 48, 16, 1, 1), W("wdw", 48, 1, 3, 3), W("wp", 16, 48, 1, 1), F("lo", [0.0]), F("hi", [6.0])]
+    nodes.append(helper.make_node("Conv", ["x", "we"], ["e"], name="expand"))
+    bn("bne", 48, "e", "eb", nodes, inits)
+    nodes.append(helper.make_node("Clip", ["eb", "lo", "hi"], ["er"], name="relu6a"))
+    nodes.append(helper.make_node("Conv", ["er", "wdw"], ["d"], name="dw", group=48, pads=[1, 1, 1, 1]))
+    bn("bnd", 48, "d", "db", nodes, inits)
+    nodes.append(helper.make_node("Clip", ["db", "lo", "hi"], ["dr"], name="relu6b"))
+    nodes.append(helper.make_node("Conv", ["dr", "wp"], ["p"], name="project"))
+    bn("bnp", 16, "p", "pb", nodes, inits)
+    nodes.append(helper.make_node("Add", ["pb", "x"], ["y"], name="residual"))
+    g = helper.make_graph(nodes, "mobilenet_block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 14, 14])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 14, 14])], inits)
+    save(helper.make_model(g), outdir, "mobilenet_block")
+
+
+def layer_norm(prefix, x, y, d, nodes, inits):
+    inits += [F(prefix + "_gamma", rng.uniform(0.5, 1.5, d)), F(prefix + "_beta", rng.uniform(-0.5, 0.5, d)),
+              F(prefix + "_eps", [1e-5]), F(prefix + "_two", [2.0]), I(prefix + "_ax", [-1])]
+    nodes += [
+        helper.make_node("ReduceMean", [x], [prefix + "_mu"], name=prefix + "_mean", axes=[-1]),
+        helper.make_node("Sub", [x, prefix + "_mu"], [prefix + "_xc"], name=prefix + "_sub"),
+        helper.make_node("Pow", [prefix + "_xc", prefix + "_two"], [prefix + "_sq"], name=prefix + "_pow"),
+        helper.make_node("ReduceMean", [prefix + "_sq"], [prefix + "_var"], name=prefix + "_varmean", axes=[-1]),
+        helper.make_node("Add", [prefix + "_var", prefix + "_eps"], [prefix + "_ve"], name=prefix + "_addeps"),
+        helper.make_node("Sqrt", [prefix + "_ve"], [prefix + "_sd"], name=prefix + "_sqrt"),
+        helper.make_node("Div", [prefix + "_xc", prefix + "_sd"], [prefix + "_n"], name=prefix + "_div"),
+        helper.make_node("Mul", [prefix + "_n", prefix + "_gamma"], [prefix + "_s"], name=prefix + "_scale"),
+        helper.make_node("Add", [prefix + "_s", prefix + "_beta"], [y], name=prefix + "_shift"),
+    ]
+
+
+def transformer_block(outdir):
+    S, D, H = 16, 64, 4
+    nodes, inits = [], []
+    inits += [W("wq", D, D, scale=0.1), W("wk", D, D, scale=0.1), W("wv", D, D, scale=0.1), W("wo", D, D, scale=0.1),
+              W("w1", D, 4 * D, scale=0.1), W("w2", 4 * D, D, scale=0.1), F("b1", rng.uniform(-0.1, 0.1, 4 * D)),
+              I("heads", [1, S, H, D // H]), I("merge", [1, S, D]), F("scale", [1.0 / np.sqrt(D // H)]),
+              F("half", [0.5]), F("one", [1.0]), F("rsqrt2", [1.0 / np.sqrt(2.0)])]
+    for n in "qkv":
+        nodes.append(helper.make_node("MatMul", ["x", "w" + n], [n], name="proj_" + n))
+        nodes.append(helper.make_node("Reshape", [n, "heads"], [n + "h"], name="split_" + n))
+        perm = [0, 2, 3, 1] if n == "k" else [0, 2, 1, 3]
+        nodes.append(helper.make_node("Transpose", [n + "h"], [n + "t"], name="heads_" + n, perm=perm))
+    nodes += [
+        helper.make_node("MatMul", ["qt", "kt"], ["att"], name="scores"),
+        helper.make_node("Mul", ["att", "scale"], ["atts"], name="scale_scores"),
+        helper.make_node("Softmax", ["atts"], ["p"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["p", "vt"], ["ctx"], name="context"),
+        helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_t", perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ctxt", "merge"], ["ctxm"], name="merge_r"),
+        helper.make_node("MatMul", ["ctxm", "wo"], ["o"], name="out_proj"),
+        helper.make_node("Add", ["o", "x"], ["r1"], name="residual1"),
+    ]
+    layer_norm("ln1", "r1", "h1", D, nodes, inits)
+    nodes += [
+        helper.make_node("MatMul", ["h1", "w1"], ["f1"], name="ffn1"),
+        helper.make_node("Add", ["f1", "b1"], ["f1b"], name="ffn1_bias"),
+        helper.make_node("Mul", ["f1b", "rsqrt2"], ["gx"], name="gelu_scale"),
+        helper.make_node("Erf", ["gx"], ["ge"], name="gelu_erf"),
+        helper.make_node("Add", ["ge", "one"], ["g1"], name="gelu_add"),
+        helper.make_node("Mul", ["f1b", "g1"], ["g2"], name="gelu_mul"),
+        helper.make_node("Mul", ["g2", "half"], ["g3"], name="gelu_half"),
+        helper.make_node("MatMul", ["g3", "w2"], ["f2"], name="ffn2"),
+        helper.make_node("Add", ["f2", "h1"], ["r2"], name="residual2"),
+    ]
+    layer_norm("ln2", "r2", "y", D, nodes, inits)
+    g = helper.make_graph(nodes, "transformer_block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S, D])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, S, D])], inits)
+    save(helper.make_model(g), outdir, "transformer_block")
+
+
+def vit_patch(outdir):
+    D = 32
+    nodes, inits = [], []
+    inits += [W("wp", D, 3, 4, 4), F("bp", rng.uniform(-0.1, 0.1, D)), W("cls", 1, 1, D), I("flat", [1, D, 16]),
+              F("gamma", rng.uniform(0.5, 1.5, D)), F("beta", rng.uniform(-0.5, 0.5, D))]
+    nodes += [
+        helper.make_node("Conv", ["x", "wp", "bp"], ["pe"], name="patch", kernel_shape=[4, 4], strides=[4, 4]),
+        helper.make_node("Reshape", ["pe", "flat"], ["pf"], name="flatten_patches"),
+        helper.make_node("Transpose", ["pf"], ["tokens"], name="to_tokens", perm=[0, 2, 1]),
+        helper.make_node("Concat", ["cls", "tokens"], ["seq"], name="prepend_cls", axis=1),
+        helper.make_node("LayerNormalization", ["seq", "gamma", "beta"], ["y"], name="ln", axis=-1, epsilon=1e-6),
+    ]
+    g = helper.make_graph(nodes, "vit_patch", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 17, D])], inits)
+    save(helper.make_model(g), outdir, "vit_patch", opset=17)
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else "."
+    os.makedirs(outdir, exist_ok=True)
+    resnet_block(outdir)
+    mobilenet_block(outdir)
+    transformer_block(outdir)
+    vit_patch(outdir)
+
+
+if __name__ == "__main__":
+    main()
