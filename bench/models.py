@@ -111,7 +111,7 @@ def fmt_ms(v):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Loom vs ONNX Runtime latency on the model zoo")
+    ap = argparse.ArgumentParser(prog="bench/models", description="Loom vs ONNX Runtime latency on the model zoo")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     ap.add_argument("--repeat", type=int, default=20, help="timed runs per measurement (default 20)")
     ap.add_argument("--warmup", type=int, default=3, help="ORT warm-up runs (default 3)")
