@@ -18,10 +18,15 @@ static uint64_t hash_mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+/* Constant bytes: all of a small tensor, a spread sample of a large one
+ * (weights run to hundreds of MB; equality is confirmed with memcmp, so the
+ * hash only has to separate most unequal tensors). */
 static uint64_t hash_bytes(const void *p, size_t n) {
   const uint8_t *b = p;
-  uint64_t h = 1469598103934665603ull;
-  for (size_t k = 0; k < n; k++) h = (h ^ b[k]) * 1099511628211ull;
+  uint64_t h = 1469598103934665603ull ^ n;
+  size_t step = n <= 4096 ? 1 : n / 4096;
+  for (size_t k = 0; k < n; k += step) h = (h ^ b[k]) * 1099511628211ull;
+  if (n) h = (h ^ b[n - 1]) * 1099511628211ull;
   return h;
 }
 

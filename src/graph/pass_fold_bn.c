@@ -136,7 +136,7 @@ loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err) {
     GraphNode *n = &g->nodes[i];
     BnParams p;
     if (drop[i]) continue;
-    if (n->op != GRAPH_OP_BATCH_NORM || n->inputs[0] < 0 || g->values[n->inputs[0]].rank > INFER_MAX_RANK_BN ||
+    if (n->op != GRAPH_OP_BATCH_NORM || n->ninputs < 1 || n->inputs[0] < 0 || g->values[n->inputs[0]].rank > INFER_MAX_RANK_BN ||
         !bn_params(g, n, &p)) {
       graph_nodebuf_push(g, &buf, n);
       continue;

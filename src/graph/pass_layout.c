@@ -15,7 +15,11 @@
  * which inserts one LayoutTransform writing the original value id (so graph
  * outputs and later users keep their ids). Since a transform is only made
  * on demand and a value's blocked and NCHW forms are both remembered, no
- * transform is ever followed by its inverse. Blocks: the largest of 16, 8,
+ * transform is ever followed by its inverse. Channel Concat of blocked
+ * inputs stays blocked, and GlobalAverage/MaxPool become ReduceMean/Max over
+ * H, W of the blocked tensor (only the pooled [N, C/b, 1, 1, b] goes back
+ * to NCHW). MaxPool/AveragePool transform back: the pool compute is 2-D
+ * NCHW only. Blocks: the largest of 16, 8,
  * 4, 2, 1 (capped by max_block) dividing the channel count, per conv. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
@@ -29,6 +33,8 @@ typedef struct LayoutCtx {
   int nvalues0; /* values that existed before the pass */
   ValueId *rep_id;
   int *rep_block;
+  ValueId *alt_id; /* a second blocked form (another block), made for a consumer that needed it */
+  int *alt_block;
   bool *nchw_ok;
   int max_block;
 } LayoutCtx;
@@ -57,6 +63,17 @@ static ValueId emit_transform(LayoutCtx *c, ValueId src, int from, int to, Value
   return dst;
 }
 
+/* Element copies move bytes: weight transforms run over every weight of a
+ * model at compile time (25M for ResNet-50), so no conversion per element. */
+static inline void copy_elem(GraphTensor *o, int64_t ko, const GraphTensor *t, int64_t kt) {
+  if (o->dtype.bits == 32 && o->dtype.lanes <= 1) { /* f32: the common case, a fixed-size copy */
+    memcpy((uint8_t *)o->data + (size_t)ko * 4, (const uint8_t *)t->data + (size_t)kt * 4, 4);
+    return;
+  }
+  size_t eb = (size_t)dtype_bytes(o->dtype);
+  memcpy((uint8_t *)o->data + (size_t)ko * eb, (const uint8_t *)t->data + (size_t)kt * eb, eb);
+}
+
 /* A constant NCHW tensor blocked at compile time. */
 static ValueId block_constant(Graph *g, ValueId v, int b) {
   const GraphTensor *t = g->values[v].constant;
@@ -69,7 +86,7 @@ static ValueId block_constant(Graph *g, ValueId v, int b) {
         for (int64_t x = 0; x < w; x++) {
           int64_t src = ((i * ch + cc) * h + y) * w + x;
           int64_t dst = (((i * (ch / b) + cc / b) * h + y) * w + x) * b + cc % b;
-          graph_tensor_set_f64(o, dst, graph_tensor_get_f64(t, src));
+          copy_elem(o, dst, t, src);
         }
   return graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[v].name, b), o);
 }
@@ -79,7 +96,12 @@ static ValueId block_constant(Graph *g, ValueId v, int b) {
 static ValueId get_blocked(LayoutCtx *c, ValueId v, int b) {
   Graph *g = c->g;
   if (c->rep_block[v] == b) return c->rep_id[v];
-  if (c->rep_block[v] > 0) return emit_transform(c, c->rep_id[v], c->rep_block[v], b, -1, g->values[v].name);
+  if (c->alt_block[v] == b) return c->alt_id[v];
+  if (c->rep_block[v] > 0) {
+    c->alt_id[v] = emit_transform(c, c->rep_id[v], c->rep_block[v], b, -1, g->values[v].name);
+    c->alt_block[v] = b;
+    return c->alt_id[v];
+  }
   ValueId out = g->values[v].constant && dtype_is_float(g->values[v].dtype) ? block_constant(g, v, b)
                                                                             : emit_transform(c, v, 0, b, -1, g->values[v].name);
   c->rep_id[v] = out;
@@ -117,14 +139,15 @@ static ValueId blocked_weights(Graph *g, const GraphNode *n, int cb, int kb, boo
   int64_t dims[6] = {K / kb, C / cb, R, S, cb, kb};
   if (depthwise) dims[1] = 1, dims[4] = 1;
   GraphTensor *o = graph_tensor_new(g->arena, w->dtype, 6, dims);
-  for (int64_t k = 0; k < K; k++)
-    for (int64_t ch = 0; ch < C; ch++)
+  /* Destination order, no divisions: this loop sees every weight. */
+  int64_t dst = 0, ci_n = dims[4];
+  for (int64_t ko = 0; ko < dims[0]; ko++)
+    for (int64_t co = 0; co < dims[1]; co++)
       for (int64_t r = 0; r < R; r++)
-        for (int64_t s = 0; s < S; s++) {
-          int64_t src = ((k * C + ch) * R + r) * S + s;
-          int64_t dst = ((((k / kb * dims[1] + ch / cb) * R + r) * S + s) * dims[4] + ch % cb) * kb + k % kb;
-          graph_tensor_set_f64(o, dst, graph_tensor_get_f64(w, src));
-        }
+        for (int64_t s = 0; s < S; s++)
+          for (int64_t ci = 0; ci < ci_n; ci++)
+            for (int64_t ki = 0; ki < kb; ki++, dst++)
+              copy_elem(o, dst, w, (((ko * kb + ki) * C + co * ci_n + ci) * R + r) * S + s);
   return graph_add_constant(g, arena_printf(g->arena, "%s_oihw%di%do", g->values[n->inputs[1]].name, cb, kb), o);
 }
 
@@ -159,7 +182,7 @@ static void rewrite_conv(LayoutCtx *c, const GraphNode *n, bool depthwise) {
     const GraphTensor *b = graph_value_constant(g, n->inputs[2]);
     int64_t dims[5] = {1, K / kb, 1, 1, kb};
     GraphTensor *bt = graph_tensor_new(g->arena, b->dtype, 5, dims);
-    for (int64_t k = 0; k < K; k++) graph_tensor_set_f64(bt, k, graph_tensor_get_f64(b, k)); /* same order */
+    memcpy(bt->data, b->data, bt->nbytes); /* [K] and [1, K/k, 1, 1, k] share the element order */
     ValueId bv = graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[n->inputs[2]].name, kb), bt);
     ValueId ya = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "bias_nchw%dc", kb));
     ValueId ain[2] = {yb, bv};
@@ -177,6 +200,17 @@ static bool same_dims(const GraphValue *a, const GraphValue *b) {
   if (a->rank != b->rank) return false;
   for (int k = 0; k < a->rank; k++)
     if (a->dims[k] != b->dims[k]) return false;
+  return true;
+}
+
+/* A rank-4 value with all C channels whose other extents equal y's or are
+ * 1 ([N, C, 1, 1] squeeze-excitation scales, same-shape operands): its
+ * blocked form broadcasts against y's blocked form the same way. */
+static bool channel_full(const Graph *g, ValueId v, const GraphValue *y) {
+  const GraphValue *x = &g->values[v];
+  if (v >= g->nvalues || !is_static_f32_rank(x, 4) || x->dims[1] != y->dims[1]) return false;
+  for (int k = 0; k < 4; k++)
+    if (k != 1 && x->dims[k] != y->dims[k] && x->dims[k] != 1) return false;
   return true;
 }
 
@@ -198,7 +232,7 @@ static ValueId block_channel_const(Graph *g, ValueId v, int64_t channels, int b)
   bool per = graph_tensor_numel(t) == channels && channels > 1;
   int64_t dims[5] = {1, per ? channels / b : 1, 1, 1, per ? b : 1};
   GraphTensor *o = graph_tensor_new(g->arena, t->dtype, 5, dims);
-  for (int64_t k = 0; k < graph_tensor_numel(o); k++) graph_tensor_set_f64(o, k, graph_tensor_get_f64(t, k));
+  memcpy(o->data, t->data, o->nbytes); /* per-channel [C] order is the blocked order */
   return graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[v].name, b), o);
 }
 
@@ -238,12 +272,13 @@ static bool try_rewrite_elementwise(LayoutCtx *c, const GraphNode *n) {
     for (int k = 0; k < n->ninputs; k++) {
       ValueId v = n->inputs[k];
       if (v < 0) return false;
-      bool full = same_dims(&g->values[v], yv);
-      if (!full && !(n->op != GRAPH_OP_PRELU || k == 1 ? per_channel_const(g, v, channels) : false)) return false;
+      if (channel_full(g, v, yv)) continue;
+      bool param_ok = n->op != GRAPH_OP_PRELU || k == 1; /* PRelu's data must be full */
+      if (!param_ok || !per_channel_const(g, v, channels)) return false;
     }
     for (int k = 0; k < n->ninputs; k++) {
       ValueId v = n->inputs[k];
-      ins[k] = same_dims(&g->values[v], &g->values[y]) ? get_blocked(c, v, b) : block_channel_const(g, v, channels, b);
+      ins[k] = channel_full(g, v, &g->values[y]) ? get_blocked(c, v, b) : block_channel_const(g, v, channels, b);
     }
   } else {
     return false;
@@ -259,6 +294,63 @@ static bool try_rewrite_elementwise(LayoutCtx *c, const GraphNode *n) {
   return true;
 }
 
+/* Concat along channels of blocked inputs is a Concat along dim 1 (C/b)
+ * of the blocked tensors, when every input's channels divide by b. */
+static bool try_rewrite_concat(LayoutCtx *c, const GraphNode *n) {
+  Graph *g = c->g;
+  if (n->op != GRAPH_OP_CONCAT || n->noutputs != 1 || n->outputs[0] < 0 || n->ninputs < 1) return false;
+  ValueId y = n->outputs[0];
+  if (!is_static_f32_rank(&g->values[y], 4)) return false;
+  int64_t axis = graph_attr_int(n, "axis", 0);
+  if (axis != 1 && axis != -3) return false;
+  int b = 0;
+  for (int k = 0; k < n->ninputs && !b; k++)
+    if (n->inputs[k] >= 0 && n->inputs[k] < c->nvalues0 && c->rep_block[n->inputs[k]] > 0) b = c->rep_block[n->inputs[k]];
+  if (!b) return false;
+  for (int k = 0; k < n->ninputs; k++) {
+    ValueId v = n->inputs[k];
+    if (v < 0 || v >= c->nvalues0 || !is_static_f32_rank(&g->values[v], 4)) return false;
+    /* Blocks are powers of two: halve until every input's channels divide
+     * (inputs in another block get a block-to-block transform). */
+    while (g->values[v].dims[1] % b) b /= 2;
+  }
+  ValueId *ins = ARENA_ARRAY(g->arena, ValueId, n->ninputs);
+  for (int k = 0; k < n->ninputs; k++) ins[k] = get_blocked(c, n->inputs[k], b);
+  ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", b));
+  GraphNode *o = graph_nodebuf_add(g, &c->buf, GRAPH_OP_CONCAT, n->name, ins, n->ninputs, &yb, 1);
+  graph_node_set_attr(g, o, graph_attr_make_int(g, "axis", 1));
+  c->rep_id[y] = yb;
+  c->rep_block[y] = b;
+  c->nchw_ok[y] = false;
+  return true;
+}
+
+/* GlobalAverage/MaxPool of a blocked tensor: ReduceMean/ReduceMax over H
+ * and W (axes 2, 3) of the blocked tensor, so only the small [N, C/b, 1, 1,
+ * b] result needs a transform back instead of the whole feature map. */
+static bool try_rewrite_global_pool(LayoutCtx *c, const GraphNode *n) {
+  Graph *g = c->g;
+  if ((n->op != GRAPH_OP_GLOBAL_AVERAGE_POOL && n->op != GRAPH_OP_GLOBAL_MAX_POOL) || n->ninputs != 1 || n->noutputs != 1 ||
+      n->inputs[0] < 0 || n->outputs[0] < 0)
+    return false;
+  ValueId x = n->inputs[0], y = n->outputs[0];
+  int b = c->rep_block[x];
+  if (b <= 0 || !is_static_f32_rank(&g->values[x], 4)) return false;
+  int64_t two = 2;
+  GraphTensor *axes = graph_tensor_new(g->arena, DT_I64, 1, &two);
+  graph_tensor_set_i64(axes, 0, 2);
+  graph_tensor_set_i64(axes, 1, 3);
+  ValueId ins[2] = {c->rep_id[x], graph_add_constant(g, arena_printf(g->arena, "%s_axes", n->name), axes)};
+  ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", b));
+  GraphOp op = n->op == GRAPH_OP_GLOBAL_AVERAGE_POOL ? GRAPH_OP_REDUCE_MEAN : GRAPH_OP_REDUCE_MAX;
+  GraphNode *o = graph_nodebuf_add(g, &c->buf, op, n->name, ins, 2, &yb, 1);
+  graph_node_set_attr(g, o, graph_attr_make_int(g, "keepdims", 1));
+  c->rep_id[y] = yb;
+  c->rep_block[y] = b;
+  c->nchw_ok[y] = false;
+  return true;
+}
+
 loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, LoomError *err) {
   LayoutCtx c = {0};
   c.g = g;
@@ -267,10 +359,14 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
   c.rep_id = malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
   c.rep_block = calloc((size_t)g->nvalues + 1, sizeof(int));
   c.nchw_ok = malloc((size_t)g->nvalues + 1);
-  if (!c.rep_id || !c.rep_block || !c.nchw_ok) {
+  c.alt_id = malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
+  c.alt_block = calloc((size_t)g->nvalues + 1, sizeof(int));
+  if (!c.rep_id || !c.rep_block || !c.nchw_ok || !c.alt_id || !c.alt_block) {
     free(c.rep_id);
     free(c.rep_block);
     free(c.nchw_ok);
+    free(c.alt_id);
+    free(c.alt_block);
     return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   }
   for (int v = 0; v < g->nvalues; v++) {
@@ -285,7 +381,7 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
       rewrite_conv(&c, n, depthwise);
       continue;
     }
-    if (try_rewrite_elementwise(&c, n)) continue;
+    if (try_rewrite_elementwise(&c, n) || try_rewrite_concat(&c, n) || try_rewrite_global_pool(&c, n)) continue;
     for (int k = 0; k < n->ninputs; k++) need_nchw(&c, n->inputs[k]);
     graph_nodebuf_push(g, &c.buf, n);
   }
@@ -294,6 +390,8 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
   free(c.rep_id);
   free(c.rep_block);
   free(c.nchw_ok);
+  free(c.alt_id);
+  free(c.alt_block);
   loom_status st = graph_pass_infer(g, err);
   return st ? st : graph_verify(g, err);
 }

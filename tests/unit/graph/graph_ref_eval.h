@@ -1,7 +1,8 @@
 /* A tiny reference evaluator for graph tests, in double precision, for the
  * ops the optimization passes rewrite: Conv (NCHW, any group), ConvNCHWc,
  * LayoutTransform, broadcast Add/Sub/Mul/Div/Max/Min, Relu, Clip, Sigmoid,
- * BatchNormalization, MaxPool, GlobalAveragePool, Flatten. Written from the
+ * BatchNormalization, MaxPool, GlobalAverage/MaxPool, Flatten, Concat,
+ * ReduceMean/ReduceMax (constant axes, keepdims). Written from the
  * ONNX specification (and infer_nchwc.c for Loom's own ops), independent of
  * the passes under test. Types come from inference. */
 #ifndef LOOM_TESTS_GRAPH_REF_EVAL_H
@@ -114,6 +115,48 @@ static inline void ref_layout(const Graph *g, const GraphNode *n, double **val) 
           val[n->outputs[0]][ref_off(yd, db, b, c, h, w)] = val[n->inputs[0]][ref_off(xd, sb, b, c, h, w)];
 }
 
+/* Concat along `axis` and ReduceMean/ReduceMax over constant axes (keepdims). */
+static inline void ref_concat(const Graph *g, const GraphNode *n, double **val) {
+  const GraphValue *o = &g->values[n->outputs[0]];
+  int axis = (int)graph_attr_int(n, "axis", 0);
+  if (axis < 0) axis += o->rank;
+  int64_t outer = graph_shape_numel(axis, o->dims), inner = graph_shape_numel(o->rank - axis - 1, o->dims + axis + 1);
+  int64_t at = 0;
+  for (int q = 0; q < n->ninputs; q++) {
+    int64_t ext = g->values[n->inputs[q]].dims[axis];
+    for (int64_t i = 0; i < outer; i++)
+      for (int64_t j = 0; j < ext * inner; j++)
+        val[n->outputs[0]][(i * o->dims[axis] + at) * inner + j] = val[n->inputs[q]][i * ext * inner + j];
+    at += ext;
+  }
+}
+
+static inline void ref_reduce(const Graph *g, const GraphNode *n, double **val) {
+  const GraphValue *x = &g->values[n->inputs[0]];
+  const GraphTensor *axes = graph_value_constant(g, n->inputs[1]);
+  bool red[16] = {0};
+  for (int64_t k = 0; k < graph_tensor_numel(axes); k++) red[graph_tensor_get_i64(axes, k)] = true;
+  int64_t count = ref_numel(g, n->inputs[0]), idx[16] = {0};
+  int64_t ocount = ref_numel(g, n->outputs[0]);
+  double *o = val[n->outputs[0]];
+  int64_t *hits = calloc((size_t)ocount, sizeof(int64_t));
+  for (int64_t k = 0; k < count; k++) {
+    int64_t off = 0;
+    for (int d = 0; d < x->rank; d++) off = off * (red[d] ? 1 : x->dims[d]) + (red[d] ? 0 : idx[d]);
+    double v = val[n->inputs[0]][k];
+    if (n->op == GRAPH_OP_REDUCE_MAX) o[off] = hits[off] ? fmax(o[off], v) : v;
+    else o[off] += v;
+    hits[off]++;
+    for (int d = x->rank - 1; d >= 0; d--) {
+      if (++idx[d] < x->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  if (n->op == GRAPH_OP_REDUCE_MEAN)
+    for (int64_t k = 0; k < ocount; k++) o[k] /= (double)hits[k];
+  free(hits);
+}
+
 static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
   ValueId y = n->outputs[0];
   int64_t count = ref_numel(g, y);
@@ -124,6 +167,17 @@ static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
   case GRAPH_OP_CONV: ref_conv(g, n, val, false); return;
   case GRAPH_OP_CONV_NCHWC: ref_conv(g, n, val, true); return;
   case GRAPH_OP_LAYOUT_TRANSFORM: ref_layout(g, n, val); return;
+  case GRAPH_OP_CONCAT: ref_concat(g, n, val); return;
+  case GRAPH_OP_REDUCE_MEAN: case GRAPH_OP_REDUCE_MAX: ref_reduce(g, n, val); return;
+  case GRAPH_OP_GLOBAL_MAX_POOL: {
+    int64_t inner = ref_numel(g, n->inputs[0]) / count;
+    for (int64_t k = 0; k < count; k++) {
+      double m = x[k * inner];
+      for (int64_t j = 1; j < inner; j++) m = fmax(m, x[k * inner + j]);
+      o[k] = m;
+    }
+    return;
+  }
   case GRAPH_OP_RELU: for (int64_t k = 0; k < count; k++) o[k] = x[k] > 0 ? x[k] : 0; return;
   case GRAPH_OP_SIGMOID: for (int64_t k = 0; k < count; k++) o[k] = 1 / (1 + exp(-x[k])); return;
   case GRAPH_OP_IDENTITY: case GRAPH_OP_FLATTEN: case GRAPH_OP_RESHAPE: memcpy(o, x, sizeof(double) * (size_t)count); return;

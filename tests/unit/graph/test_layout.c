@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/passes.h"
@@ -14,6 +16,7 @@
 #include "unit/graph/graph_ref_eval.h"
 
 static double layout_and_compare(Graph *g, const GraphLayoutOptions *opts, bool fold_bn) {
+  bool verbose = getenv("LOOM_TEST_VERBOSE") != NULL;
   LoomError err = {0};
   if (graph_pass_infer(g, &err)) fail_msg("%s", err.msg);
   uint64_t seed = 99;
@@ -24,6 +27,13 @@ static double layout_and_compare(Graph *g, const GraphLayoutOptions *opts, bool 
   if (graph_pass_dce(g, &err)) fail_msg("%s", err.msg);
   double e = ref_compare_outputs(g, in, before);
   gb_free_inputs(g, in);
+  if (verbose) {
+    StrBuf sb;
+    sb_init(&sb);
+    graph_print(g, &sb);
+    printf("%s", sb_cstr(&sb));
+    sb_free(&sb);
+  }
   return e;
 }
 
@@ -71,11 +81,17 @@ static void test_conv_chain(void **state) {
   int64_t want[6] = {1, 3, 3, 3, 1, 16};
   assert_int_equal(w->rank, 6);
   for (int k = 0; k < 6; k++) assert_int_equal(w->dims[k], want[k]);
-  /* The GAP reads NCHW through a transform that writes the clip's own id. */
-  const GraphNode *gap = first_op(g, GRAPH_OP_GLOBAL_AVERAGE_POOL);
-  assert_int_equal(gap->inputs[0], cl);
-  assert_int_equal(g->nodes[g->values[cl].producer].op, GRAPH_OP_LAYOUT_TRANSFORM);
-  assert_string_equal(graph_attr_string(&g->nodes[g->values[cl].producer], "src_layout", ""), "NCHW8c");
+  /* The pool became a ReduceMean over H, W of the blocked clip output; the
+   * flatten reads NCHW through a transform that writes the pool's own id. */
+  assert_int_equal(gb_count_op(g, GRAPH_OP_GLOBAL_AVERAGE_POOL), 0);
+  const GraphNode *rm = first_op(g, GRAPH_OP_REDUCE_MEAN);
+  assert_non_null(rm);
+  assert_int_equal(g->values[rm->inputs[0]].rank, 5);
+  const GraphNode *fl = first_op(g, GRAPH_OP_FLATTEN);
+  assert_int_equal(fl->inputs[0], p);
+  assert_int_equal(g->nodes[g->values[p].producer].op, GRAPH_OP_LAYOUT_TRANSFORM);
+  assert_string_equal(graph_attr_string(&g->nodes[g->values[p].producer], "src_layout", ""), "NCHW8c");
+  (void)cl;
   graph_free(g);
 }
 
@@ -147,6 +163,47 @@ static void test_depthwise_and_output(void **state) {
   }
 }
 
+/* DenseNet-style channel concat of blocked tensors stays blocked;
+ * EfficientNet-style squeeze-excitation (GlobalAveragePool -> 1x1 convs ->
+ * sigmoid -> Mul with the feature map) runs blocked end to end; the final
+ * GlobalMaxPool becomes a ReduceMax over H, W and only its small result is
+ * transformed back. */
+static void test_concat_and_squeeze_excitation(void **state) {
+  (void)state;
+  uint64_t seed = 4;
+  Graph *g = graph_new("se");
+  int64_t xd[4] = {1, 8, 6, 6};
+  ValueId x = gb_input(g, "x", 4, xd);
+  ValueId a = gb_conv(g, "a", x, 8, 16, 3, 1, 1, true, &seed);
+  ValueId b = gb_conv(g, "b", x, 8, 8, 1, 1, 1, true, &seed);
+  ValueId cat_in[3] = {a, b, a};
+  ValueId cat = gb_node(g, GRAPH_OP_CONCAT, "concat", cat_in, 3);
+  gb_int_attr(g, cat, "axis", 1);
+  ValueId sq = gb_unary(g, GRAPH_OP_GLOBAL_AVERAGE_POOL, "squeeze", cat);
+  ValueId e1 = gb_unary(g, GRAPH_OP_RELU, "se_relu", gb_conv(g, "se1", sq, 40, 8, 1, 1, 1, true, &seed));
+  ValueId e2 = gb_unary(g, GRAPH_OP_SIGMOID, "se_sig", gb_conv(g, "se2", e1, 8, 40, 1, 1, 1, true, &seed));
+  ValueId m = gb_binary(g, GRAPH_OP_MUL, "excite", cat, e2);
+  ValueId p = gb_unary(g, GRAPH_OP_GLOBAL_MAX_POOL, "gmp", m);
+  gb_output(g, gb_unary(g, GRAPH_OP_FLATTEN, "flat", p));
+  assert_true(layout_and_compare(g, NULL, false) < 1e-9);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 4);
+  /* x in (block 8), a from block 16 to the concat's 8 (b has 8 channels),
+   * the pooled [1, 5, 1, 1, 8] out: nothing else, one transform to NCHW. */
+  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 3);
+  int to_nchw = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].op == GRAPH_OP_LAYOUT_TRANSFORM)
+      to_nchw += !strcmp(graph_attr_string(&g->nodes[i], "dst_layout", ""), "NCHW");
+  assert_int_equal(to_nchw, 1);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_GLOBAL_AVERAGE_POOL), 0);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_REDUCE_MAX), 1);
+  const GraphNode *c = first_op(g, GRAPH_OP_CONCAT);
+  assert_int_equal(g->values[c->outputs[0]].rank, 5);
+  assert_int_equal(g->values[c->outputs[0]].dims[1], 5); /* 40 channels, block 8 */
+  check_no_back_to_back(g);
+  graph_free(g);
+}
+
 /* Non-constant weights: the conv stays NCHW and no transform appears. */
 static void test_ineligible_conv_untouched(void **state) {
   (void)state;
@@ -196,6 +253,7 @@ int main(void) {
       cmocka_unit_test(test_conv_chain),
       cmocka_unit_test(test_residual_bn_pool),
       cmocka_unit_test(test_depthwise_and_output),
+      cmocka_unit_test(test_concat_and_squeeze_excitation),
       cmocka_unit_test(test_ineligible_conv_untouched),
       cmocka_unit_test(test_bad_layout_attr),
   };
