@@ -125,6 +125,8 @@ static loom_status read_array(Reader *r, const cJSON *root, const char *key, int
   return LOOM_OK;
 }
 
+static int cmp_names(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 static loom_status read_tensors(Reader *r, const cJSON *root, const char *key, ArtifactTensor **out, int32_t *count) {
   const cJSON *arr;
   int n;
@@ -137,10 +139,15 @@ static loom_status read_tensors(Reader *r, const cJSON *root, const char *key, A
     char w[64];
     snprintf(w, sizeof w, "%s[%d]", key, i);
     if ((st = read_tensor(r, v, w, &ts[i]))) return st;
-    for (int j = 0; j < i; j++)
-      if (!strcmp(ts[j].name, ts[i].name)) return meta_fail(r, w, "duplicate name \"%s\"", ts[i].name);
     i++;
   }
+  /* Duplicates by sorting names: a pairwise check is quadratic in a count
+   * the file controls. */
+  const char **names = ARENA_ARRAY(r->a, const char *, n);
+  for (int k = 0; k < n; k++) names[k] = ts[k].name;
+  qsort(names, (size_t)n, sizeof *names, cmp_names);
+  for (int k = 1; k < n; k++)
+    if (!strcmp(names[k - 1], names[k])) return meta_fail(r, key, "duplicate name \"%s\"", names[k]);
   *out = ts;
   *count = n;
   return LOOM_OK;
