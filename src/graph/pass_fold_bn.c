@@ -3,7 +3,9 @@
  * it folds into the weights: w'[k] = w[k] * s[k], b'[k] = (b[k] - mean[k]) *
  * s[k] + beta[k], and the BN disappears. Elsewhere it becomes Mul and Add by
  * per-channel constants, which fusion treats as broadcast arithmetic
- * instead of an opaque op. Numerics in double, stored in the weight dtype. */
+ * instead of an opaque op. Numerics in double, stored in the weight dtype.
+ * graph_pass_fold_conv_affine does the same for Mul/Add/Sub/Div by
+ * per-channel constants right after a conv. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
 
@@ -74,7 +76,8 @@ static int foldable_conv(const Graph *g, const int *uses, ValueId x, int64_t cha
   return pi;
 }
 
-static void fold_into_conv(Graph *g, GraphNode *conv, const GraphNode *bn, const BnParams *p) {
+static void fold_into_conv(Graph *g, int conv_index, const GraphNode *bn, const BnParams *p) {
+  GraphNode *conv = &g->nodes[conv_index];
   const GraphTensor *w = graph_value_constant(g, conv->inputs[1]);
   const GraphTensor *b = conv->ninputs > 2 && conv->inputs[2] >= 0 ? graph_value_constant(g, conv->inputs[2]) : NULL;
   GraphTensor *nw = graph_tensor_new(g->arena, w->dtype, w->rank, w->dims);
@@ -90,27 +93,29 @@ static void fold_into_conv(Graph *g, GraphNode *conv, const GraphNode *bn, const
     graph_tensor_set_f64(nb, k, b0 * p->scale[k] + p->shift[k]);
   }
   const char *base = g->values[conv->inputs[1]].name;
-  ValueId wv = graph_add_constant(g, arena_printf(g->arena, "%s_bn", base), nw);
-  ValueId bv = graph_add_constant(g, arena_printf(g->arena, "%s_bn_bias", base), nb);
+  ValueId wv = graph_add_constant_derived(g, base, "bn", nw);
+  ValueId bv = graph_add_constant_derived(g, base, "bn_bias", nb);
   ValueId *ins = ARENA_ARRAY(g->arena, ValueId, 3);
   ins[0] = conv->inputs[0];
   ins[1] = wv;
   ins[2] = bv;
   conv->inputs = ins;
   conv->ninputs = 3;
-  /* The conv now writes the BN's output, so graph outputs keep their ids. */
+  /* The conv now writes the BN's output, so graph outputs keep their ids;
+   * the producer link lets a following Mul/Add find the conv. */
   conv->outputs[0] = bn->outputs[0];
+  g->values[bn->outputs[0]].producer = conv_index;
 }
 
 /* A per-channel constant shaped to broadcast against [N, C, d...]: [C, 1...]. */
-static ValueId channel_const(Graph *g, const char *name, const double *v, int64_t c, int xrank, DType dt) {
+static ValueId channel_const(Graph *g, const char *base, const char *suffix, const double *v, int64_t c, int xrank, DType dt) {
   int64_t dims[INFER_MAX_RANK_BN];
   int rank = xrank - 1;
   dims[0] = c;
   for (int k = 1; k < rank; k++) dims[k] = 1;
   GraphTensor *t = graph_tensor_new(g->arena, dt, rank, dims);
   for (int64_t k = 0; k < c; k++) graph_tensor_set_f64(t, k, v[k]);
-  return graph_add_constant(g, name, t);
+  return graph_add_constant_derived(g, base, suffix, t);
 }
 
 loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err) {
@@ -129,7 +134,7 @@ loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err) {
     if (n->op != GRAPH_OP_BATCH_NORM || !bn_params(g, n, &p)) continue;
     int ci = foldable_conv(g, uses, n->inputs[0], p.channels);
     if (ci < 0) continue;
-    fold_into_conv(g, &g->nodes[ci], n, &p);
+    fold_into_conv(g, ci, n, &p);
     drop[i] = true;
   }
   for (int i = 0; i < g->nnodes; i++) {
@@ -145,8 +150,8 @@ loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err) {
     DType dt = x->dtype;
     int rank = x->rank;
     ValueId xv = n->inputs[0], y = n->outputs[0];
-    ValueId sv = channel_const(g, arena_printf(g->arena, "%s_scale", n->name), p.scale, p.channels, rank, dt);
-    ValueId hv = channel_const(g, arena_printf(g->arena, "%s_shift", n->name), p.shift, p.channels, rank, dt);
+    ValueId sv = channel_const(g, n->name, "scale", p.scale, p.channels, rank, dt);
+    ValueId hv = channel_const(g, n->name, "shift", p.shift, p.channels, rank, dt);
     ValueId mid = graph_add_value_derived(g, g->values[y].name, "scaled");
     graph_set_type(g, mid, dt, rank, g->values[xv].dims);
     const char *name = n->name;
@@ -155,6 +160,73 @@ loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err) {
     graph_nodebuf_add(g, &buf, GRAPH_OP_ADD, arena_printf(g->arena, "%s_add", name), in_add, 2, &y, 1);
   }
   graph_nodebuf_commit(g, &buf);
+  free(uses);
+  free(drop);
+  loom_status st = graph_pass_infer(g, err);
+  return st ? st : graph_verify(g, err);
+}
+
+/* ---- per-channel Mul/Add/Sub/Div by constants after a conv ---- */
+
+/* The per-channel values of constant v broadcast against a conv output
+ * [N, K, H, W]: right-aligned shape [1, K or 1, 1, 1] (or any rank-<=1
+ * single element). Returns false when v is not such a constant. */
+static bool conv_channel_values(const Graph *g, ValueId v, int64_t K, int out_rank, double *vals) {
+  const GraphTensor *t = graph_value_constant(g, v);
+  if (!t || !is_f32_or_f64(t->dtype) || t->rank > out_rank) return false;
+  int64_t n = graph_tensor_numel(t);
+  for (int d = 0; d < t->rank; d++) {
+    int axis = d + out_rank - t->rank;
+    if (t->dims[d] != 1 && !(axis == 1 && t->dims[d] == K)) return false;
+  }
+  for (int64_t k = 0; k < K; k++) vals[k] = graph_tensor_get_f64(t, n == 1 ? 0 : k);
+  return true;
+}
+
+loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err) {
+  int *uses = graph_use_counts(g);
+  bool *drop = calloc((size_t)g->nnodes + 1, 1);
+  if (!uses || !drop) {
+    free(uses);
+    free(drop);
+    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    GraphNode *n = &g->nodes[i];
+    bool commutes = n->op == GRAPH_OP_MUL || n->op == GRAPH_OP_ADD;
+    if (!commutes && n->op != GRAPH_OP_SUB && n->op != GRAPH_OP_DIV) continue;
+    if (n->ninputs != 2 || n->noutputs != 1 || n->inputs[0] < 0 || n->inputs[1] < 0) continue;
+    int xi = 0;
+    if (commutes && graph_value_constant(g, n->inputs[0])) xi = 1;
+    ValueId x = n->inputs[xi], cv = n->inputs[1 - xi], y = n->outputs[0];
+    const GraphValue *xv = &g->values[x], *yv = &g->values[y];
+    if (xv->rank < 3 || xv->rank > INFER_MAX_RANK_BN || xv->dims[1] < 1 || yv->rank != xv->rank) continue;
+    bool same = true;
+    for (int d = 0; d < xv->rank; d++) same &= xv->dims[d] == yv->dims[d];
+    if (!same) continue; /* the constant must not broadcast the output larger */
+    int64_t K = xv->dims[1];
+    int ci = foldable_conv(g, uses, x, K);
+    if (ci < 0) continue;
+    double *vals = malloc(sizeof(double) * (size_t)K);
+    if (!vals) break;
+    if (!conv_channel_values(g, cv, K, xv->rank, vals)) {
+      free(vals);
+      continue;
+    }
+    BnParams p = {K, ARENA_ARRAY(g->arena, double, K), ARENA_ARRAY(g->arena, double, K)};
+    for (int64_t k = 0; k < K; k++) {
+      switch (n->op) {
+      case GRAPH_OP_MUL: p.scale[k] = vals[k]; p.shift[k] = 0; break;
+      case GRAPH_OP_DIV: p.scale[k] = 1.0 / vals[k]; p.shift[k] = 0; break;
+      case GRAPH_OP_ADD: p.scale[k] = 1; p.shift[k] = vals[k]; break;
+      default: p.scale[k] = 1; p.shift[k] = -vals[k]; break;
+      }
+    }
+    free(vals);
+    fold_into_conv(g, ci, n, &p); /* the conv now writes y */
+    drop[i] = true;
+  }
+  graph_remove_nodes(g, drop);
   free(uses);
   free(drop);
   loom_status st = graph_pass_infer(g, err);

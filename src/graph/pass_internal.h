@@ -30,6 +30,8 @@ GraphAttr graph_attr_make_string(Graph *g, const char *name, const char *s);
 GraphAttr graph_attr_make_int(Graph *g, const char *name, int64_t v);
 /* A fresh value named after `base` plus a suffix, unique in the graph. */
 ValueId graph_add_value_derived(Graph *g, const char *base, const char *suffix);
+/* The same for a constant owning t (in g->arena). */
+ValueId graph_add_constant_derived(Graph *g, const char *base, const char *suffix, GraphTensor *t);
 
 /* Channel block of a layout name: 0 for "NCHW", b for "NCHW<b>c" (b >= 1),
  * -1 for anything else (infer_nchwc.c). */

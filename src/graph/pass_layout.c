@@ -88,7 +88,7 @@ static ValueId block_constant(Graph *g, ValueId v, int b) {
           int64_t dst = (((i * (ch / b) + cc / b) * h + y) * w + x) * b + cc % b;
           copy_elem(o, dst, t, src);
         }
-  return graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[v].name, b), o);
+  return graph_add_constant_derived(g, g->values[v].name, arena_printf(g->arena, "nchw%dc", b), o);
 }
 
 /* v in blocked layout b. v must be a rank-4 static value of the original
@@ -148,7 +148,7 @@ static ValueId blocked_weights(Graph *g, const GraphNode *n, int cb, int kb, boo
           for (int64_t ci = 0; ci < ci_n; ci++)
             for (int64_t ki = 0; ki < kb; ki++, dst++)
               copy_elem(o, dst, w, (((ko * kb + ki) * C + co * ci_n + ci) * R + r) * S + s);
-  return graph_add_constant(g, arena_printf(g->arena, "%s_oihw%di%do", g->values[n->inputs[1]].name, cb, kb), o);
+  return graph_add_constant_derived(g, g->values[n->inputs[1]].name, arena_printf(g->arena, "oihw%di%do", cb, kb), o);
 }
 
 static void copy_int_attr_list(Graph *g, GraphNode *dst, const GraphNode *src, const char *name, int count, int64_t dflt) {
@@ -183,7 +183,7 @@ static void rewrite_conv(LayoutCtx *c, const GraphNode *n, bool depthwise) {
     int64_t dims[5] = {1, K / kb, 1, 1, kb};
     GraphTensor *bt = graph_tensor_new(g->arena, b->dtype, 5, dims);
     memcpy(bt->data, b->data, bt->nbytes); /* [K] and [1, K/k, 1, 1, k] share the element order */
-    ValueId bv = graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[n->inputs[2]].name, kb), bt);
+    ValueId bv = graph_add_constant_derived(g, g->values[n->inputs[2]].name, arena_printf(g->arena, "nchw%dc", kb), bt);
     ValueId ya = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "bias_nchw%dc", kb));
     ValueId ain[2] = {yb, bv};
     graph_nodebuf_add(g, &c->buf, GRAPH_OP_ADD, arena_printf(g->arena, "%s_bias", n->name), ain, 2, &ya, 1);
@@ -233,7 +233,7 @@ static ValueId block_channel_const(Graph *g, ValueId v, int64_t channels, int b)
   int64_t dims[5] = {1, per ? channels / b : 1, 1, 1, per ? b : 1};
   GraphTensor *o = graph_tensor_new(g->arena, t->dtype, 5, dims);
   memcpy(o->data, t->data, o->nbytes); /* per-channel [C] order is the blocked order */
-  return graph_add_constant(g, arena_printf(g->arena, "%s_nchw%dc", g->values[v].name, b), o);
+  return graph_add_constant_derived(g, g->values[v].name, arena_printf(g->arena, "nchw%dc", b), o);
 }
 
 static bool is_blockable_binary(GraphOp op) {
@@ -340,7 +340,7 @@ static bool try_rewrite_global_pool(LayoutCtx *c, const GraphNode *n) {
   GraphTensor *axes = graph_tensor_new(g->arena, DT_I64, 1, &two);
   graph_tensor_set_i64(axes, 0, 2);
   graph_tensor_set_i64(axes, 1, 3);
-  ValueId ins[2] = {c->rep_id[x], graph_add_constant(g, arena_printf(g->arena, "%s_axes", n->name), axes)};
+  ValueId ins[2] = {c->rep_id[x], graph_add_constant_derived(g, n->name, "axes", axes)};
   ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", b));
   GraphOp op = n->op == GRAPH_OP_GLOBAL_AVERAGE_POOL ? GRAPH_OP_REDUCE_MEAN : GRAPH_OP_REDUCE_MAX;
   GraphNode *o = graph_nodebuf_add(g, &c->buf, op, n->name, ins, 2, &yb, 1);

@@ -98,3 +98,10 @@ ValueId graph_add_value_derived(Graph *g, const char *base, const char *suffix) 
   }
   return graph_add_value(g, name);
 }
+
+ValueId graph_add_constant_derived(Graph *g, const char *base, const char *suffix, GraphTensor *t) {
+  ValueId v = graph_add_value_derived(g, base, suffix);
+  g->values[v].constant = t;
+  graph_set_type(g, v, t->dtype, t->rank, t->dims);
+  return v;
+}

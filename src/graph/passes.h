@@ -19,6 +19,11 @@
  * becomes Mul + Add by per-channel constants (so fusion treats it as
  * broadcast arithmetic). Numerics in double, stored in the weight dtype. */
 loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err);
+/* Mul/Div (scale) and Add/Sub (shift) of a Conv output by a per-channel
+ * constant ([K, 1, 1], [1, K, 1, 1] or one element), when the conv has
+ * constant f32/f64 weights (and bias) and no other user, fold into new
+ * weights and bias; chains fold one after another. */
+loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err);
 
 /* ---- pass_cse.c ---- */
 /* Merges nodes with the same op, attributes and inputs (the later one's

@@ -134,6 +134,42 @@ static void test_non_constant_params_untouched(void **state) {
   graph_free(g);
 }
 
+/* Per-channel Mul, Add, Sub, Div chains after a conv fold into it; a
+ * spatially varying constant or a second user stops the folding. */
+static void test_conv_affine_chain(void **state) {
+  (void)state;
+  uint64_t seed = 23;
+  Graph *g = graph_new("affine");
+  int64_t xd[4] = {1, 3, 5, 5}, kd[3] = {4, 1, 1}, kd4[4] = {1, 4, 1, 1}, sp[3] = {4, 5, 5};
+  ValueId x = gb_input(g, "x", 4, xd);
+  ValueId c = gb_conv(g, "conv", x, 3, 4, 3, 1, 1, true, &seed);
+  ValueId m = gb_binary(g, GRAPH_OP_MUL, "mul", gb_const(g, "s", 3, kd, &seed, 0.5, 2), c);
+  ValueId a = gb_binary(g, GRAPH_OP_ADD, "add", m, gb_const(g, "t", 4, kd4, &seed, -1, 1));
+  ValueId sb = gb_binary(g, GRAPH_OP_SUB, "sub", a, gb_scalar(g, "u", 0.25));
+  ValueId dv = gb_binary(g, GRAPH_OP_DIV, "div", sb, gb_const(g, "d", 3, kd, &seed, 0.5, 2));
+  ValueId r = gb_unary(g, GRAPH_OP_RELU, "relu", dv);
+  /* Second conv: a spatial constant, then a shared output. */
+  ValueId c2 = gb_conv(g, "conv2", r, 4, 4, 1, 1, 1, false, &seed);
+  ValueId m2 = gb_binary(g, GRAPH_OP_MUL, "mul2", c2, gb_const(g, "sp", 3, sp, &seed, -1, 1));
+  ValueId c3 = gb_conv(g, "conv3", m2, 4, 4, 1, 1, 1, false, &seed);
+  ValueId a3 = gb_binary(g, GRAPH_OP_ADD, "add3", c3, gb_const(g, "t3", 3, kd, &seed, -1, 1));
+  gb_output(g, gb_binary(g, GRAPH_OP_MUL, "out", a3, c3));
+  LoomError err = {0};
+  assert_int_equal(graph_pass_infer(g, &err), LOOM_OK);
+  double **in = gb_random_inputs(g, &seed);
+  double **before = ref_eval_outputs(g, in);
+  if (graph_pass_fold_conv_affine(g, &err)) fail_msg("%s", err.msg);
+  assert_true(ref_compare_outputs(g, in, before) < 1e-5);
+  gb_free_inputs(g, in);
+  /* conv(+4 folded ops), relu, conv2, mul2, conv3, add3, out. */
+  assert_int_equal(g->nnodes, 7);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_SUB), 0);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_DIV), 0);
+  assert_int_equal(g->nodes[0].op, GRAPH_OP_CONV);
+  assert_int_equal(g->nodes[0].outputs[0], dv);
+  graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_bn_folds),
@@ -141,6 +177,7 @@ int main(void) {
       cmocka_unit_test(test_shared_conv_output_becomes_mul_add),
       cmocka_unit_test(test_standalone_bn),
       cmocka_unit_test(test_non_constant_params_untouched),
+      cmocka_unit_test(test_conv_affine_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
