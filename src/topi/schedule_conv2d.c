@@ -14,6 +14,12 @@
 
 #include <string.h>
 
+static int64_t loop_extent(Schedule *s, SchRV loop) {
+  const Stmt *l = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, loop));
+  int64_t e;
+  return l && expr_as_int(l->loop.extent, &e) ? e : 1;
+}
+
 /* A plain copy stage (the padding): vectorized over the innermost loop,
  * parallel over all loops but the last two, fused. */
 static loom_status schedule_copy_stage(Schedule *s, SchRV blk, int num_threads) {
@@ -54,30 +60,46 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   SchRV n = l[0], ko = l[1], oh = l[2], ow = l[3], ki = l[4];
   int nr = nl - 5;
 
+  /* Register tile: OWB output columns x KT output-channel blocks, one
+   * vector each; at most 28 accumulators (of 32 vector registers), and at
+   * least 8 when the shapes allow (two FMA pipes x four cycles latency). */
   int64_t owb[2];
   if (sch_sample_perfect_tile(s, ow, 2, 16, owb)) return LOOM_ERR_SCHEDULE;
-  SchRV ows[2];
+  int64_t ko_ext = loop_extent(s, ko), kt = 1;
+  for (int64_t cand = 4; cand >= 2; cand /= 2)
+    if (ko_ext % cand == 0 && owb[1] * cand <= 28 && owb[1] * (cand / 2) < 8) {
+      kt = cand;
+      break;
+    }
+  if (owb[1] * 2 <= 28 && owb[1] < 14 && kt == 1 && ko_ext % 2 == 0) kt = 2;
+  SchRV ows[2], kos[2];
   if (sch_split(s, ow, owb, 2, ows)) return LOOM_ERR_SCHEDULE;
-  SchRV order[11] = {n, ko, oh, ows[0]};
+  if (sch_split(s, ko, (int64_t[]){ko_ext / kt, kt}, 2, kos)) return LOOM_ERR_SCHEDULE;
+  SchRV order[12] = {n, kos[0], oh, ows[0]};
   for (int r = 0; r < nr; r++) order[4 + r] = l[5 + r];
-  order[4 + nr] = ows[1];
-  order[5 + nr] = ki;
-  if (sch_reorder(s, order, 6 + nr)) return LOOM_ERR_SCHEDULE;
+  order[4 + nr] = kos[1];
+  order[5 + nr] = ows[1];
+  order[6 + nr] = ki;
+  if (sch_reorder(s, order, 7 + nr)) return LOOM_ERR_SCHEDULE;
+  ko = kos[0];
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
   if (copy < 0) return LOOM_ERR_SCHEDULE;
   topi_fold_epilogue(s, epilogue);
   if (sch_reverse_compute_at(s, copy, ows[0])) return LOOM_ERR_SCHEDULE;
   SchRV init = sch_decompose_reduction(s, b, l[5]);
   if (init < 0) return LOOM_ERR_SCHEDULE;
-  if (sch_unroll(s, ows[1]) || sch_vectorize(s, ki)) return LOOM_ERR_SCHEDULE;
+  if (sch_unroll(s, ows[1]) || sch_unroll(s, kos[1]) || sch_vectorize(s, ki)) return LOOM_ERR_SCHEDULE;
   SchRV il[8], cl[8];
   int ni = sch_get_loops(s, init, il, 8), nc = sch_get_loops(s, copy, cl, 8);
   if (ni < 1 || sch_vectorize(s, il[ni - 1])) return LOOM_ERR_SCHEDULE;
   if (nc < 1 || sch_vectorize(s, cl[nc - 1])) return LOOM_ERR_SCHEDULE;
-  if (num_threads > 1) {
-    SchRV outer = sch_fuse(s, (SchRV[]){n, ko, oh}, 3);
-    if (outer < 0 || sch_parallel(s, outer)) return LOOM_ERR_SCHEDULE;
-  }
+  /* Parallel over the output-channel chunks alone: fusing (n, ko, oh)
+   * would give more tasks, but the fused index reaches the tile's cache only
+   * through floordiv/floormod, and compaction then cannot prove that tasks
+   * touch disjoint tiles, so the register tile would stay a full-size
+   * buffer in memory. */
+  (void)n;
+  if (num_threads > 1 && sch_parallel(s, ko)) return LOOM_ERR_SCHEDULE;
   SchRV pad = find_pad(s, block);
   if (pad >= 0 && schedule_copy_stage(s, pad, num_threads)) return LOOM_ERR_SCHEDULE;
   return LOOM_OK;

@@ -34,5 +34,8 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
  * reverse_compute_inline; a refusal is not an error (the epilogue stays a
  * block of its own). */
 void topi_fold_epilogue(Schedule *s, const char *epilogue);
+/* With LOOM_DEBUG_SCHEDULE=1 in the environment, reports a refused step
+ * (and sch_error) on stderr: the trail for "why is this kernel slow". */
+void topi_schedule_note(const Schedule *s, const char *step);
 
 #endif

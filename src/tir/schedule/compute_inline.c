@@ -206,8 +206,18 @@ loom_status sch_reverse_compute_inline(Schedule *s, SchRV block_rv) {
     int k = -1;
     for (int j = 0; j < blk->n_iters; j++)
       if (blk->iters[j].var == idx) k = j;
-    bool dup = ptrmap_has(&vmap, idx);
-    for (int l = 1; l < nl; l++) dup |= lds[l]->load.indices[d] != idx;
+    bool dup = false;
+    for (int l = 1; l < nl; l++) dup |= !expr_equal(lds[l]->load.indices[d], idx);
+    /* An extent-1 dimension read at its only index (the simplifier turns
+     * the iterator of a one-element range into its constant minimum) maps
+     * to the consumer iterator of that extent-1 range in the same position. */
+    int64_t c, one;
+    if (k < 0 && expr_as_int(idx, &c) && c == 0 && expr_as_int(buf->shape[d], &one) && one == 1 && d < blk->n_iters &&
+        expr_is_int(blk->iters[d].extent, 1) && expr_is_int(blk->iters[d].min, 0)) {
+      k = d;
+      idx = blk->iters[d].var;
+    }
+    dup |= ptrmap_has(&vmap, idx);
     if (k < 0 || dup)
       return sch_fail(s, "%s: block \"%s\" must read %s at exactly its iterators", fn, blk->name, buf->name);
     int64_t ext, shp;

@@ -33,6 +33,7 @@
 typedef struct CompactCtx {
   Analyzer *az;
   Arena *arena;
+  int parallel_depth; /* parallel loops around the placement being tried */
 } CompactCtx;
 
 /* ---- accessed region of b in a statement ---- */
@@ -280,8 +281,16 @@ static const Stmt *rebase_stmt_cb(Mutator *m, const Stmt *s) {
 }
 
 /* Allocate b around s, shrunk to the region s accesses. */
+/* Mirrors the C code generator's stack limit (CODEGEN_C_STACK_LIMIT). */
+enum { COMPACT_PRIVATE_LIMIT_BYTES = 64 * 1024 };
+
+static int64_t region_bytes(CompactCtx *c, const Buffer *b, const Stmt *s);
+
+/* NULL when the allocation would be private to a parallel loop's iteration
+ * and too big for the stack (the caller then allocates further out). */
 static const Stmt *allocate_compact(CompactCtx *c, const Buffer *b, const Stmt *s) {
   Arena *a = c->arena;
+  if (c->parallel_depth > 0 && region_bytes(c, b, s) > COMPACT_PRIVATE_LIMIT_BYTES) return NULL;
   IntSet *box = b->strides ? NULL : region_of(c, b, s, true, true);
   if (!box) return stmt_allocate(a, b, s);
   const Expr **shape = ARENA_ARRAY(a, const Expr *, b->ndim);
@@ -309,8 +318,7 @@ static const Stmt *allocate_compact(CompactCtx *c, const Buffer *b, const Stmt *
   return stmt_allocate(a, nb, mutate_stmt(&m, s));
 }
 
-/* Mirrors the C code generator's stack limit (CODEGEN_C_STACK_LIMIT). */
-enum { COMPACT_PRIVATE_LIMIT_BYTES = 64 * 1024 };
+
 
 /* Bytes b would take compacted to its region in s (INT64_MAX if unknown). */
 static int64_t region_bytes(CompactCtx *c, const Buffer *b, const Stmt *s) {
@@ -326,6 +334,9 @@ static int64_t region_bytes(CompactCtx *c, const Buffer *b, const Stmt *s) {
   return total;
 }
 
+/* Places b's allocation as deep in s as its accesses allow. NULL when the
+ * only placements left would be private to a parallel loop's iterations
+ * and too big for the stack; the parallel loop then keeps it outside. */
 static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
   Arena *a = c->arena;
   switch (s->kind) {
@@ -338,7 +349,7 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
         }
       if (count != 1) break;
       const Stmt **items = arena_memdup(a, s->seq.stmts, sizeof(Stmt *) * (size_t)s->seq.n);
-      items[hit] = place(c, b, s->seq.stmts[hit]);
+      if (!(items[hit] = place(c, b, s->seq.stmts[hit]))) return NULL;
       return stmt_seq(a, items, s->seq.n);
     }
     case STMT_FOR: {
@@ -346,21 +357,33 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
       arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
       bool disjoint = regions_disjoint(c, b, s);
       if (!disjoint && !written_before_read(c, b, s)) break;
-      /* Inside a parallel loop the allocation becomes per-thread stack
+      /* Inside a parallel loop the allocation becomes per-iteration stack
        * memory, which code generators bound; disjoint tiles are race-free
-       * in one shared buffer, so big ones stay outside. */
-      if (disjoint && s->loop.kind == FOR_PARALLEL && region_bytes(c, b, s->loop.body) > COMPACT_PRIVATE_LIMIT_BYTES)
-        break;
+       * in one shared buffer, so if no small enough placement exists
+       * inside, it stays outside. */
+      bool parallel = s->loop.kind == FOR_PARALLEL;
+      c->parallel_depth += parallel;
+      const Stmt *body = place(c, b, s->loop.body);
+      c->parallel_depth -= parallel;
+      if (!body) {
+        if (parallel) break;
+        return NULL;
+      }
       Stmt *n = arena_memdup(a, s, sizeof *s);
-      n->loop.body = place(c, b, s->loop.body);
+      n->loop.body = body;
       return n;
     }
-    case STMT_IF:
+    case STMT_IF: {
       if ((s->if_.else_s && xform_stmt_touches_buffer(s->if_.else_s, b)) ||
           expr_reads_buffer(s->if_.cond, b))
         break;
-      return stmt_if(a, s->if_.cond, place(c, b, s->if_.then_s), s->if_.else_s);
-    case STMT_ALLOCATE: return stmt_allocate(a, s->alloc.buffer, place(c, b, s->alloc.body));
+      const Stmt *then_s = place(c, b, s->if_.then_s);
+      return then_s ? stmt_if(a, s->if_.cond, then_s, s->if_.else_s) : NULL;
+    }
+    case STMT_ALLOCATE: {
+      const Stmt *body = place(c, b, s->alloc.body);
+      return body ? stmt_allocate(a, s->alloc.buffer, body) : NULL;
+    }
     default: break;
   }
   return allocate_compact(c, b, s);
@@ -378,7 +401,7 @@ static const Stmt *compact_stmt_cb(Mutator *m, const Stmt *s) {
 static const Expr *keep_expr_cb(Mutator *m, const Expr *e) { return e; }
 
 const PrimFunc *tir_compact_buffers(Arena *a, const PrimFunc *f) {
-  CompactCtx c = {arith_analyzer_new(a), a};
+  CompactCtx c = {arith_analyzer_new(a), a, 0};
   Mutator m = {a, compact_stmt_cb, keep_expr_cb, &c};
   const Stmt *body = mutate_stmt(&m, f->body);
   return body == f->body ? f : xform_func_with_body(a, f, body);

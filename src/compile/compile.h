@@ -1,0 +1,49 @@
+/* The graph compiler: ONNX model -> graph passes -> fused groups -> one
+ * PrimFunc per group (compute definitions from src/topi composed at the te
+ * level) -> default schedules -> lowering -> C -> one shared object ->
+ * artifact. compile_model.c runs the pipeline in order; each stage is its
+ * own file. */
+#ifndef LOOM_COMPILE_COMPILE_H
+#define LOOM_COMPILE_COMPILE_H
+
+#include "graph/graph.h"
+#include "graph/passes.h"
+#include "target/target.h"
+#include "te/te.h"
+
+/* ---- op_compute.c: the compute half of the op strategy ---- */
+/* Which inputs of node n are tensors the kernel reads (as opposed to
+ * shape-like metadata such as Reshape's target shape, Slice's starts, Clip's
+ * bounds, consumed at compile time). */
+bool compile_input_is_data(const GraphNode *n, int input);
+/* Builds node n's compute from its data inputs (ins[i] is the TeTensor for
+ * input i, NULL for metadata/omitted inputs) and writes one TeTensor per
+ * output to outs. `prefix` makes the tensor (block) names unique. Errors
+ * name the node. */
+loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *prefix, TeTensor **outs, LoomError *err);
+
+/* ---- lower_group.c ---- */
+typedef struct GroupFunc {
+  PrimFunc *func;         /* params: data inputs (in `inputs` order), then outputs */
+  ValueId *inputs;        /* graph values bound to the input params */
+  int ninputs;
+  ValueId *outputs;       /* graph values bound to the output params */
+  int noutputs;
+} GroupFunc;
+
+loom_status compile_lower_group(Arena *a, const Graph *g, const GraphFusedGroup *grp, const char *name,
+                                GroupFunc *out, LoomError *err);
+
+/* ---- schedule_group.c: the schedule half of the op strategy ---- */
+/* Inlines the injective stages, schedules the anchor with its topi default
+ * schedule (matmul, conv NCHWc) or a generic one, and every other block
+ * with a generic parallel/vectorized schedule. Never fails: a step a
+ * primitive refuses is skipped (the program stays correct, only slower).
+ * The result lives in the returned schedule (*keep), which the caller frees
+ * with sch_free after code generation. */
+struct Schedule;
+const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
+                                       struct Schedule **keep);
+
+#endif

@@ -1,0 +1,267 @@
+/* loom_compile_onnx / loom_inspect_onnx: the graph compiler's pipeline, in
+ * order, in one place.
+ *
+ *   import (+ fold constants, drop identities, DCE)   frontend/onnx
+ *   fold BatchNorm, CSE, DCE                           graph/passes
+ *   NCHWc layout (opt level >= 2)                      graph/pass_layout
+ *   fuse into groups                                   graph/pass_fuse
+ *   plan the arena                                     graph/plan_memory
+ *   group -> PrimFunc -> default schedule              compile/lower_group, schedule_group
+ *   lower + C + one shared object                      driver
+ *   artifact (weights, plan, kernels)                  runtime/artifact */
+#include "compile/compile.h"
+
+#include "driver/driver.h"
+#include "frontend/onnx/onnx.h"
+#include "loom/loom_compile.h"
+#include "runtime/artifact.h"
+#include "tir/schedule/schedule.h"
+#include "tir/text.h"
+
+#include <string.h>
+
+typedef struct Compiled {
+  Arena *arena;
+  Graph *graph;
+  GraphFusionPlan plan;
+  GraphMemoryPlan mem;
+  GroupFunc *groups;
+  const PrimFunc **funcs; /* scheduled, one per group */
+  Schedule **scheds;
+  int ngroups;
+  DriverModule *module;
+} Compiled;
+
+static void compiled_free(Compiled *c) {
+  driver_module_free(c->module);
+  for (int i = 0; c->scheds && i < c->ngroups; i++) sch_free(c->scheds[i]);
+  if (c->graph) graph_free(c->graph);
+  arena_free(c->arena);
+  memset(c, 0, sizeof *c);
+}
+
+static loom_status run_graph_passes(Graph *g, int opt_level, LoomError *err) {
+  loom_status st;
+  if (opt_level >= 1) {
+    if ((st = graph_pass_fold_batchnorm(g, err)) || (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
+      return st;
+  }
+  if (opt_level >= 2 && (st = graph_pass_layout_nchwc(g, NULL, err))) return st;
+  if ((st = graph_pass_infer(g, err)) || (st = graph_verify(g, err))) return st;
+  for (int i = 0; i < g->nvalues; i++) {
+    const GraphValue *v = &g->values[i];
+    bool used = v->producer >= 0 || v->constant;
+    if (used && !graph_value_is_static(v))
+      return err_set(err, LOOM_ERR_UNSUPPORTED, "value \"%s\" has no static shape (dynamic shapes are not supported yet)",
+                     v->name);
+  }
+  return LOOM_OK;
+}
+
+/* Front half: everything up to scheduled PrimFuncs. `upto` stops early for
+ * inspect ("graph", "fused"); NULL runs it all. */
+static loom_status compile_front(const char *path, const LoomCompileOptions *opt, const char *upto, Compiled *c,
+                                 LoomError *err) {
+  memset(c, 0, sizeof *c);
+  c->arena = arena_new();
+  int opt_level = opt ? opt->opt_level : 2;
+  if (opt_level < 0 || opt_level > 3)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "--opt-level %d: expected 0, 1, 2 or 3", opt_level);
+  c->graph = onnx_import_file_prepared(path, err);
+  if (!c->graph) return err->status ? err->status : LOOM_ERR_INTERNAL;
+  loom_status st = run_graph_passes(c->graph, opt_level, err);
+  if (st || (upto && !strcmp(upto, "graph"))) return st;
+
+  GraphFuseOptions fo = {.max_group_size = opt_level >= 1 ? 0 : 1, .reduce_epilogue = false};
+  if ((st = graph_pass_fuse(c->graph, &fo, c->arena, &c->plan, err))) return st;
+  if ((st = graph_plan_memory(c->graph, &c->plan, c->arena, &c->mem, err))) return st;
+  if (upto && !strcmp(upto, "fused")) return LOOM_OK;
+
+  Target target = target_host();
+  int threads = target.num_cores > 1 ? target.num_cores : 1;
+  c->ngroups = c->plan.ngroups;
+  c->groups = ARENA_ARRAY(c->arena, GroupFunc, c->ngroups);
+  c->funcs = ARENA_ARRAY(c->arena, const PrimFunc *, c->ngroups);
+  c->scheds = ARENA_ARRAY(c->arena, Schedule *, c->ngroups);
+  for (int i = 0; i < c->ngroups; i++) {
+    const GraphFusedGroup *grp = &c->plan.groups[i];
+    const char *op = graph_op_info(c->graph->nodes[grp->anchor].op)->name;
+    char lower_op[32];
+    size_t k = 0;
+    for (; op[k] && k + 1 < sizeof lower_op; k++) lower_op[k] = (char)(op[k] >= 'A' && op[k] <= 'Z' ? op[k] + 32 : op[k]);
+    lower_op[k] = 0;
+    const char *name = arena_printf(c->arena, "k%d_%s", i, lower_op);
+    if ((st = compile_lower_group(c->arena, c->graph, grp, name, &c->groups[i], err))) return st;
+    c->funcs[i] = compile_schedule_group(&c->groups[i], &target, threads, &c->scheds[i]);
+  }
+  return LOOM_OK;
+}
+
+static loom_status compile_build(Compiled *c, LoomError *err) {
+  return driver_build(c->arena, c->funcs, c->ngroups, NULL, &c->module, err);
+}
+
+static DLDataType to_dl(DType t) {
+  DLDataType d = {(uint8_t)t.code, (uint8_t)(t.code == DT_BOOL ? 8 : t.bits), 1};
+  return d;
+}
+
+static ArtifactTensor tensor_of(const GraphValue *v) {
+  ArtifactTensor t = {v->name, to_dl(v->dtype), v->rank, v->dims, 0};
+  return t;
+}
+
+static int index_of(const ValueId *list, int n, ValueId v) {
+  for (int i = 0; i < n; i++)
+    if (list[i] == v) return i;
+  return -1;
+}
+
+/* The artifact: graph inputs/outputs, every constant a kernel reads as a
+ * weight, the kernels in call order, and one call per group with its
+ * arguments (graph input, graph output, weight or arena slice). */
+static loom_status write_artifact(Compiled *c, const char *out_path, LoomError *err) {
+  Arena *a = c->arena;
+  const Graph *g = c->graph;
+  ArtifactSpec spec;
+  memset(&spec, 0, sizeof spec);
+  ArtifactTensor *ins = ARENA_ARRAY(a, ArtifactTensor, g->ninputs);
+  ArtifactTensor *outs = ARENA_ARRAY(a, ArtifactTensor, g->noutputs);
+  for (int i = 0; i < g->ninputs; i++) ins[i] = tensor_of(&g->values[g->inputs[i]]);
+  for (int i = 0; i < g->noutputs; i++) {
+    const GraphValue *v = &g->values[g->outputs[i]];
+    if (v->producer < 0)
+      return err_set(err, LOOM_ERR_UNSUPPORTED, "graph output \"%s\" is not computed by any node (a constant or an input)",
+                     v->name);
+    outs[i] = tensor_of(v);
+  }
+  int *weight_of = ARENA_ARRAY(a, int, g->nvalues);
+  for (int i = 0; i < g->nvalues; i++) weight_of[i] = -1;
+  ArtifactWeight *weights = ARENA_ARRAY(a, ArtifactWeight, g->nvalues);
+  int nweights = 0;
+  ArtifactKernel *kernels = ARENA_ARRAY(a, ArtifactKernel, c->ngroups);
+  ArtifactCall *calls = ARENA_ARRAY(a, ArtifactCall, c->ngroups);
+  for (int gi = 0; gi < c->ngroups; gi++) {
+    const GroupFunc *gf = &c->groups[gi];
+    const GraphFusedGroup *grp = &c->plan.groups[gi];
+    const char **nodes = ARENA_ARRAY(a, const char *, grp->nnodes);
+    for (int k = 0; k < grp->nnodes; k++) nodes[k] = g->nodes[grp->nodes[k]].name;
+    kernels[gi] = (ArtifactKernel){gf->func->name, grp->nnodes, nodes};
+    int nargs = gf->ninputs + gf->noutputs;
+    ArtifactArg *args = ARENA_ARRAY(a, ArtifactArg, nargs);
+    for (int k = 0; k < nargs; k++) {
+      ValueId v = k < gf->ninputs ? gf->inputs[k] : gf->outputs[k - gf->ninputs];
+      const GraphValue *gv = &g->values[v];
+      ArtifactArg *arg = &args[k];
+      arg->dtype = to_dl(gv->dtype);
+      arg->ndim = gv->rank;
+      arg->shape = gv->dims;
+      int io;
+      if (gv->constant) {
+        if (weight_of[v] < 0) {
+          weight_of[v] = nweights;
+          weights[nweights].t = tensor_of(gv);
+          weights[nweights].data = gv->constant->data;
+          nweights++;
+        }
+        arg->kind = ARTIFACT_ARG_WEIGHT;
+        arg->index = weight_of[v];
+      } else if ((io = index_of(g->outputs, g->noutputs, v)) >= 0) {
+        arg->kind = ARTIFACT_ARG_OUTPUT;
+        arg->index = io;
+      } else if ((io = index_of(g->inputs, g->ninputs, v)) >= 0) {
+        arg->kind = ARTIFACT_ARG_INPUT;
+        arg->index = io;
+      } else if (c->mem.offset[v] >= 0) {
+        arg->kind = ARTIFACT_ARG_ARENA;
+        arg->offset = (uint64_t)c->mem.offset[v];
+        arg->view = true;
+      } else {
+        return err_set(err, LOOM_ERR_INTERNAL, "value \"%s\" of kernel %s has no storage", gv->name, gf->func->name);
+      }
+    }
+    calls[gi] = (ArtifactCall){gi, nargs, args};
+  }
+  spec.num_inputs = g->ninputs;
+  spec.inputs = ins;
+  spec.num_outputs = g->noutputs;
+  spec.outputs = outs;
+  spec.num_weights = nweights;
+  spec.weights = weights;
+  spec.num_kernels = c->ngroups;
+  spec.kernels = kernels;
+  spec.num_calls = c->ngroups;
+  spec.calls = calls;
+  spec.arena_bytes = (uint64_t)c->mem.arena_size;
+  spec.intermediate_bytes = (uint64_t)c->mem.intermediate_bytes;
+  spec.so_path = driver_so_path(c->module);
+  return artifact_write(out_path, &spec, err);
+}
+
+static void copy_error(const LoomError *err, char *errbuf, size_t errlen) {
+  if (errbuf && errlen) snprintf(errbuf, errlen, "%s", err->msg[0] ? err->msg : loom_status_name(err->status));
+}
+
+loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const LoomCompileOptions *opt,
+                              char *errbuf, size_t errlen) {
+  LoomError err = {0};
+  Compiled c;
+  loom_status st;
+  if (!onnx_path || !out_path) {
+    st = err_set(&err, LOOM_ERR_INVALID_ARG, "compile: a model path and an output path are required");
+  } else if (opt && opt->target && strncmp(opt->target, "x86_64", 6) != 0) {
+    st = err_set(&err, LOOM_ERR_UNSUPPORTED, "compile: target \"%s\" is not supported yet (x86_64 only)", opt->target);
+  } else {
+    st = compile_front(onnx_path, opt, NULL, &c, &err);
+    if (!st) st = compile_build(&c, &err);
+    if (!st) st = write_artifact(&c, out_path, &err);
+    compiled_free(&c);
+  }
+  if (st) copy_error(&err, errbuf, errlen);
+  return st;
+}
+
+loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
+                              char *errbuf, size_t errlen) {
+  LoomError err = {0};
+  if (dump && strcmp(dump, "graph") && strcmp(dump, "fused") && strcmp(dump, "tir") && strcmp(dump, "c")) {
+    err_set(&err, LOOM_ERR_INVALID_ARG, "--dump %s: expected graph, fused, tir or c", dump);
+    copy_error(&err, errbuf, errlen);
+    return err.status;
+  }
+  Compiled c;
+  const char *upto = dump && (!strcmp(dump, "graph") || !strcmp(dump, "fused")) ? dump : (dump ? NULL : "fused");
+  loom_status st = compile_front(onnx_path, opt, upto, &c, &err);
+  if (!st && dump && !strcmp(dump, "c")) st = compile_build(&c, &err);
+  if (!st) {
+    StrBuf sb;
+    sb_init(&sb);
+    if (dump && !strcmp(dump, "graph")) {
+      graph_print(c.graph, &sb);
+    } else if (dump && !strcmp(dump, "fused")) {
+      graph_fusion_plan_print(c.graph, &c.plan, &sb);
+    } else if (dump && !strcmp(dump, "tir")) {
+      for (int i = 0; i < c.ngroups; i++) {
+        char *t = tir_print_func(c.funcs[i]);
+        sb_puts(&sb, t);
+        sb_puts(&sb, "\n");
+        free(t);
+      }
+    } else if (dump) {
+      sb_puts(&sb, driver_source(c.module));
+    } else {
+      int64_t params = 0;
+      for (int i = 0; i < c.graph->nvalues; i++)
+        if (c.graph->values[i].constant) params += (int64_t)c.graph->values[i].constant->nbytes;
+      sb_printf(&sb, "model: %s\nnodes: %d\nkernels (fused groups): %d\nweights: %lld bytes\n", onnx_path,
+                c.graph->nnodes, c.plan.ngroups, (long long)params);
+      sb_printf(&sb, "arena: %lld bytes (sum of all intermediate tensors: %lld bytes)\n", (long long)c.mem.arena_size,
+                (long long)c.mem.intermediate_bytes);
+    }
+    fputs(sb_cstr(&sb), out);
+    sb_free(&sb);
+  }
+  compiled_free(&c);
+  if (st) copy_error(&err, errbuf, errlen);
+  return st;
+}

@@ -1,0 +1,385 @@
+/* The compute half of the op strategy: a graph node -> its te compute
+ * definition from src/topi/topi_ops.h, with the node's attributes and its
+ * compile-time constant operands (shapes, axes, pads, bounds) turned into
+ * C arguments. */
+#include "compile/compile.h"
+
+#include "graph/pass_internal.h" /* graph_layout_block */
+#include "topi/topi_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { MAX_INTS = 64 };
+
+static loom_status node_fail(const GraphNode *n, LoomError *err, const char *fmt, const char *detail) {
+  return err_set(err, LOOM_ERR_UNSUPPORTED, fmt, graph_op_info(n->op)->name, n->name ? n->name : "?", detail);
+}
+
+bool compile_input_is_data(const GraphNode *n, int input) {
+  switch (n->op) {
+    case GRAPH_OP_RESHAPE:
+    case GRAPH_OP_EXPAND:
+    case GRAPH_OP_TILE:
+    case GRAPH_OP_SQUEEZE:
+    case GRAPH_OP_UNSQUEEZE:
+    case GRAPH_OP_SPLIT:
+    case GRAPH_OP_SLICE:
+    case GRAPH_OP_PAD:
+    case GRAPH_OP_CLIP:
+    case GRAPH_OP_RESIZE:
+    case GRAPH_OP_REDUCE_MEAN:
+    case GRAPH_OP_REDUCE_SUM:
+    case GRAPH_OP_REDUCE_MAX:
+      return input == 0;
+    case GRAPH_OP_DROPOUT:
+      return input == 0;
+    default:
+      return true;
+  }
+}
+
+/* Constant int64 operand `input` of n (at most MAX_INTS values); -1 when
+ * the input is omitted, -2 when it is not a compile-time constant. */
+static int const_ints(const Graph *g, const GraphNode *n, int input, int64_t *out) {
+  if (input >= n->ninputs || n->inputs[input] == GRAPH_NO_VALUE) return -1;
+  const GraphTensor *t = graph_value_constant(g, n->inputs[input]);
+  if (!t) return -2;
+  int64_t count = graph_tensor_numel(t);
+  if (count > MAX_INTS) return -2;
+  for (int64_t k = 0; k < count; k++) out[k] = graph_tensor_get_i64(t, k);
+  return (int)count;
+}
+
+static bool const_scalar(const Graph *g, const GraphNode *n, int input, double *out) {
+  if (input >= n->ninputs || n->inputs[input] == GRAPH_NO_VALUE) return false;
+  const GraphTensor *t = graph_value_constant(g, n->inputs[input]);
+  if (!t || graph_tensor_numel(t) != 1) return false;
+  *out = graph_tensor_get_f64(t, 0);
+  return true;
+}
+
+static int attr_ints(const GraphNode *n, const char *name, int64_t *out) {
+  const GraphAttr *at = graph_node_attr(n, name);
+  if (!at || at->kind != GRAPH_ATTR_INTS || at->n > MAX_INTS) return -1;
+  memcpy(out, at->ints, sizeof(int64_t) * (size_t)at->n);
+  return at->n;
+}
+
+static const GraphValue *in_value(const Graph *g, const GraphNode *n, int i) {
+  return i < n->ninputs && n->inputs[i] != GRAPH_NO_VALUE ? &g->values[n->inputs[i]] : NULL;
+}
+
+static loom_status unary(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
+                         TopiUnaryOp op, const TopiUnaryParams *p, LoomError *err) {
+  outs[0] = topi_unary(a, name, op, ins[0], p, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status binary(Arena *a, TeTensor *const *ins, const char *name, TeTensor **outs, TopiBinaryOp op,
+                          LoomError *err) {
+  outs[0] = topi_binary(a, name, op, ins[0], ins[1], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status conv(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
+                        bool blocked, LoomError *err) {
+  TopiConvParams p;
+  memset(&p, 0, sizeof p);
+  int64_t v[MAX_INTS];
+  int c;
+  if ((c = attr_ints(n, "strides", v)) == 2) memcpy(p.strides, v, sizeof p.strides);
+  if ((c = attr_ints(n, "dilations", v)) == 2) memcpy(p.dilations, v, sizeof p.dilations);
+  if ((c = attr_ints(n, "pads", v)) == 4) memcpy(p.pads, v, sizeof p.pads);
+  else if (c >= 0) return node_fail(n, err, "%s (node \"%s\"): %s", "only 2-D convolutions are supported");
+  p.group = graph_attr_int(n, "group", 1);
+  TeTensor *bias = n->ninputs > 2 ? ins[2] : NULL;
+  outs[0] = blocked ? topi_conv2d_nchwc_onnx(a, name, ins[0], ins[1], bias, &p, err)
+                    : topi_conv2d_onnx(a, name, ins[0], ins[1], bias, &p, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status pool(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
+                        TopiPoolKind kind, LoomError *err) {
+  TopiPoolParams p;
+  memset(&p, 0, sizeof p);
+  int64_t v[MAX_INTS];
+  if (attr_ints(n, "kernel_shape", v) != 2)
+    return node_fail(n, err, "%s (node \"%s\"): %s", "only 2-D pooling is supported");
+  memcpy(p.kernel, v, sizeof p.kernel);
+  if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
+  if (attr_ints(n, "dilations", v) == 2) memcpy(p.dilations, v, sizeof p.dilations);
+  if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
+  p.ceil_mode = graph_attr_int(n, "ceil_mode", 0) != 0;
+  p.count_include_pad = graph_attr_int(n, "count_include_pad", 0) != 0;
+  outs[0] = topi_pool2d_onnx(a, name, kind, ins[0], &p, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status reduce(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                          TeTensor **outs, TopiReduceOp op, LoomError *err) {
+  int64_t axes[MAX_INTS];
+  int na = const_ints(g, n, 1, axes);
+  if (na == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "axes must be a compile-time constant");
+  if (na < 0) na = attr_ints(n, "axes", axes);
+  if (na < 0) na = 0;
+  outs[0] = topi_reduce(a, name, op, ins[0], axes, na, graph_attr_int(n, "keepdims", 1) != 0,
+                        graph_attr_int(n, "noop_with_empty_axes", 0) != 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status resize(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                          TeTensor **outs, LoomError *err) {
+  const GraphValue *y = &g->values[n->outputs[0]];
+  const GraphValue *x = in_value(g, n, 0);
+  double scales[MAX_INTS];
+  bool have_scales = false;
+  if (n->ninputs > 2 && n->inputs[2] != GRAPH_NO_VALUE) {
+    const GraphTensor *t = graph_value_constant(g, n->inputs[2]);
+    if (t && graph_tensor_numel(t) == x->rank) {
+      for (int k = 0; k < x->rank; k++) scales[k] = graph_tensor_get_f64(t, k);
+      have_scales = true;
+    }
+  }
+  const char *mode = graph_attr_string(n, "mode", "nearest");
+  const char *coord = graph_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *nearest = graph_attr_string(n, "nearest_mode", "round_prefer_floor");
+  TopiResizeMode m = !strcmp(mode, "nearest") ? TOPI_RESIZE_NEAREST : TOPI_RESIZE_LINEAR;
+  if (strcmp(mode, "nearest") && strcmp(mode, "linear"))
+    return node_fail(n, err, "%s (node \"%s\"): mode \"%s\" is not supported", mode);
+  TopiResizeCoord c;
+  if (!strcmp(coord, "half_pixel")) c = TOPI_COORD_HALF_PIXEL;
+  else if (!strcmp(coord, "pytorch_half_pixel")) c = TOPI_COORD_PYTORCH_HALF_PIXEL;
+  else if (!strcmp(coord, "asymmetric")) c = TOPI_COORD_ASYMMETRIC;
+  else if (!strcmp(coord, "align_corners")) c = TOPI_COORD_ALIGN_CORNERS;
+  else return node_fail(n, err, "%s (node \"%s\"): coordinate_transformation_mode \"%s\" is not supported", coord);
+  TopiResizeNearest nm;
+  if (!strcmp(nearest, "round_prefer_floor")) nm = TOPI_NEAREST_ROUND_PREFER_FLOOR;
+  else if (!strcmp(nearest, "round_prefer_ceil")) nm = TOPI_NEAREST_ROUND_PREFER_CEIL;
+  else if (!strcmp(nearest, "floor")) nm = TOPI_NEAREST_FLOOR;
+  else if (!strcmp(nearest, "ceil")) nm = TOPI_NEAREST_CEIL;
+  else return node_fail(n, err, "%s (node \"%s\"): nearest_mode \"%s\" is not supported", nearest);
+  outs[0] = topi_resize(a, name, ins[0], y->dims, have_scales ? scales : NULL, m, c, nm, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS], w[MAX_INTS], x[MAX_INTS], y[MAX_INTS];
+  int cnt;
+  TopiUnaryParams up;
+  switch (n->op) {
+#define UNARY(OP, TOPI)                                                  \
+  case GRAPH_OP_##OP:                                                    \
+    up = topi_unary_defaults(TOPI);                                      \
+    return unary(a, n, ins, name, outs, TOPI, &up, err);
+    UNARY(RELU, TOPI_RELU)
+    UNARY(SQRT, TOPI_SQRT)
+    UNARY(RECIPROCAL, TOPI_RECIPROCAL)
+    UNARY(EXP, TOPI_EXP)
+    UNARY(LOG, TOPI_LOG)
+    UNARY(NEG, TOPI_NEG)
+    UNARY(ABS, TOPI_ABS)
+    UNARY(FLOOR, TOPI_FLOOR)
+    UNARY(CEIL, TOPI_CEIL)
+    UNARY(NOT, TOPI_NOT)
+    UNARY(ERF, TOPI_ERF)
+    UNARY(TANH, TOPI_TANH)
+    UNARY(SIGMOID, TOPI_SIGMOID)
+    UNARY(HARD_SWISH, TOPI_HARD_SWISH)
+    UNARY(IDENTITY, TOPI_IDENTITY)
+    UNARY(DROPOUT, TOPI_IDENTITY)
+#undef UNARY
+    case GRAPH_OP_LEAKY_RELU:
+      up = topi_unary_defaults(TOPI_LEAKY_RELU);
+      up.alpha = graph_attr_float(n, "alpha", up.alpha);
+      return unary(a, n, ins, name, outs, TOPI_LEAKY_RELU, &up, err);
+    case GRAPH_OP_HARD_SIGMOID:
+      up = topi_unary_defaults(TOPI_HARD_SIGMOID);
+      up.alpha = graph_attr_float(n, "alpha", up.alpha);
+      up.beta = graph_attr_float(n, "beta", up.beta);
+      return unary(a, n, ins, name, outs, TOPI_HARD_SIGMOID, &up, err);
+    case GRAPH_OP_GELU:
+      up = topi_unary_defaults(TOPI_GELU);
+      up.gelu_tanh = !strcmp(graph_attr_string(n, "approximate", "none"), "tanh");
+      return unary(a, n, ins, name, outs, TOPI_GELU, &up, err);
+    case GRAPH_OP_CLIP: {
+      up = topi_unary_defaults(TOPI_CLIP);
+      double b;
+      if (const_scalar(g, n, 1, &b)) up.lo = b;
+      else if (n->ninputs > 1 && n->inputs[1] != GRAPH_NO_VALUE)
+        return node_fail(n, err, "%s (node \"%s\"): %s", "min must be a compile-time constant");
+      if (const_scalar(g, n, 2, &b)) up.hi = b;
+      else if (n->ninputs > 2 && n->inputs[2] != GRAPH_NO_VALUE)
+        return node_fail(n, err, "%s (node \"%s\"): %s", "max must be a compile-time constant");
+      return unary(a, n, ins, name, outs, TOPI_CLIP, &up, err);
+    }
+    case GRAPH_OP_CAST: {
+      DType to;
+      if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
+        return node_fail(n, err, "%s (node \"%s\"): %s", "attribute \"to\" is not a dtype");
+      outs[0] = topi_cast(a, name, ins[0], to, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_ADD: return binary(a, ins, name, outs, TOPI_ADD, err);
+    case GRAPH_OP_SUB: return binary(a, ins, name, outs, TOPI_SUB, err);
+    case GRAPH_OP_MUL: return binary(a, ins, name, outs, TOPI_MUL, err);
+    case GRAPH_OP_DIV: return binary(a, ins, name, outs, TOPI_DIV, err);
+    case GRAPH_OP_POW: return binary(a, ins, name, outs, TOPI_POW, err);
+    case GRAPH_OP_EQUAL: return binary(a, ins, name, outs, TOPI_EQUAL, err);
+    case GRAPH_OP_LESS: return binary(a, ins, name, outs, TOPI_LESS, err);
+    case GRAPH_OP_GREATER: return binary(a, ins, name, outs, TOPI_GREATER, err);
+    case GRAPH_OP_AND: return binary(a, ins, name, outs, TOPI_AND, err);
+    case GRAPH_OP_OR: return binary(a, ins, name, outs, TOPI_OR, err);
+    case GRAPH_OP_PRELU: return binary(a, ins, name, outs, TOPI_PRELU, err);
+    case GRAPH_OP_MAX:
+    case GRAPH_OP_MIN:
+    case GRAPH_OP_SUM: {
+      TopiBinaryOp op = n->op == GRAPH_OP_MAX ? TOPI_MAX : n->op == GRAPH_OP_MIN ? TOPI_MIN : TOPI_ADD;
+      outs[0] = topi_variadic(a, name, op, (const TeTensor *const *)ins, n->ninputs, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_WHERE:
+      outs[0] = topi_where(a, name, ins[0], ins[1], ins[2], err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_BATCH_NORM:
+      outs[0] = topi_batch_norm(a, name, ins[0], ins[1], ins[2], ins[3], ins[4],
+                                graph_attr_float(n, "epsilon", 1e-5), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_CONV: return conv(a, n, ins, name, outs, false, err);
+    case GRAPH_OP_CONV_NCHWC:
+      if (graph_attr_int(n, "group", 1) > 1) {
+        TopiConvParams p;
+        memset(&p, 0, sizeof p);
+        if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
+        if (attr_ints(n, "dilations", v) == 2) memcpy(p.dilations, v, sizeof p.dilations);
+        if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
+        outs[0] = topi_depthwise_conv2d_nchwc_onnx(a, name, ins[0], ins[1], &p, err);
+        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+      }
+      return conv(a, n, ins, name, outs, true, err);
+    case GRAPH_OP_LAYOUT_TRANSFORM: {
+      int sb = graph_layout_block(graph_attr_string(n, "src_layout", NULL));
+      int db = graph_layout_block(graph_attr_string(n, "dst_layout", NULL));
+      if (sb < 0 || db < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "unknown layouts");
+      const TeTensor *x0 = ins[0];
+      if (sb > 0) {
+        x0 = topi_nchwc_to_nchw(a, db > 0 ? arena_printf(a, "%s_nchw", name) : name, ins[0], err);
+        if (!x0) return LOOM_ERR_INVALID_ARG;
+      }
+      outs[0] = db > 0 ? topi_nchw_to_nchwc(a, name, x0, db, err) : (TeTensor *)x0;
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_GEMM:
+      outs[0] = topi_gemm(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_attr_float(n, "alpha", 1.0),
+                          graph_attr_float(n, "beta", 1.0), graph_attr_int(n, "transA", 0) != 0,
+                          graph_attr_int(n, "transB", 0) != 0, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_MATMUL:
+      outs[0] = topi_matmul_nd(a, name, ins[0], ins[1], err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_MAX_POOL: return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
+    case GRAPH_OP_AVERAGE_POOL: return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
+    case GRAPH_OP_GLOBAL_AVERAGE_POOL:
+    case GRAPH_OP_GLOBAL_MAX_POOL:
+      outs[0] = topi_global_pool(a, name, n->op == GRAPH_OP_GLOBAL_MAX_POOL ? TOPI_POOL_MAX : TOPI_POOL_AVG, ins[0], err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_REDUCE_MEAN: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MEAN, err);
+    case GRAPH_OP_REDUCE_SUM: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_SUM, err);
+    case GRAPH_OP_REDUCE_MAX: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MAX, err);
+    case GRAPH_OP_SOFTMAX: {
+      int64_t axis = graph_attr_int(n, "axis", -1);
+      if (!graph_attr_int(n, "coerce_2d", 0)) {
+        outs[0] = topi_softmax_axis(a, name, ins[0], axis, err);
+        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+      }
+      /* Before opset 13: softmax of the input flattened to 2-D at axis. */
+      const GraphValue *out = &g->values[n->outputs[0]];
+      TeTensor *flat = topi_flatten(a, arena_printf(a, "%s_flat", name), ins[0], axis, err);
+      TeTensor *sm = flat ? topi_softmax_axis(a, arena_printf(a, "%s_2d", name), flat, 1, err) : NULL;
+      outs[0] = sm ? topi_reshape(a, name, sm, out->dims, out->rank, err) : NULL;
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_LAYER_NORM:
+      outs[0] = topi_layer_norm_onnx(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL,
+                                     graph_attr_int(n, "axis", -1), graph_attr_float(n, "epsilon", 1e-5), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_FLATTEN:
+      outs[0] = topi_flatten(a, name, ins[0], graph_attr_int(n, "axis", 1), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_RESHAPE: {
+      /* Inference resolved 0 and -1: the output's extents are the shape. */
+      const GraphValue *out = &g->values[n->outputs[0]];
+      outs[0] = topi_reshape(a, name, ins[0], out->dims, out->rank, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_TRANSPOSE:
+      cnt = attr_ints(n, "perm", v);
+      outs[0] = topi_transpose_perm(a, name, ins[0], cnt >= 0 ? v : NULL, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_CONCAT:
+      outs[0] = topi_concat(a, name, (const TeTensor *const *)ins, n->ninputs, graph_attr_int(n, "axis", 0), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_SPLIT: {
+      cnt = const_ints(g, n, 1, v);
+      if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "split sizes must be compile-time constants");
+      if (cnt < 0) {
+        /* Inferred output extents give the sizes. */
+        int64_t axis = graph_attr_int(n, "axis", 0);
+        const GraphValue *xv = in_value(g, n, 0);
+        if (axis < 0) axis += xv->rank;
+        for (int i = 0; i < n->noutputs; i++) v[i] = g->values[n->outputs[i]].dims[axis];
+      }
+      return topi_split(a, name, ins[0], graph_attr_int(n, "axis", 0), v, n->noutputs, outs, err)
+                 ? LOOM_OK
+                 : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_SLICE: {
+      int ns = const_ints(g, n, 1, v), ne = const_ints(g, n, 2, w), na = const_ints(g, n, 3, x),
+          nst = const_ints(g, n, 4, y);
+      if (ns < 0 || ne != ns || na == -2 || nst == -2 || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+        return node_fail(n, err, "%s (node \"%s\"): %s", "starts/ends/axes/steps must be compile-time constants of one length");
+      outs[0] = topi_slice(a, name, ins[0], v, w, na >= 0 ? x : NULL, nst >= 0 ? y : NULL, ns, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_GATHER:
+      outs[0] = topi_gather(a, name, ins[0], ins[1], graph_attr_int(n, "axis", 0), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_SQUEEZE:
+    case GRAPH_OP_UNSQUEEZE: {
+      cnt = const_ints(g, n, 1, v);
+      if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "axes must be compile-time constants");
+      outs[0] = n->op == GRAPH_OP_SQUEEZE ? topi_squeeze(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err)
+                                          : topi_unsqueeze(a, name, ins[0], v, cnt >= 0 ? cnt : 0, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_EXPAND: {
+      const GraphValue *out = &g->values[n->outputs[0]];
+      outs[0] = topi_expand(a, name, ins[0], out->dims, out->rank, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_TILE:
+      cnt = const_ints(g, n, 1, v);
+      if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "repeats must be compile-time constants");
+      outs[0] = topi_tile(a, name, ins[0], v, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_PAD: {
+      cnt = const_ints(g, n, 1, v);
+      if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "pads must be compile-time constants");
+      if (n->ninputs > 3 && n->inputs[3] != GRAPH_NO_VALUE)
+        return node_fail(n, err, "%s (node \"%s\"): %s", "the axes operand is not supported");
+      double value = 0;
+      if (n->ninputs > 2 && n->inputs[2] != GRAPH_NO_VALUE && !const_scalar(g, n, 2, &value))
+        return node_fail(n, err, "%s (node \"%s\"): %s", "constant_value must be a compile-time constant");
+      const char *mode = graph_attr_string(n, "mode", "constant");
+      TopiPadMode m = !strcmp(mode, "reflect") ? TOPI_PAD_REFLECT : !strcmp(mode, "edge") ? TOPI_PAD_EDGE : TOPI_PAD_CONSTANT;
+      if (m == TOPI_PAD_CONSTANT && strcmp(mode, "constant"))
+        return node_fail(n, err, "%s (node \"%s\"): pad mode \"%s\" is not supported", mode);
+      outs[0] = topi_pad_onnx(a, name, ins[0], v, m, value, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_RESIZE: return resize(a, g, n, ins, name, outs, err);
+    default: break;
+  }
+  return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");
+}

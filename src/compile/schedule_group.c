@@ -1,0 +1,205 @@
+/* The schedule half of the op strategy for one fused group.
+ *
+ *   1. inline every injective stage that is not a group output (the
+ *      elementwise chain of the group collapses into its consumer; padding
+ *      stages stay, since an inlined pad puts a select in the hot loop);
+ *   2. the anchor (the reduction with the most iterations: the conv or
+ *      matmul of the group) gets its topi default schedule, with the block
+ *      consuming its output folded into the register tile as an epilogue;
+ *   3. every other block gets a generic schedule: parallel over its outer
+ *      loops, vectorized innermost where that is legal.
+ * A primitive that refuses leaves the program as it was, so every step is
+ * best effort and the result is always correct. */
+#include "compile/compile.h"
+
+#include "support/vec.h"
+#include "tir/schedule/schedule.h"
+#include "topi/topi_schedule.h"
+
+#include <string.h>
+
+typedef struct BlockInfo {
+  const Block *block;
+  int64_t volume; /* product of the iterator extents (-1: symbolic) */
+  int n_spatial, n_reduce;
+  bool writes_param;
+} BlockInfo;
+
+typedef struct Blocks {
+  Arena *arena;
+  const PrimFunc *f;
+  VEC(BlockInfo) items;
+} Blocks;
+
+static bool is_param(const PrimFunc *f, const Buffer *b) {
+  for (int i = 0; i < f->n_params; i++)
+    if (f->params[i] == b) return true;
+  return false;
+}
+
+static bool collect_block(Visitor *v, const Stmt *s) {
+  Blocks *bs = v->user;
+  if (s->kind != STMT_BLOCK_REALIZE || s->realize.block->n_iters == 0) return true;
+  const Block *b = s->realize.block;
+  BlockInfo info = {b, 1, 0, 0, false};
+  for (int i = 0; i < b->n_iters; i++) {
+    int64_t e;
+    if (b->iters[i].type == ITER_REDUCE) info.n_reduce++;
+    else info.n_spatial++;
+    if (info.volume >= 0 && expr_as_int(b->iters[i].extent, &e)) info.volume *= e;
+    else info.volume = -1;
+  }
+  for (int i = 0; i < b->n_writes; i++) info.writes_param |= is_param(bs->f, b->writes[i].buffer);
+  VEC_PUSH(bs->arena, bs->items, info);
+  return true;
+}
+
+static void collect_blocks(Arena *a, const PrimFunc *f, Blocks *out) {
+  memset(out, 0, sizeof *out);
+  out->arena = a;
+  out->f = f;
+  Visitor v = {collect_block, NULL, out};
+  visit_stmt(&v, f->body);
+}
+
+static size_t ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Step 1: inline until nothing more inlines (an inlined stage can make its
+ * producer inlinable next). */
+static void inline_injective(Schedule *s, Arena *a) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    Blocks bs;
+    collect_blocks(a, sch_func(s), &bs);
+    for (int i = 0; i < bs.items.n; i++) {
+      const BlockInfo *bi = &bs.items.items[i];
+      if (bi->writes_param || bi->n_reduce > 0 || ends_with(bi->block->name, "_pad")) continue;
+      SchRV b = sch_get_block(s, bi->block->name);
+      if (b >= 0 && sch_compute_inline(s, b) == LOOM_OK) changed = true;
+    }
+  }
+}
+
+/* The one block reading `buf` other than `self`, or NULL. */
+static const char *sole_consumer(const Blocks *bs, const Buffer *buf, const Block *self) {
+  const char *found = NULL;
+  for (int i = 0; i < bs->items.n; i++) {
+    const Block *b = bs->items.items[i].block;
+    if (b == self) continue;
+    for (int r = 0; r < b->n_reads; r++)
+      if (b->reads[r].buffer == buf) {
+        if (found) return NULL;
+        found = b->name;
+        break;
+      }
+  }
+  return found;
+}
+
+static int64_t loop_extent(Schedule *s, SchRV loop) {
+  const Stmt *l = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, loop));
+  int64_t e;
+  return l && expr_as_int(l->loop.extent, &e) ? e : -1;
+}
+
+/* Does the last index of some read of block b use iterator v (so walking v
+ * walks memory contiguously, give or take a stride)? */
+static bool innermost_reads_use(const Block *b, const Expr *v) {
+  for (int r = 0; r < b->n_reads; r++) {
+    const BufferRegion *rg = &b->reads[r];
+    int nd = rg->buffer->ndim;
+    if (nd > 0 && expr_uses_var(rg->min[nd - 1], v)) return true;
+  }
+  return false;
+}
+
+/* Step 3: loops are kept as they are (fusing them all would put a
+ * floordiv/floormod per dimension into every index); the innermost spatial
+ * loop is split into vector chunks and vectorized, the outermost loop with
+ * more than one iteration runs in parallel. A reduction whose innermost
+ * spatial loop walks its input contiguously (pooling) gets its reduction
+ * loops moved outside that loop so it can be vectorized. */
+static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *target, int num_threads) {
+  SchRV b = sch_get_block(s, bi->block->name);
+  if (b < 0) return;
+  SchRV l[16];
+  int n = sch_get_loops(s, b, l, 16);
+  if (n < 1 || n > 16 || n != bi->block->n_iters) return; /* moved or fused already: leave it */
+  int lanes = target_lanes(target, DT_F32);
+  int ns = bi->n_spatial;
+  SchRV inner = ns > 0 ? l[ns - 1] : -1;
+  if (bi->n_reduce > 0 && ns > 0 && innermost_reads_use(bi->block, bi->block->iters[ns - 1].var)) {
+    SchRV order[16];
+    int k = 0;
+    for (int i = 0; i < ns - 1; i++) order[k++] = l[i];
+    for (int i = ns; i < n; i++) order[k++] = l[i];
+    order[k++] = inner;
+    if (sch_reorder(s, order, k)) topi_schedule_note(s, "reorder reduction outside the vector loop");
+  } else if (bi->n_reduce > 0) {
+    inner = -1; /* innermost loops reduce: nothing to vectorize */
+  }
+  if (inner >= 0 && loop_extent(s, inner) >= lanes) {
+    SchRV parts[2];
+    if (sch_split(s, inner, (int64_t[]){-1, lanes}, 2, parts) == 0) {
+      if (sch_vectorize(s, parts[1])) topi_schedule_note(s, "vectorize");
+      if (ns == 1) l[0] = parts[0];
+    }
+  }
+  if (num_threads > 1) {
+    for (int i = 0; i < ns; i++) {
+      SchRV cand = i == ns - 1 && ns > 1 ? -1 : l[i];
+      if (cand < 0) break;
+      if (loop_extent(s, cand) > 1) {
+        if (sch_parallel(s, cand)) topi_schedule_note(s, "parallel");
+        break;
+      }
+    }
+  }
+}
+
+const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
+                                       Schedule **keep) {
+  Schedule *s = sch_create(gf->func, DECIDE_DEFAULT, 0);
+  *keep = s;
+  Arena *a = sch_arena(s);
+  inline_injective(s, a);
+
+  Blocks bs;
+  collect_blocks(a, sch_func(s), &bs);
+  const BlockInfo *anchor = NULL;
+  for (int i = 0; i < bs.items.n; i++) {
+    const BlockInfo *bi = &bs.items.items[i];
+    if (bi->n_reduce > 0 && bi->volume > 0 && (!anchor || bi->volume > anchor->volume)) anchor = bi;
+  }
+
+  const char *done_epilogue = NULL;
+  bool anchor_done = false;
+  if (anchor && anchor->block->n_writes == 1) {
+    const char *epi = sole_consumer(&bs, anchor->block->writes[0].buffer, anchor->block);
+    for (int i = 0; epi && i < bs.items.n; i++)
+      if (!strcmp(bs.items.items[i].block->name, epi) && bs.items.items[i].n_reduce > 0) epi = NULL;
+    const Block *ab = anchor->block;
+    loom_status st = LOOM_ERR_UNSUPPORTED;
+    bool matmul_like = ab->n_iters >= 3 && anchor->n_reduce == 1 && ab->iters[ab->n_iters - 1].type == ITER_REDUCE;
+    bool conv_nchwc = ab->n_iters == 9 && anchor->n_reduce == 4 && ab->iters[8].type == ITER_REDUCE;
+    if (matmul_like) st = topi_schedule_matmul_cpu(s, ab->name, epi, target, num_threads);
+    else if (conv_nchwc) st = topi_schedule_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
+    if (matmul_like || conv_nchwc) {
+      anchor_done = true;
+      if (st == LOOM_OK && epi && sch_get_block(s, epi) < 0) done_epilogue = epi;
+    }
+  }
+
+  /* Everything else, as collected before the anchor's schedule. */
+  for (int i = 0; i < bs.items.n; i++) {
+    const BlockInfo *bi = &bs.items.items[i];
+    if (anchor_done && bi == anchor) continue;
+    if (done_epilogue && !strcmp(bi->block->name, done_epilogue)) continue;
+    if (anchor_done && ends_with(bi->block->name, "_pad")) continue; /* the conv schedule owns its pad */
+    schedule_generic(s, bi, target, num_threads);
+  }
+  return sch_func(s);
+}
