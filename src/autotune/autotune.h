@@ -18,10 +18,40 @@
 #include "support/error.h"
 #include "tir/schedule/schedule.h"
 
+/* The primitives the generator calls (for coverage statistics). */
+#define RS_PRIMS(X)                                               \
+  X(RS_COMPUTE_INLINE, "compute_inline")                          \
+  X(RS_REVERSE_COMPUTE_INLINE, "reverse_compute_inline")          \
+  X(RS_CACHE_READ, "cache_read")                                  \
+  X(RS_CACHE_WRITE, "cache_write")                                \
+  X(RS_SAMPLE_PERFECT_TILE, "sample_perfect_tile")                \
+  X(RS_SPLIT, "split")                                            \
+  X(RS_SPLIT_IMPERFECT, "split (imperfect)")                      \
+  X(RS_TILE, "tile")                                              \
+  X(RS_REORDER, "reorder")                                        \
+  X(RS_FUSE, "fuse")                                              \
+  X(RS_COMPUTE_AT, "compute_at")                                  \
+  X(RS_REVERSE_COMPUTE_AT, "reverse_compute_at")                  \
+  X(RS_STORAGE_ALIGN, "storage_align")                            \
+  X(RS_DECOMPOSE_REDUCTION, "decompose_reduction")                \
+  X(RS_VECTORIZE, "vectorize")                                    \
+  X(RS_PARALLEL, "parallel")                                      \
+  X(RS_UNROLL, "unroll")
+
+typedef enum RsPrim {
+#define X(e, name) e,
+  RS_PRIMS(X)
+#undef X
+  RS_PRIM_COUNT
+} RsPrim;
+
+const char *random_schedule_prim_name(RsPrim p);
+
 typedef struct RandomScheduleStats {
   int tried;   /* primitive calls made */
   int applied; /* calls that succeeded */
   int refused; /* calls refused (program unchanged) */
+  int applied_by[RS_PRIM_COUNT], refused_by[RS_PRIM_COUNT];
 } RandomScheduleStats;
 
 /* Applies one random schedule to s (which may already hold instructions).

@@ -1,7 +1,7 @@
 /* A random schedule generator: every primitive, at random, on every block.
  *
  * The phases run in the order a hand-written schedule usually takes: inline
- * injective stages, add caches, transform loops, move blocks under other
+ * injective stages, add caches (and maybe inline them again), transform loops, move blocks under other
  * blocks' loops, transform the moved loops again, reduction and storage
  * details, then loop annotations. Block names are re-read before each phase
  * and RVs re-fetched before each primitive, because every primitive can
@@ -64,14 +64,24 @@ typedef struct Snap {
 
 static Snap snap(const Gen *g) { return (Snap){sch_func(g->s), trace_length(sch_trace(g->s))}; }
 
+const char *random_schedule_prim_name(RsPrim p) {
+  static const char *const names[] = {
+#define X(e, name) name,
+      RS_PRIMS(X)
+#undef X
+  };
+  return p >= 0 && p < RS_PRIM_COUNT ? names[p] : "?";
+}
+
 /* Counts the attempt; a refusal must leave program and trace as they were. */
-static bool done(Gen *g, Snap before, bool ok, const char *what, const char *block) {
+static bool done(Gen *g, Snap before, bool ok, RsPrim prim, const char *block) {
+  const char *what = random_schedule_prim_name(prim);
   if (g->stats) g->stats->tried++;
   if (ok) {
-    if (g->stats) g->stats->applied++;
+    if (g->stats) g->stats->applied++, g->stats->applied_by[prim]++;
     return true;
   }
-  if (g->stats) g->stats->refused++;
+  if (g->stats) g->stats->refused++, g->stats->refused_by[prim]++;
   if (!g->fatal && (sch_func(g->s) != before.func || trace_length(sch_trace(g->s)) != before.trace_len))
     g->fatal = err_set(g->err, LOOM_ERR_INTERNAL,
                        "random schedule: %s of block \"%s\" refused (%s) but changed the %s", what,
@@ -159,20 +169,20 @@ static int64_t loop_extent(const Gen *g, SchRV loop) {
 
 /* ---- phases ---- */
 
-static void phase_inline(Gen *g) {
+static void phase_inline(Gen *g, int fwd_percent, int rev_percent) {
   BlockList l;
   list_blocks(g, &l);
   for (int i = 0; i < l.n && !g->fatal; i++) {
     const char *name = l.blocks[i]->name;
-    bool fwd = chance(g, 30), rev = !fwd && chance(g, 20);
+    bool fwd = chance(g, fwd_percent), rev = !fwd && chance(g, rev_percent);
     if (!fwd && !rev) continue;
     SchRV b = sch_get_block(g->s, name);
     if (b < 0) continue; /* removed by an earlier inline */
     Snap before = snap(g);
     if (fwd)
-      done(g, before, sch_compute_inline(g->s, b) == LOOM_OK, "compute_inline", name);
+      done(g, before, sch_compute_inline(g->s, b) == LOOM_OK, RS_COMPUTE_INLINE, name);
     else
-      done(g, before, sch_reverse_compute_inline(g->s, b) == LOOM_OK, "reverse_compute_inline", name);
+      done(g, before, sch_reverse_compute_inline(g->s, b) == LOOM_OK, RS_REVERSE_COMPUTE_INLINE, name);
   }
 }
 
@@ -186,13 +196,13 @@ static void phase_cache(Gen *g) {
       int idx = pick(g, blk->n_reads);
       SchRV b = sch_get_block(g->s, name);
       Snap before = snap(g);
-      if (b >= 0) done(g, before, sch_cache_read(g->s, b, idx, SCOPE_LOCAL) >= 0, "cache_read", name);
+      if (b >= 0) done(g, before, sch_cache_read(g->s, b, idx, SCOPE_LOCAL) >= 0, RS_CACHE_READ, name);
     }
     if (blk->n_writes > 0 && chance(g, 12)) {
       int idx = pick(g, blk->n_writes);
       SchRV b = sch_get_block(g->s, name);
       Snap before = snap(g);
-      if (b >= 0) done(g, before, sch_cache_write(g->s, b, idx, SCOPE_LOCAL) >= 0, "cache_write", name);
+      if (b >= 0) done(g, before, sch_cache_write(g->s, b, idx, SCOPE_LOCAL) >= 0, RS_CACHE_WRITE, name);
     }
   }
 }
@@ -211,7 +221,7 @@ static void split_one(Gen *g, const char *name, int i) {
     if (f >= ext) return;
     int64_t factors[2] = {pick(g, 2) ? -1 : (ext + f - 1) / f, f};
     Snap before = snap(g);
-    done(g, before, sch_split(g->s, loops[i], factors, 2, out) == 0, "split (imperfect)", name);
+    done(g, before, sch_split(g->s, loops[i], factors, 2, out) == 0, RS_SPLIT_IMPERFECT, name);
     return;
   }
   static const int64_t max_inner[] = {0, 4, 8, 16};
@@ -221,10 +231,10 @@ static void split_one(Gen *g, const char *name, int i) {
   if (g->fatal) return;
   Snap before = snap(g);
   if (!done(g, before, sch_sample_perfect_tile(g->s, loops[i], levels, lim, factors) == LOOM_OK,
-            "sample_perfect_tile", name))
+            RS_SAMPLE_PERFECT_TILE, name))
     return;
   before = snap(g);
-  done(g, before, sch_split(g->s, loops[i], factors, levels, out) == 0, "split", name);
+  done(g, before, sch_split(g->s, loops[i], factors, levels, out) == 0, RS_SPLIT, name);
 }
 
 static void reorder_some(Gen *g, const char *name) {
@@ -242,7 +252,7 @@ static void reorder_some(Gen *g, const char *name) {
   SchRV order[MAX_LOOPS];
   for (int i = 0; i < k; i++) order[i] = loops[pos[i]];
   Snap before = snap(g);
-  done(g, before, sch_reorder(g->s, order, k) == LOOM_OK, "reorder", name);
+  done(g, before, sch_reorder(g->s, order, k) == LOOM_OK, RS_REORDER, name);
 }
 
 static void fuse_some(Gen *g, const char *name) {
@@ -252,7 +262,7 @@ static void fuse_some(Gen *g, const char *name) {
   int count = n >= 3 && chance(g, 30) ? 3 : 2;
   int first = pick(g, n - count + 1);
   Snap before = snap(g);
-  done(g, before, sch_fuse(g->s, &loops[first], count) >= 0, "fuse", name);
+  done(g, before, sch_fuse(g->s, &loops[first], count) >= 0, RS_FUSE, name);
 }
 
 /* tile: 1-3 adjacent loops, each split in two by a sampled perfect tile,
@@ -267,11 +277,11 @@ static void tile_some(Gen *g, const char *name) {
   for (int i = 0; i < count; i++) {
     Snap before = snap(g);
     if (!done(g, before, sch_sample_perfect_tile(g->s, loops[first + i], 2, 0, &factors[2 * i]) == LOOM_OK,
-              "sample_perfect_tile", name))
+              RS_SAMPLE_PERFECT_TILE, name))
       return;
   }
   Snap before = snap(g);
-  done(g, before, sch_tile(g->s, &loops[first], count, factors, 2, out) == LOOM_OK, "tile", name);
+  done(g, before, sch_tile(g->s, &loops[first], count, factors, 2, out) == LOOM_OK, RS_TILE, name);
 }
 
 static void phase_loops(Gen *g, int percent) {
@@ -318,9 +328,9 @@ static void phase_compute_at(Gen *g) {
     if (b < 0) continue;
     Snap before = snap(g);
     if (fwd)
-      done(g, before, sch_compute_at(g->s, b, loop) == LOOM_OK, "compute_at", names[bi]);
+      done(g, before, sch_compute_at(g->s, b, loop) == LOOM_OK, RS_COMPUTE_AT, names[bi]);
     else
-      done(g, before, sch_reverse_compute_at(g->s, b, loop) == LOOM_OK, "reverse_compute_at", names[bi]);
+      done(g, before, sch_reverse_compute_at(g->s, b, loop) == LOOM_OK, RS_REVERSE_COMPUTE_AT, names[bi]);
   }
 }
 
@@ -343,7 +353,7 @@ static void phase_storage(Gen *g) {
       Snap before = snap(g);
       if (b >= 0)
         done(g, before, sch_storage_align(g->s, b, w, axis, factor, offset) == LOOM_OK,
-             "storage_align", names[bi]);
+             RS_STORAGE_ALIGN, names[bi]);
     }
     if (blk->init && chance(g, 40)) {
       SchRV b, loops[MAX_LOOPS];
@@ -351,7 +361,7 @@ static void phase_storage(Gen *g) {
       if (n < 1) continue;
       SchRV loop = loops[pick(g, n)];
       Snap before = snap(g);
-      done(g, before, sch_decompose_reduction(g->s, b, loop) >= 0, "decompose_reduction", names[bi]);
+      done(g, before, sch_decompose_reduction(g->s, b, loop) >= 0, RS_DECOMPOSE_REDUCTION, names[bi]);
     }
   }
 }
@@ -367,19 +377,19 @@ static void phase_annotate(Gen *g) {
     if (chance(g, 35)) {
       int n = block_loops(g, names[bi], &b, loops);
       Snap before = snap(g);
-      if (n >= 1) done(g, before, sch_vectorize(g->s, loops[n - 1]) == LOOM_OK, "vectorize", names[bi]);
+      if (n >= 1) done(g, before, sch_vectorize(g->s, loops[n - 1]) == LOOM_OK, RS_VECTORIZE, names[bi]);
     }
     if (chance(g, 30)) {
       int n = block_loops(g, names[bi], &b, loops);
       Snap before = snap(g);
-      if (n >= 1) done(g, before, sch_parallel(g->s, loops[0]) == LOOM_OK, "parallel", names[bi]);
+      if (n >= 1) done(g, before, sch_parallel(g->s, loops[0]) == LOOM_OK, RS_PARALLEL, names[bi]);
     }
     if (chance(g, 25)) {
       int n = block_loops(g, names[bi], &b, loops);
       if (n < 1) continue;
       SchRV loop = loops[pick(g, n)];
       Snap before = snap(g);
-      done(g, before, sch_unroll(g->s, loop) == LOOM_OK, "unroll", names[bi]);
+      done(g, before, sch_unroll(g->s, loop) == LOOM_OK, RS_UNROLL, names[bi]);
     }
   }
 }
@@ -388,8 +398,11 @@ loom_status random_schedule_apply(Schedule *s, RandomScheduleStats *stats, LoomE
   if (!s) return err_set(err, LOOM_ERR_INVALID_ARG, "random_schedule_apply: schedule is NULL");
   Gen g = {.s = s, .stats = stats, .err = err, .fatal = LOOM_OK};
   if (stats) memset(stats, 0, sizeof *stats);
-  phase_inline(&g);
+  phase_inline(&g, 30, 20);
   if (!g.fatal) phase_cache(&g);
+  /* Again: the copy blocks of caches are the typical inline candidates
+   * (a cache_write's copy-out is elementwise over its single producer). */
+  if (!g.fatal) phase_inline(&g, 10, 25);
   if (!g.fatal) phase_loops(&g, 60);
   if (!g.fatal) phase_compute_at(&g);
   if (!g.fatal) phase_loops(&g, 25);

@@ -12,7 +12,7 @@
  * functions per computation are cross-checked against the interpreter.
  *
  * Environment:
- *   LOOM_HARNESS_SCHEDULES  schedules per computation (default 25; 8 in a
+ *   LOOM_HARNESS_SCHEDULES  schedules per computation (default 25; 6 in a
  *                           sanitizer build, where kernels are sanitized too)
  *   LOOM_HARNESS_SEED       first seed (default 1); seeds are SEED..SEED+N-1
  *   LOOM_HARNESS_ONLY       run only computations whose name contains this
@@ -101,7 +101,7 @@ static PrimFunc *mk_sum_i32(Arena *a, LoomError *e) {
 #endif
 #ifdef HARNESS_SANITIZED
 #define HARNESS_DEFAULT_EXTRA_CFLAGS "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-#define HARNESS_DEFAULT_SCHEDULES 8
+#define HARNESS_DEFAULT_SCHEDULES 6
 #else
 #define HARNESS_DEFAULT_EXTRA_CFLAGS NULL
 #define HARNESS_DEFAULT_SCHEDULES 25
@@ -173,6 +173,10 @@ static bool tensors_match(const char *what, const DriverTensors *got, const Driv
 
 /* ---- one computation ---- */
 
+/* Totals over every computation run so far (test_coverage reads them). */
+static RandomScheduleStats suite_stats;
+static int suite_schedules;
+
 typedef struct Case {
   const char *name;
   Arena *a;
@@ -219,6 +223,10 @@ static void schedule_one(Case *c, int k) {
     return;
   }
   c->total.tried += st.tried, c->total.applied += st.applied, c->total.refused += st.refused;
+  for (int p = 0; p < RS_PRIM_COUNT; p++) {
+    c->total.applied_by[p] += st.applied_by[p];
+    c->total.refused_by[p] += st.refused_by[p];
+  }
   if (tir_verify(sch_func(s), &err)) {
     report(c, k, "tir_verify", err.msg, NULL);
     return;
@@ -411,6 +419,11 @@ static void run_case(const char *name, MakeFn make) {
 
   fprintf(stderr, "%-16s %3d schedules, %d failures; primitives tried %d, applied %d, refused %d\n",
           name, c.n, c.failures, c.total.tried, c.total.applied, c.total.refused);
+  suite_schedules += c.n;
+  for (int p = 0; p < RS_PRIM_COUNT; p++) {
+    suite_stats.applied_by[p] += c.total.applied_by[p];
+    suite_stats.refused_by[p] += c.total.refused_by[p];
+  }
   driver_tensors_free(&input);
   driver_tensors_free(&ref);
   driver_tensors_free(&got);
@@ -446,6 +459,22 @@ CASE(sum_inner, "sum_inner")
 CASE(sum_outer, "sum_outer")
 CASE(sum_i32, "sum_i32")
 
+/* The generator must actually exercise every primitive across the suite
+ * (a primitive that always refuses would leave its code paths untested). */
+static void test_coverage(void **state) {
+  (void)state;
+  fprintf(stderr, "%-24s %8s %8s\n", "primitive", "applied", "refused");
+  for (int p = 0; p < RS_PRIM_COUNT; p++)
+    fprintf(stderr, "%-24s %8d %8d\n", random_schedule_prim_name((RsPrim)p), suite_stats.applied_by[p],
+            suite_stats.refused_by[p]);
+  const char *only = getenv("LOOM_HARNESS_ONLY");
+  if ((only && *only) || suite_schedules < 300) return; /* too few schedules to expect everything */
+  for (int p = 0; p < RS_PRIM_COUNT; p++)
+    if (suite_stats.applied_by[p] == 0)
+      fail_msg("primitive %s never applied in %d random schedules", random_schedule_prim_name((RsPrim)p),
+               suite_schedules);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_f32),   cmocka_unit_test(test_matmul_i32),
@@ -455,7 +484,7 @@ int main(void) {
       cmocka_unit_test(test_softmax),      cmocka_unit_test(test_layer_norm),
       cmocka_unit_test(test_transpose),    cmocka_unit_test(test_broadcast_add),
       cmocka_unit_test(test_sum_inner),    cmocka_unit_test(test_sum_outer),
-      cmocka_unit_test(test_sum_i32),
+      cmocka_unit_test(test_sum_i32),      cmocka_unit_test(test_coverage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
