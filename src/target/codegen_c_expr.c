@@ -108,7 +108,7 @@ const char *cg_type(CodegenC *cg, DType t, const char *what) {
 
 /* Emits `static inline` helper `name` once (guarded across functions of one
  * file by a macro). body is the full definition. */
-static void put_helper(CodegenC *cg, const char *name, const char *def) {
+void cg_put_helper(CodegenC *cg, const char *name, const char *def) {
   if (helper_done(cg, name)) return;
   sb_printf(&cg->decls, "#ifndef LOOM_H_%s\n#define LOOM_H_%s\n%s#endif\n", name, name, def);
 }
@@ -316,7 +316,7 @@ static void emit_select(CodegenC *cg, StrBuf *sb, const Expr *e) {
   const char *iname = cg_vector_type(cg, it);
   const char *mname = cg_vector_type(cg, e->select.cond->dtype);
   const char *name = arena_printf(cg->arena, "loom_select_%s", vname);
-  put_helper(cg, name,
+  cg_put_helper(cg, name,
              arena_printf(cg->arena,
                           "LOOM_HELPER %s %s(%s m, %s t, %s f) {\n"
                           "  %s mm = __builtin_convertvector(m, %s);\n"
@@ -334,8 +334,13 @@ static void emit_call(CodegenC *cg, StrBuf *sb, const Expr *e) {
     return;
   }
   if (t.lanes > 1) {
-    const char *f1 = arena_printf(cg->arena, "%s(%%s)", fn), *f2 = arena_printf(cg->arena, "%s(%%s, %%s)", fn);
-    fn = lanewise_helper(cg, fn, t, e->call.n, f1, f2);
+    const char *vm = cg_vector_math(cg, e->call.op, t);
+    if (vm) {
+      fn = vm;
+    } else {
+      const char *f1 = arena_printf(cg->arena, "%s(%%s)", fn), *f2 = arena_printf(cg->arena, "%s(%%s, %%s)", fn);
+      fn = lanewise_helper(cg, fn, t, e->call.n, f1, f2);
+    }
   }
   sb_printf(sb, "%s(", fn);
   for (int i = 0; i < e->call.n; i++) sb_printf(sb, "%s%s", i ? ", " : "", expr_text(cg, e->call.args[i]));
@@ -400,14 +405,14 @@ static void emit_load(CodegenC *cg, StrBuf *sb, const Expr *e) {
     emit_broadcast_text(cg, sb, e->dtype, arena_printf(cg->arena, "%s[%s]", bn, expr_text(cg, idx->broadcast.value)));
   } else if (is_dense_ramp(idx)) {
     const char *name = arena_printf(cg->arena, "loom_vload_%s", vt);
-    put_helper(cg, name,
+    cg_put_helper(cg, name,
                arena_printf(cg->arena, "LOOM_HELPER %s %s(const %s *p) {\n  %s v;\n  memcpy(&v, p, sizeof v);\n  return v;\n}\n",
                             vt, name, et, vt));
     sb_printf(sb, "%s(%s + %s)", name, bn, expr_text(cg, idx->ramp.base));
   } else {
     const char *name = arena_printf(cg->arena, "loom_gather_%s", vt);
     const char *it = cg_vector_type(cg, dtype_make(DT_INT, 64, e->dtype.lanes));
-    put_helper(cg, name,
+    cg_put_helper(cg, name,
                arena_printf(cg->arena,
                             "LOOM_HELPER %s %s(const %s *p, %s i) {\n  %s v;\n"
                             "  for (int l = 0; l < %d; ++l) v[l] = p[i[l]];\n  return v;\n}\n",
@@ -443,7 +448,7 @@ void cg_emit_store(CodegenC *cg, StrBuf *sb, const Stmt *s) {
   const char *et = cg_scalar_type(cg, v->dtype, b->name);
   if (is_dense_ramp(idx)) {
     const char *name = arena_printf(cg->arena, "loom_vstore_%s", vt);
-    put_helper(cg, name,
+    cg_put_helper(cg, name,
                arena_printf(cg->arena, "LOOM_HELPER void %s(%s *p, %s v) {\n  memcpy(p, &v, sizeof v);\n}\n", name,
                             et, vt));
     sb_printf(sb, "%s(%s + %s, %s);\n", name, bn, expr_text(cg, idx->ramp.base), expr_text(cg, v));
@@ -452,7 +457,7 @@ void cg_emit_store(CodegenC *cg, StrBuf *sb, const Stmt *s) {
      * as a serial loop would. */
     const char *name = arena_printf(cg->arena, "loom_scatter_%s", vt);
     const char *it = cg_vector_type(cg, dtype_make(DT_INT, 64, v->dtype.lanes));
-    put_helper(cg, name,
+    cg_put_helper(cg, name,
                arena_printf(cg->arena,
                             "LOOM_HELPER void %s(%s *p, %s i, %s v) {\n"
                             "  for (int l = 0; l < %d; ++l) p[i[l]] = v[l];\n}\n",

@@ -47,6 +47,13 @@ const char *cg_vector_type(CodegenC *cg, DType t);
 const char *cg_type(CodegenC *cg, DType t, const char *what);
 
 void cg_emit_expr(CodegenC *cg, StrBuf *sb, const Expr *e);
+/* Emits helper `name` once per file (guarded by a macro); def is the full
+ * definition. */
+void cg_put_helper(CodegenC *cg, const char *name, const char *def);
+/* codegen_c_math.c: a vector implementation of a math call on f32 vectors
+ * (exp, erf, tanh), declared on first use; NULL when there is none (the
+ * caller then applies the scalar function lane by lane). */
+const char *cg_vector_math(CodegenC *cg, CallOp op, DType t);
 /* The flat element offset of a buffer access (row-major over the buffer's
  * shape when it has more than one dimension). */
 const Expr *cg_flat_index(CodegenC *cg, const Buffer *b, const Expr *const *idx, int n);

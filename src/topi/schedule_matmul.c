@@ -20,6 +20,19 @@
 
 #include <string.h>
 
+/* Does the block's second read (B) ignore its first nb iterators (the
+ * batch)? */
+static bool batch_shares_b(Schedule *s, const char *block, int nb) {
+  const Stmt *r = stmt_find_block(sch_func(s)->body, block);
+  if (!r || r->realize.block->n_reads < 2 || r->realize.block->n_iters < nb) return false;
+  const Block *b = r->realize.block;
+  const BufferRegion *rb = &b->reads[1];
+  for (int d = 0; d < rb->buffer->ndim; d++)
+    for (int i = 0; i < nb; i++)
+      if (expr_uses_var(rb->min[d], b->iters[i].var)) return false;
+  return true;
+}
+
 static loom_status fail_rv(Schedule *s, SchRV rv) { return rv < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK; }
 
 loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char *epilogue, const Target *target,
@@ -30,6 +43,14 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   int n = sch_get_loops(s, b, loops, 8);
   if (n < 3) return LOOM_ERR_SCHEDULE;
   SchRV li = loops[n - 3], lj = loops[n - 2], lk = loops[n - 1];
+  /* Batch loops over a shared B ([S, 1, K] x [K, N], as transformer
+   * exports have it) make one tall matmul: fuse them into the row loop so
+   * the register tile and the packed panel see all S rows, instead of S
+   * matrix-vector products. */
+  if (n > 3 && batch_shares_b(s, block, n - 3)) {
+    SchRV rows = sch_fuse(s, loops, n - 2);
+    if (rows >= 0) li = rows;
+  }
   const Stmt *si = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, li));
   const Stmt *sj = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, lj));
   int64_t M, N;

@@ -257,11 +257,14 @@ typedef struct RebaseCtx {
   const Buffer *from;
   const Buffer *to;
   const Expr *const *lo;
+  const Expr *lead; /* non-NULL: a leading index (the expanded dimension) */
 } RebaseCtx;
 
 static const Expr *const *rebase_indices(Arena *a, const RebaseCtx *r, const Expr *const *idx, int n) {
-  const Expr **out = ARENA_ARRAY(a, const Expr *, n);
-  for (int d = 0; d < n; d++) out[d] = expr_is_int(r->lo[d], 0) ? idx[d] : expr_sub(a, idx[d], r->lo[d]);
+  int k = r->lead ? 1 : 0;
+  const Expr **out = ARENA_ARRAY(a, const Expr *, n + k);
+  if (k) out[0] = r->lead;
+  for (int d = 0; d < n; d++) out[k + d] = expr_is_int(r->lo[d], 0) ? idx[d] : expr_sub(a, idx[d], r->lo[d]);
   return out;
 }
 
@@ -269,7 +272,8 @@ static const Expr *rebase_expr_cb(Mutator *m, const Expr *e) {
   RebaseCtx *r = m->user;
   e = mutate_expr_children(m, e);
   if (e->kind != EXPR_LOAD || e->load.buffer != r->from) return e;
-  return expr_load(m->arena, r->to, rebase_indices(m->arena, r, e->load.indices, e->load.n), e->load.n);
+  return expr_load(m->arena, r->to, rebase_indices(m->arena, r, e->load.indices, e->load.n),
+                   e->load.n + (r->lead ? 1 : 0));
 }
 
 static const Stmt *rebase_stmt_cb(Mutator *m, const Stmt *s) {
@@ -277,7 +281,7 @@ static const Stmt *rebase_stmt_cb(Mutator *m, const Stmt *s) {
   s = mutate_stmt_children(m, s);
   if (s->kind != STMT_STORE || s->store.buffer != r->from) return s;
   return stmt_store(m->arena, r->to, s->store.value, rebase_indices(m->arena, r, s->store.indices, s->store.n),
-                    s->store.n);
+                    s->store.n + (r->lead ? 1 : 0));
 }
 
 /* Allocate b around s, shrunk to the region s accesses. */
@@ -313,7 +317,7 @@ static const Stmt *allocate_compact(CompactCtx *c, const Buffer *b, const Stmt *
   if (!changed) return stmt_allocate(a, b, s);
   Buffer *nb = arena_memdup(a, b, sizeof *b);
   nb->shape = shape;
-  RebaseCtx r = {b, nb, lo};
+  RebaseCtx r = {b, nb, lo, NULL};
   Mutator m = {a, rebase_stmt_cb, rebase_expr_cb, &r};
   return stmt_allocate(a, nb, mutate_stmt(&m, s));
 }
@@ -332,6 +336,43 @@ static int64_t region_bytes(CompactCtx *c, const Buffer *b, const Stmt *s) {
     total *= eb.max > 0 ? eb.max : 1;
   }
   return total;
+}
+
+/* A temporary each iteration of parallel loop `loop` uses privately but
+ * that is too big for the stack: one copy of the per-iteration region per
+ * iteration, iteration-major, b'[v - min, idx - lo(v)], allocated around the
+ * loop. Same memory as the full buffer, but each task's region is
+ * contiguous (a packed matmul panel stays packed). NULL when the region is
+ * not bounded by constants or the copies would cost much more memory than
+ * the buffer itself. */
+static const Stmt *allocate_expanded(CompactCtx *c, const Buffer *b, const Stmt *loop) {
+  Arena *a = c->arena;
+  int64_t iters, full = 1, per = 1;
+  if (b->strides || b->align_factor || !expr_as_int(loop->loop.extent, &iters)) return NULL;
+  IntSet *box = region_of(c, b, loop->loop.body, true, true);
+  if (!box) return NULL;
+  const Expr **shape = ARENA_ARRAY(a, const Expr *, b->ndim + 1);
+  const Expr **lo = ARENA_ARRAY(a, const Expr *, b->ndim);
+  shape[0] = expr_i64(a, iters);
+  for (int d = 0; d < b->ndim; d++) {
+    int64_t dim;
+    if (!expr_as_int(b->shape[d], &dim)) return NULL;
+    full *= dim;
+    const Expr *ext = arith_simplify(c->az, expr_add(a, expr_sub(a, box[d].max, box[d].min), expr_i64(a, 1)));
+    IntBound eb = arith_const_bound(c->az, ext);
+    if (eb.max == INT64_MAX || eb.max < 1) return NULL;
+    int64_t e = eb.max < dim ? eb.max : dim;
+    lo[d] = e < dim ? box[d].min : expr_i64(a, 0);
+    shape[d + 1] = expr_i64(a, e);
+    per *= e;
+  }
+  if (per > full || iters > (2 * full) / per + 1) return NULL;
+  Buffer *nb = arena_memdup(a, b, sizeof *b);
+  nb->ndim = b->ndim + 1;
+  nb->shape = shape;
+  RebaseCtx r = {b, nb, lo, expr_sub(a, loop->loop.var, loop->loop.min)};
+  Mutator m = {a, rebase_stmt_cb, rebase_expr_cb, &r};
+  return stmt_allocate(a, nb, mutate_stmt(&m, loop));
 }
 
 /* Places b's allocation as deep in s as its accesses allow. NULL when the
@@ -366,8 +407,10 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
       const Stmt *body = place(c, b, s->loop.body);
       c->parallel_depth -= parallel;
       if (!body) {
-        if (parallel) break;
-        return NULL;
+        if (!parallel) return NULL;
+        const Stmt *expanded = allocate_expanded(c, b, s);
+        if (expanded) return expanded;
+        break;
       }
       Stmt *n = arena_memdup(a, s, sizeof *s);
       n->loop.body = body;

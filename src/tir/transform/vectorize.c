@@ -11,7 +11,7 @@
  * Everything else falls back to a serial loop, which is always correct:
  * loads inside a select's branches (only guarded lanes may be in bounds),
  * ifs on the loop variable or on loaded data, loops/allocations in the
- * body, calls (no vector versions yet), strided or gathered accesses, stores to a loop-invariant index (a reduction into
+ * body, strided or gathered accesses, stores to a loop-invariant index (a reduction into
  * one element: lanes would race), and bodies where a buffer that is written
  * is also accessed at a different index (a dependence between iterations
  * that running all lanes at once would break).
@@ -87,9 +87,17 @@ static const Expr *vec_expr(VecCtx *c, const Expr *e) {
       if (!k || !t || !f) return NULL;
       return expr_select(a, k, t, f);
     }
+    case EXPR_CALL: {
+      /* Math calls go lane-wise or through the code generator's vector
+       * versions (exp, erf, tanh); only float results, where those exist. */
+      if (!dtype_is_float(e->dtype) || e->call.n > 4) return NULL;
+      const Expr *args[4];
+      for (int i = 0; i < e->call.n; i++)
+        if (!(args[i] = vec_expr(c, e->call.args[i]))) return NULL;
+      return expr_call(a, e->call.op, dtype_with_lanes(e->dtype, c->lanes), args, e->call.n);
+    }
     case EXPR_INT:
     case EXPR_FLOAT:
-    case EXPR_CALL:
     case EXPR_RAMP:
     case EXPR_BROADCAST:
     case EXPR_REDUCE:

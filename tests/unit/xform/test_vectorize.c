@@ -81,8 +81,8 @@ static void test_fallback_cases(void **state) {
       case 3: /* if in the body */
         body = stmt_if(a, expr_lt(a, ai, expr_float(a, DT_F32, 0.0)), stmt_store(a, B, ai, &i, 1), NULL);
         break;
-      case 4: /* call without a vector version */
-        body = stmt_store(a, B, expr_call(a, CALL_FABS, DT_F32, &ai, 1), &i, 1);
+      case 4: /* select over a load (both branches would be evaluated in every lane) */
+        body = stmt_store(a, B, expr_select(a, expr_lt(a, i, xc_i(a, 30)), expr_load(a, A, &ip1, 1), ai), &i, 1);
         break;
       case 5: { /* nested loop */
         const Expr *j = expr_var(a, "j", DT_I64);
@@ -104,6 +104,24 @@ static void test_fallback_cases(void **state) {
     xc_check_same(f, v, 60 + (uint64_t)which);
     arena_free(a);
   }
+}
+
+/* Float math calls vectorize (the code generator has vector versions or
+ * applies the scalar function lane by lane). */
+static void test_call_vectorized(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 32), *B = xc_buf1(a, "B", 32), *S = xc_buf1(a, "S", 4);
+  const Expr *i = expr_var(a, "i", DT_I64);
+  const Expr *ai = expr_load(a, A, &i, 1);
+  const Expr *fa = expr_call(a, CALL_FABS, DT_F32, &ai, 1);
+  const Stmt *body = stmt_store(a, B, expr_call(a, CALL_EXP, DT_F32, &fa, 1), &i, 1);
+  PrimFunc *f = vec_loop(a, i, body, A, B, S);
+  const PrimFunc *v = tir_vectorize(a, f);
+  XcCount c = xc_count(v);
+  assert_true(c.vector_stores >= 1);
+  xc_check_same(f, v, 77);
+  arena_free(a);
 }
 
 /* Loop-invariant operands are broadcast; casts, selects and the loop
@@ -189,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_contiguous_loop_vectorized),
       cmocka_unit_test(test_guarded_loop_falls_back),
       cmocka_unit_test(test_fallback_cases),
+      cmocka_unit_test(test_call_vectorized),
       cmocka_unit_test(test_broadcast_cast_select),
       cmocka_unit_test(test_invariant_if_kept),
       cmocka_unit_test(test_power_of_two_chunks),
