@@ -2,7 +2,7 @@
  * order, in one place.
  *
  *   import (+ fold constants, drop identities, DCE)   frontend/onnx
- *   fold BatchNorm, CSE, DCE                           graph/passes
+ *   fold BatchNorm, canonicalize, CSE, DCE             graph/passes
  *   NCHWc layout (opt level >= 2)                      graph/pass_layout
  *   fuse into groups                                   graph/pass_fuse
  *   plan the arena                                     graph/plan_memory
@@ -43,7 +43,8 @@ static void compiled_free(Compiled *c) {
 static loom_status run_graph_passes(Graph *g, int opt_level, LoomError *err) {
   loom_status st;
   if (opt_level >= 1) {
-    if ((st = graph_pass_fold_batchnorm(g, err)) || (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
+    if ((st = graph_pass_fold_batchnorm(g, err)) || (st = graph_pass_canonicalize(g, err)) ||
+        (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
       return st;
   }
   if (opt_level >= 2 && (st = graph_pass_layout_nchwc(g, NULL, err))) return st;

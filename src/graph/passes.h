@@ -25,6 +25,12 @@ loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err);
  * weights and bias; chains fold one after another. */
 loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err);
 
+/* ---- pass_canonicalize.c ---- */
+/* Exact rewrites into the forms kernels handle best: a Gemm's constant
+ * transposed B is transposed at compile time (transB becomes 0); Pow by a
+ * constant 2 becomes Mul(x, x), by 0.5 Sqrt(x). */
+loom_status graph_pass_canonicalize(Graph *g, LoomError *err);
+
 /* ---- pass_cse.c ---- */
 /* Merges nodes with the same op, attributes and inputs (the later one's
  * outputs are replaced by the earlier one's), and constants with the same

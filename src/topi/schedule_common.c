@@ -17,3 +17,15 @@ void topi_schedule_note(const Schedule *s, const char *step) {
   if (debug && *debug && strcmp(debug, "0") != 0)
     fprintf(stderr, "loom: schedule of %s: %s refused: %s\n", sch_func(s)->name, step, sch_error(s));
 }
+
+void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer) {
+  SchRV l[16];
+  int n = sch_get_loops(s, block, l, 16);
+  const Expr *ov = sch_loop_var(s, outer);
+  int start = -1;
+  for (int i = 0; i < n && i < 16; i++)
+    if (sch_loop_var(s, l[i]) == ov) start = i + 1;
+  if (start < 0) return;
+  for (int i = start; i < n - 1 && i < 16; i++)
+    if (sch_unroll(s, l[i]) != LOOM_OK) topi_schedule_note(s, "unroll tile loop");
+}

@@ -93,6 +93,8 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   int ni = sch_get_loops(s, init, il, 8), nc = sch_get_loops(s, copy, cl, 8);
   if (ni < 1 || sch_vectorize(s, il[ni - 1])) return LOOM_ERR_SCHEDULE;
   if (nc < 1 || sch_vectorize(s, cl[nc - 1])) return LOOM_ERR_SCHEDULE;
+  topi_unroll_tile_loops(s, init, ows[0]);
+  topi_unroll_tile_loops(s, copy, ows[0]);
   /* Parallel over the output-channel chunks alone: fusing (n, ko, oh)
    * would give more tasks, but the fused index reaches the tile's cache only
    * through floordiv/floormod, and compaction then cannot prove that tasks

@@ -103,6 +103,8 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   SchRV cs[2];
   if (nc < 1 || sch_split(s, cl[nc - 1], (int64_t[]){-1, lanes}, 2, cs) || sch_vectorize(s, cs[1]))
     return LOOM_ERR_SCHEDULE;
+  topi_unroll_tile_loops(s, init, io[0]);
+  topi_unroll_tile_loops(s, copy, io[0]);
   /* Column tiles are independent: run them on the thread pool. */
   if (num_threads > 1 && sch_parallel(s, jo[0])) return LOOM_ERR_SCHEDULE;
   return LOOM_OK;

@@ -34,6 +34,12 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
  * reverse_compute_inline; a refusal is not an error (the epilogue stays a
  * block of its own). */
 void topi_fold_epilogue(Schedule *s, const char *epilogue);
+/* Unrolls every loop of `block` inside loop `outer` except the innermost
+ * (vector) one. For the init and copy-out of a register tile: with constant
+ * indices the C compiler keeps the tile in registers (a loop with a
+ * variable index into it makes the whole tile live in memory, inside the
+ * k loop too). */
+void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer);
 /* With LOOM_DEBUG_SCHEDULE=1 in the environment, reports a refused step
  * (and sch_error) on stderr: the trail for "why is this kernel slow". */
 void topi_schedule_note(const Schedule *s, const char *step);
