@@ -2,7 +2,8 @@
  *
  *   1. inline every injective stage that is not a group output (the
  *      elementwise chain of the group collapses into its consumer; padding
- *      stages stay, since an inlined pad puts a select in the hot loop);
+ *      stages stay, since an inlined pad puts a select in the hot loop, and
+ *      so do math-heavy stages read by several blocks);
  *   2. the anchor (the reduction with the most iterations: the conv or
  *      matmul of the group) gets its topi default schedule, with the block
  *      consuming its output folded into the register tile as an epilogue;
@@ -69,6 +70,31 @@ static size_t ends_with(const char *s, const char *suffix) {
 
 /* Step 1: inline until nothing more inlines (an inlined stage can make its
  * producer inlinable next). */
+static bool has_call_cb(Visitor *v, const Expr *e) {
+  if (e->kind == EXPR_CALL) *(bool *)v->user = true;
+  return true;
+}
+
+/* A stage whose body calls a math function (exp, erf...) and that more
+ * than one block reads: inlining would compute the function once per
+ * consumer (softmax's exp feeds both the sum and the division). */
+static bool costly_to_duplicate(const Blocks *bs, const Block *b) {
+  bool calls = false;
+  Visitor v = {NULL, has_call_cb, &calls};
+  visit_stmt(&v, b->body);
+  if (!calls || b->n_writes != 1) return false;
+  int readers = 0;
+  for (int i = 0; i < bs->items.n; i++) {
+    const Block *o = bs->items.items[i].block;
+    for (int r = 0; r < o->n_reads && o != b; r++)
+      if (o->reads[r].buffer == b->writes[0].buffer) {
+        readers++;
+        break;
+      }
+  }
+  return readers > 1;
+}
+
 static void inline_injective(Schedule *s, Arena *a) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -77,6 +103,7 @@ static void inline_injective(Schedule *s, Arena *a) {
     for (int i = 0; i < bs.items.n; i++) {
       const BlockInfo *bi = &bs.items.items[i];
       if (bi->writes_param || bi->n_reduce > 0 || ends_with(bi->block->name, "_pad")) continue;
+      if (costly_to_duplicate(&bs, bi->block)) continue;
       SchRV b = sch_get_block(s, bi->block->name);
       if (b >= 0 && sch_compute_inline(s, b) == LOOM_OK) changed = true;
     }
@@ -160,6 +187,19 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
   }
 }
 
+/* Body C[...] = C[...] + X[...] * Y[...] (a sum of products of two other
+ * buffers): what the matmul schedule's tiling assumes, unlike a row max. */
+static bool is_multiply_accumulate(const Block *b) {
+  const Stmt *st = b->body;
+  if (st->kind != STMT_STORE || st->store.value->kind != EXPR_ADD) return false;
+  const Expr *v = st->store.value, *prod = v->bin.b;
+  if (v->bin.a->kind != EXPR_LOAD || v->bin.a->load.buffer != st->store.buffer) {
+    prod = v->bin.a;
+    if (v->bin.b->kind != EXPR_LOAD || v->bin.b->load.buffer != st->store.buffer) return false;
+  }
+  return prod->kind == EXPR_MUL && prod->bin.a->kind == EXPR_LOAD && prod->bin.b->kind == EXPR_LOAD;
+}
+
 const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
                                        Schedule **keep) {
   Schedule *s = sch_create(gf->func, DECIDE_DEFAULT, 0);
@@ -183,7 +223,8 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
       if (!strcmp(bs.items.items[i].block->name, epi) && bs.items.items[i].n_reduce > 0) epi = NULL;
     const Block *ab = anchor->block;
     loom_status st = LOOM_ERR_UNSUPPORTED;
-    bool matmul_like = ab->n_iters >= 3 && anchor->n_reduce == 1 && ab->iters[ab->n_iters - 1].type == ITER_REDUCE;
+    bool matmul_like = ab->n_iters >= 3 && anchor->n_reduce == 1 && ab->iters[ab->n_iters - 1].type == ITER_REDUCE &&
+                       is_multiply_accumulate(ab);
     bool conv_nchwc = ab->n_iters == 9 && anchor->n_reduce == 4 && ab->iters[8].type == ITER_REDUCE;
     if (matmul_like) st = topi_schedule_matmul_cpu(s, ab->name, epi, target, num_threads);
     else if (conv_nchwc) st = topi_schedule_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
