@@ -112,7 +112,8 @@ static loom_status pool(Arena *a, const GraphNode *n, TeTensor *const *ins, cons
   if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
   p.ceil_mode = graph_attr_int(n, "ceil_mode", 0) != 0;
   p.count_include_pad = graph_attr_int(n, "count_include_pad", 0) != 0;
-  outs[0] = topi_pool2d_onnx(a, name, kind, ins[0], &p, err);
+  bool blocked = n->op == GRAPH_OP_MAX_POOL_NCHWC || n->op == GRAPH_OP_AVERAGE_POOL_NCHWC;
+  outs[0] = blocked ? topi_pool2d_nchwc_onnx(a, name, kind, ins[0], &p, err) : topi_pool2d_onnx(a, name, kind, ins[0], &p, err);
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
@@ -280,6 +281,8 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_MAX_POOL: return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
     case GRAPH_OP_AVERAGE_POOL: return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
+    case GRAPH_OP_MAX_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
+    case GRAPH_OP_AVERAGE_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
     case GRAPH_OP_GLOBAL_AVERAGE_POOL:
     case GRAPH_OP_GLOBAL_MAX_POOL:
       outs[0] = topi_global_pool(a, name, n->op == GRAPH_OP_GLOBAL_MAX_POOL ? TOPI_POOL_MAX : TOPI_POOL_AVG, ins[0], err);

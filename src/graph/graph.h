@@ -110,7 +110,9 @@ typedef enum GraphOpPattern {
   X(RANGE, "Range", OPAQUE, range)                                \
   /* Loom's own (pass_layout.c, infer_nchwc.c): blocked NCHWc layout */ \
   X(LAYOUT_TRANSFORM, "LayoutTransform", INJECTIVE, layout_transform) \
-  X(CONV_NCHWC, "ConvNCHWc", OUT_ELEMWISE_FUSABLE, conv_nchwc)
+  X(CONV_NCHWC, "ConvNCHWc", OUT_ELEMWISE_FUSABLE, conv_nchwc)             \
+  X(MAX_POOL_NCHWC, "MaxPoolNCHWc", OUT_ELEMWISE_FUSABLE, pool_nchwc)      \
+  X(AVERAGE_POOL_NCHWC, "AveragePoolNCHWc", OUT_ELEMWISE_FUSABLE, pool_nchwc)
 
 typedef enum GraphOp {
 #define X(e, name, pat, infer) GRAPH_OP_##e,

@@ -68,6 +68,7 @@ INFER_DECL(constant_of_shape)
 INFER_DECL(range)
 INFER_DECL(layout_transform) /* infer_nchwc.c */
 INFER_DECL(conv_nchwc)
+INFER_DECL(pool_nchwc)
 #undef INFER_DECL
 
 #endif

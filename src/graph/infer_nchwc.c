@@ -9,7 +9,11 @@
  *     [N, K/k, OH, OW, k] with
  *       out[n, ko, oh, ow, ki] = sum_{co, r, s, ci} data[n, co, oh*sh - pt + r*dh,
  *                                   ow*sw - pl + s*dw, ci] * w[ko, co, r, s, ci, ki]
- *     (depthwise: co = ko, ci = ki, a sum over r, s only); zero padding. */
+ *     (depthwise: co = ko, ci = ki, a sum over r, s only); zero padding.
+ *   MaxPoolNCHWc / AveragePoolNCHWc(data) {kernel_shape, strides, pads,
+ *     dilations, ceil_mode, count_include_pad}: data [N, C/c, H, W, c] ->
+ *     [N, C/c, OH, OW, c]; each channel pooled exactly as MaxPool /
+ *     AveragePool (2-D, explicit pads) pools the NCHW tensor. */
 #include "graph/infer_internal.h"
 #include "graph/pass_internal.h"
 
@@ -93,6 +97,37 @@ loom_status infer_conv_nchwc(Graph *g, GraphNode *n, LoomError *err) {
     int64_t window = (w->dims[2 + k] - 1) * dil[k] + 1, span = in + pads[k] + pads[k + 2] - window;
     if (span < 0) return infer_fail(g, n, err, "window of %lld exceeds the padded extent in spatial dimension %d", (long long)window, k);
     dims[2 + k] = span / strides[k] + 1;
+  }
+  infer_set(g, n, 0, x->dtype, 5, dims);
+  return LOOM_OK;
+}
+
+loom_status infer_pool_nchwc(Graph *g, GraphNode *n, LoomError *err) {
+  if (n->ninputs != 1 || n->inputs[0] < 0) return infer_fail(g, n, err, "expected 1 input (data), got %d", n->ninputs);
+  if (!infer_known(g, n, 0)) return LOOM_OK;
+  const GraphValue *x = infer_input(g, n, 0);
+  if (x->rank != 5) return infer_fail(g, n, err, "data \"%s\" has rank %d, expected 5 (N, C/c, H, W, c)", x->name, x->rank);
+  int cnt;
+  const int64_t *ks = infer_attr_ints(n, "kernel_shape", &cnt);
+  if (!ks || cnt != 2) return infer_fail(g, n, err, "kernel_shape must have 2 entries");
+  int64_t strides[2], dil[2], pads[4];
+  loom_status st = pair_attr(g, n, err, "strides", 2, 1, strides);
+  if (!st) st = pair_attr(g, n, err, "dilations", 2, 1, dil);
+  if (!st) st = pair_attr(g, n, err, "pads", 4, 0, pads);
+  if (st) return st;
+  if (strides[0] < 1 || strides[1] < 1 || dil[0] < 1 || dil[1] < 1 || ks[0] < 1 || ks[1] < 1 || ks[0] > ((int64_t)1 << 31) ||
+      ks[1] > ((int64_t)1 << 31))
+    return infer_fail(g, n, err, "kernel_shape, strides and dilations must be positive (and below 2^31)");
+  bool ceil_mode = graph_attr_int(n, "ceil_mode", 0) != 0;
+  int64_t dims[5] = {x->dims[0], x->dims[1], -1, -1, x->dims[4]};
+  for (int k = 0; k < 2; k++) {
+    int64_t in = x->dims[2 + k];
+    if (in < 0) continue;
+    int64_t window = (ks[k] - 1) * dil[k] + 1, span = in + pads[k] + pads[k + 2] - window;
+    if (span < 0) return infer_fail(g, n, err, "window of %lld exceeds the padded extent in spatial dimension %d", (long long)window, k);
+    int64_t o = ceil_mode ? (span + strides[k] - 1) / strides[k] + 1 : span / strides[k] + 1;
+    if (ceil_mode && (o - 1) * strides[k] >= in + pads[k]) o--; /* the last window must start inside input or left pad */
+    dims[2 + k] = o;
   }
   infer_set(g, n, 0, x->dtype, 5, dims);
   return LOOM_OK;

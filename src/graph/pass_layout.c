@@ -18,9 +18,11 @@
  * transform is ever followed by its inverse. Channel Concat of blocked
  * inputs stays blocked, and GlobalAverage/MaxPool become ReduceMean/Max over
  * H, W of the blocked tensor (only the pooled [N, C/b, 1, 1, b] goes back
- * to NCHW). MaxPool/AveragePool transform back: the pool compute is 2-D
- * NCHW only. Blocks: the largest of 16, 8,
- * 4, 2, 1 (capped by max_block) dividing the channel count, per conv. */
+ * to NCHW). 2-D MaxPool/AveragePool of a blocked tensor become
+ * MaxPoolNCHWc/AveragePoolNCHWc in the same block, so the pools between
+ * ResNet/Inception/DenseNet stages need no transforms. Blocks: the largest
+ * of 16, 8, 4, 2, 1 (capped by max_block) dividing the channel count, per
+ * conv. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
 
@@ -351,6 +353,37 @@ static bool try_rewrite_global_pool(LayoutCtx *c, const GraphNode *n) {
   return true;
 }
 
+/* MaxPool/AveragePool (2-D, explicit pads, no Indices output) of a blocked
+ * tensor pools each channel independently, so it runs on the blocked
+ * tensor in the same block with the same attributes. */
+static bool try_rewrite_pool(LayoutCtx *c, const GraphNode *n) {
+  Graph *g = c->g;
+  if ((n->op != GRAPH_OP_MAX_POOL && n->op != GRAPH_OP_AVERAGE_POOL) || n->ninputs != 1 || n->inputs[0] < 0 ||
+      n->noutputs < 1 || n->outputs[0] < 0)
+    return false;
+  for (int k = 1; k < n->noutputs; k++)
+    if (n->outputs[k] >= 0) return false; /* MaxPool's Indices are NCHW offsets */
+  ValueId x = n->inputs[0], y = n->outputs[0];
+  if (x >= c->nvalues0) return false;
+  int b = c->rep_block[x];
+  if (b <= 0 || !is_static_f32_rank(&g->values[x], 4) || !is_static_f32_rank(&g->values[y], 4)) return false;
+  if (strcmp(graph_attr_string(n, "auto_pad", "NOTSET"), "NOTSET")) return false;
+  const GraphAttr *ks = graph_node_attr(n, "kernel_shape");
+  if (!ks || ks->kind != GRAPH_ATTR_INTS || ks->n != 2) return false;
+  const GraphAttr *pads = graph_node_attr(n, "pads");
+  if (pads && (pads->kind != GRAPH_ATTR_INTS || pads->n != 4)) return false;
+  ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", b));
+  GraphOp op = n->op == GRAPH_OP_MAX_POOL ? GRAPH_OP_MAX_POOL_NCHWC : GRAPH_OP_AVERAGE_POOL_NCHWC;
+  ValueId xb = c->rep_id[x];
+  GraphNode *o = graph_nodebuf_add(g, &c->buf, op, n->name, &xb, 1, &yb, 1);
+  o->attrs = n->attrs;
+  o->nattrs = n->nattrs;
+  c->rep_id[y] = yb;
+  c->rep_block[y] = b;
+  c->nchw_ok[y] = false;
+  return true;
+}
+
 loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, LoomError *err) {
   LayoutCtx c = {0};
   c.g = g;
@@ -381,7 +414,9 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
       rewrite_conv(&c, n, depthwise);
       continue;
     }
-    if (try_rewrite_elementwise(&c, n) || try_rewrite_concat(&c, n) || try_rewrite_global_pool(&c, n)) continue;
+    if (try_rewrite_elementwise(&c, n) || try_rewrite_concat(&c, n) || try_rewrite_global_pool(&c, n) ||
+        try_rewrite_pool(&c, n))
+      continue;
     for (int k = 0; k < n->ninputs; k++) need_nchw(&c, n->inputs[k]);
     graph_nodebuf_push(g, &c.buf, n);
   }

@@ -1,7 +1,8 @@
 /* A tiny reference evaluator for graph tests, in double precision, for the
  * ops the optimization passes rewrite: Conv (NCHW, any group), ConvNCHWc,
  * LayoutTransform, broadcast Add/Sub/Mul/Div/Max/Min, Relu, Clip, Sigmoid,
- * BatchNormalization, MaxPool, GlobalAverage/MaxPool, Flatten, Concat,
+ * BatchNormalization, MaxPool/AveragePool (and their NCHWc forms),
+ * GlobalAverage/MaxPool, Flatten, Concat,
  * ReduceMean/ReduceMax (constant axes, keepdims). Written from the
  * ONNX specification (and infer_nchwc.c for Loom's own ops), independent of
  * the passes under test. Types come from inference. */
@@ -157,6 +158,48 @@ static inline void ref_reduce(const Graph *g, const GraphNode *n, double **val) 
   free(hits);
 }
 
+/* MaxPool / AveragePool (2-D, explicit pads, dilations, count_include_pad;
+ * ceil_mode through the inferred output extents) and their blocked forms. */
+static inline void ref_pool(const Graph *g, const GraphNode *n, double **val, bool blocked) {
+  const GraphValue *xv = &g->values[n->inputs[0]], *yv = &g->values[n->outputs[0]];
+  bool is_max = n->op == GRAPH_OP_MAX_POOL || n->op == GRAPH_OP_MAX_POOL_NCHWC;
+  int b = blocked ? (int)xv->dims[4] : 0;
+  int64_t xd[4] = {xv->dims[0], xv->dims[1], xv->dims[2], xv->dims[3]};
+  int64_t yd[4] = {yv->dims[0], yv->dims[1], yv->dims[2], yv->dims[3]};
+  int64_t C = blocked ? xd[1] * b : xd[1];
+  const GraphAttr *ks = graph_node_attr(n, "kernel_shape"), *st = graph_node_attr(n, "strides"),
+                  *pd = graph_node_attr(n, "pads"), *dl = graph_node_attr(n, "dilations");
+  int64_t sh = st ? st->ints[0] : 1, sw = st ? st->ints[1] : 1, pt = pd ? pd->ints[0] : 0, pl = pd ? pd->ints[1] : 0;
+  int64_t pb = pd ? pd->ints[2] : 0, pr = pd ? pd->ints[3] : 0, dh = dl ? dl->ints[0] : 1, dw = dl ? dl->ints[1] : 1;
+  bool include_pad = graph_attr_int(n, "count_include_pad", 0) != 0;
+  const double *x = val[n->inputs[0]];
+  for (int64_t bn = 0; bn < xd[0]; bn++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t oh = 0; oh < yd[2]; oh++)
+        for (int64_t ow = 0; ow < yd[3]; ow++) {
+          double acc = is_max ? -INFINITY : 0;
+          int64_t cnt = 0;
+          for (int64_t r = 0; r < ks->ints[0]; r++)
+            for (int64_t s = 0; s < ks->ints[1]; s++) {
+              int64_t ih = oh * sh - pt + r * dh, iw = ow * sw - pl + s * dw;
+              if (ih < 0 || iw < 0 || ih >= xd[2] || iw >= xd[3]) continue;
+              double v = x[ref_off(xd, b, bn, c, ih, iw)];
+              acc = is_max ? fmax(acc, v) : acc + v;
+              cnt++;
+            }
+          if (!is_max) {
+            if (include_pad) {
+              int64_t hs = oh * sh - pt, ws = ow * sw - pl, he = hs + ks->ints[0], we = ws + ks->ints[1];
+              if (he > xd[2] + pb) he = xd[2] + pb;
+              if (we > xd[3] + pr) we = xd[3] + pr;
+              cnt = (he - hs) * (we - ws);
+            }
+            acc /= (double)cnt;
+          }
+          val[n->outputs[0]][ref_off(yd, b, bn, c, oh, ow)] = acc;
+        }
+}
+
 static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
   ValueId y = n->outputs[0];
   int64_t count = ref_numel(g, y);
@@ -206,25 +249,8 @@ static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
     }
     return;
   }
-  case GRAPH_OP_MAX_POOL: {
-    const GraphValue *yv = &g->values[y];
-    const GraphAttr *ks = graph_node_attr(n, "kernel_shape"), *st = graph_node_attr(n, "strides"), *pd = graph_node_attr(n, "pads");
-    for (int64_t b = 0; b < yv->dims[0] * yv->dims[1]; b++)
-      for (int64_t oh = 0; oh < yv->dims[2]; oh++)
-        for (int64_t ow = 0; ow < yv->dims[3]; ow++) {
-          double m = -INFINITY;
-          for (int64_t r = 0; r < ks->ints[0]; r++)
-            for (int64_t s = 0; s < ks->ints[1]; s++) {
-              int64_t ih = oh * (st ? st->ints[0] : 1) - (pd ? pd->ints[0] : 0) + r;
-              int64_t iw = ow * (st ? st->ints[1] : 1) - (pd ? pd->ints[1] : 0) + s;
-              if (ih < 0 || iw < 0 || ih >= xv->dims[2] || iw >= xv->dims[3]) continue;
-              double v = x[(b * xv->dims[2] + ih) * xv->dims[3] + iw];
-              if (v > m) m = v;
-            }
-          o[(b * yv->dims[2] + oh) * yv->dims[3] + ow] = m;
-        }
-    return;
-  }
+  case GRAPH_OP_MAX_POOL: case GRAPH_OP_AVERAGE_POOL: ref_pool(g, n, val, false); return;
+  case GRAPH_OP_MAX_POOL_NCHWC: case GRAPH_OP_AVERAGE_POOL_NCHWC: ref_pool(g, n, val, true); return;
   default: ref_binary(g, n, val); return;
   }
 }

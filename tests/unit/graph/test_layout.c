@@ -96,7 +96,8 @@ static void test_conv_chain(void **state) {
 }
 
 /* Residual block with a standalone BN (becomes per-channel Mul + Add) and a
- * MaxPool (needs NCHW). */
+ * MaxPool, which stays blocked (MaxPoolNCHWc); only the pooled graph output
+ * goes back to NCHW. */
 static void test_residual_bn_pool(void **state) {
   (void)state;
   uint64_t seed = 2;
@@ -116,8 +117,12 @@ static void test_residual_bn_pool(void **state) {
   gb_output(g, mp);
   assert_true(layout_and_compare(g, NULL, true) < 1e-6);
   assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 2);
-  /* x in, r2 out to the pool. */
+  /* x in, the pool's output out. */
   assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 2);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL), 0);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL_NCHWC), 1);
+  assert_int_equal(g->nodes[g->values[mp].producer].op, GRAPH_OP_LAYOUT_TRANSFORM);
+  assert_string_equal(graph_attr_string(&g->nodes[g->values[mp].producer], "src_layout", ""), "NCHW8c");
   check_no_back_to_back(g);
   /* The BN's Mul constant became [1, 1, 1, 1, 8]. */
   const GraphNode *m = first_op(g, GRAPH_OP_MUL);
@@ -126,6 +131,105 @@ static void test_residual_bn_pool(void **state) {
   assert_int_equal(t->rank, 5);
   assert_int_equal(t->dims[4], 8);
   assert_int_equal(g->values[m->outputs[0]].rank, 5);
+  graph_free(g);
+}
+
+static ValueId pool_node(Graph *g, GraphOp op, const char *name, ValueId x, const int64_t *k, const int64_t *st,
+                         const int64_t *pads, bool ceil_mode, bool include_pad) {
+  ValueId y = gb_unary(g, op, name, x);
+  gb_ints_attr(g, y, "kernel_shape", k, 2);
+  gb_ints_attr(g, y, "strides", st, 2);
+  if (pads) gb_ints_attr(g, y, "pads", pads, 4);
+  if (ceil_mode) gb_int_attr(g, y, "ceil_mode", 1);
+  if (include_pad) gb_int_attr(g, y, "count_include_pad", 1);
+  return y;
+}
+
+/* ResNet stem + Inception branch + DenseNet transition: max pool 3x3/2
+ * pad 1, a 3x3/1 pad 1 average pool feeding a conv, a ceil_mode average
+ * pool counting the padding, all on blocked tensors in different blocks,
+ * with no transform between them; only x in and the output out. */
+static void test_pools_stay_blocked(void **state) {
+  (void)state;
+  uint64_t seed = 5;
+  Graph *g = graph_new("pools");
+  int64_t xd[4] = {2, 3, 11, 11};
+  int64_t k3[2] = {3, 3}, k2[2] = {2, 2}, s1[2] = {1, 1}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 1, 1, 0};
+  ValueId x = gb_input(g, "x", 4, xd);
+  ValueId r = gb_unary(g, GRAPH_OP_RELU, "stem_relu", gb_conv(g, "stem", x, 3, 16, 3, 1, 1, true, &seed));
+  ValueId mp = pool_node(g, GRAPH_OP_MAX_POOL, "stem_pool", r, k3, s2, p1, false, false);
+  ValueId ap = pool_node(g, GRAPH_OP_AVERAGE_POOL, "branch_pool", mp, k3, s1, p1, false, false);
+  ValueId c = gb_conv(g, "branch_conv", ap, 16, 24, 1, 1, 1, true, &seed);
+  ValueId cat_in[2] = {c, mp};
+  ValueId cat = gb_node(g, GRAPH_OP_CONCAT, "concat", cat_in, 2);
+  gb_int_attr(g, cat, "axis", 1);
+  ValueId tp = pool_node(g, GRAPH_OP_AVERAGE_POOL, "transition", cat, k2, s2, pa, true, true);
+  gb_output(g, gb_unary(g, GRAPH_OP_RELU, "out_relu", tp));
+  assert_true(layout_and_compare(g, NULL, false) < 1e-9);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL) + gb_count_op(g, GRAPH_OP_AVERAGE_POOL), 0);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL_NCHWC), 1);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_AVERAGE_POOL_NCHWC), 2);
+  /* x in (block 1); the concat of 24 + 16 channels in block 8 takes mp from
+   * block 16; the output back to NCHW. */
+  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 3);
+  const GraphNode *t = first_op(g, GRAPH_OP_AVERAGE_POOL_NCHWC);
+  assert_int_equal(g->values[t->outputs[0]].rank, 5);
+  assert_int_equal(g->values[t->outputs[0]].dims[4], 16);
+  check_no_back_to_back(g);
+  graph_free(g);
+}
+
+/* Pools that must stay NCHW: an NCHW input (no conv before it) and a
+ * MaxPool whose Indices output is used (NCHW offsets). */
+static void test_pools_left_nchw(void **state) {
+  (void)state;
+  uint64_t seed = 6;
+  Graph *g = graph_new("nchw_pools");
+  int64_t xd[4] = {1, 8, 6, 6}, k2[2] = {2, 2}, s2[2] = {2, 2};
+  ValueId x = gb_input(g, "x", 4, xd);
+  ValueId p0 = pool_node(g, GRAPH_OP_MAX_POOL, "plain", x, k2, s2, NULL, false, false);
+  ValueId c = gb_conv(g, "conv", p0, 8, 8, 1, 1, 1, true, &seed);
+  ValueId y = graph_add_value(g, "pooled"), idx = graph_add_value(g, "indices");
+  ValueId outs[2] = {y, idx};
+  graph_add_node(g, GRAPH_OP_MAX_POOL, "with_indices", &c, 1, outs, 2);
+  gb_ints_attr(g, y, "kernel_shape", k2, 2);
+  gb_ints_attr(g, y, "strides", s2, 2);
+  gb_output(g, y);
+  LoomError err = {0};
+  if (graph_pass_infer(g, &err)) fail_msg("%s", err.msg);
+  if (graph_pass_layout_nchwc(g, NULL, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL), 2);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL_NCHWC), 0);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 1);
+  (void)idx;
+  graph_free(g);
+}
+
+/* MaxPoolNCHWc inference: output extents like MaxPool's (ceil_mode too),
+ * errors naming the node for a rank-4 input or a bad kernel_shape. */
+static void test_pool_nchwc_infer(void **state) {
+  (void)state;
+  Graph *g = graph_new("infer");
+  int64_t xd[5] = {1, 2, 7, 6, 8}, k3[2] = {3, 3}, s2[2] = {2, 2}, k1[1] = {3};
+  ValueId x = gb_input(g, "x", 5, xd);
+  ValueId y = pool_node(g, GRAPH_OP_MAX_POOL_NCHWC, "mp", x, k3, s2, NULL, true, false);
+  gb_output(g, y);
+  LoomError err = {0};
+  if (graph_pass_infer(g, &err)) fail_msg("%s", err.msg);
+  int64_t want[5] = {1, 2, 3, 3, 8}; /* ceil: H (7 - 3) / 2 + 1 = 3; W ceil(3 / 2) + 1 = 3 */
+  assert_int_equal(g->values[y].rank, 5);
+  for (int k = 0; k < 5; k++) assert_int_equal(g->values[y].dims[k], want[k]);
+  gb_ints_attr(g, y, "kernel_shape", k1, 1);
+  assert_int_equal(graph_pass_infer(g, &err), LOOM_ERR_INVALID_ARG);
+  assert_non_null(strstr(err.msg, "\"mp\""));
+  assert_non_null(strstr(err.msg, "kernel_shape"));
+  graph_free(g);
+  g = graph_new("infer4");
+  int64_t xd4[4] = {1, 2, 7, 6};
+  ValueId x4 = gb_input(g, "x", 4, xd4);
+  gb_output(g, pool_node(g, GRAPH_OP_AVERAGE_POOL_NCHWC, "ap", x4, k3, s2, NULL, false, false));
+  assert_int_equal(graph_pass_infer(g, &err), LOOM_ERR_INVALID_ARG);
+  assert_non_null(strstr(err.msg, "rank 4, expected 5"));
   graph_free(g);
 }
 
@@ -254,6 +358,9 @@ int main(void) {
       cmocka_unit_test(test_residual_bn_pool),
       cmocka_unit_test(test_depthwise_and_output),
       cmocka_unit_test(test_concat_and_squeeze_excitation),
+      cmocka_unit_test(test_pools_stay_blocked),
+      cmocka_unit_test(test_pools_left_nchw),
+      cmocka_unit_test(test_pool_nchwc_infer),
       cmocka_unit_test(test_ineligible_conv_untouched),
       cmocka_unit_test(test_bad_layout_attr),
   };
