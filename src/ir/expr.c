@@ -348,8 +348,7 @@ bool expr_reads_buffer(const Expr *e, const Buffer *b) {
 
 typedef struct Printer {
   StrBuf *sb;
-  VarNameFn name_var;
-  void *ctx;
+  const ExprPrintHooks *h;
 } Printer;
 
 static void print_rec(Printer *p, const Expr *e);
@@ -403,7 +402,7 @@ static void print_rec(Printer *p, const Expr *e) {
       return;
     }
     case EXPR_VAR:
-      sb_puts(sb, p->name_var ? p->name_var(p->ctx, e) : e->var.name);
+      sb_puts(sb, p->h->var ? p->h->var(p->h->ctx, e) : e->var.name);
       return;
     case EXPR_NOT:
       sb_puts(sb, "!");
@@ -424,12 +423,14 @@ static void print_rec(Printer *p, const Expr *e) {
       sb_puts(sb, ")");
       return;
     case EXPR_LOAD:
-      sb_printf(sb, "%s[", e->load.buffer->name);
+      sb_printf(sb, "%s[", p->h->buffer ? p->h->buffer(p->h->ctx, e->load.buffer) : e->load.buffer->name);
       print_args(p, e->load.indices, e->load.n);
       sb_puts(sb, "]");
       return;
     case EXPR_CALL:
-      sb_printf(sb, "%s(", call_op_name(e->call.op));
+      sb_puts(sb, call_op_name(e->call.op));
+      if (e->call.n == 0 || !dtype_eq(e->dtype, e->call.args[0]->dtype)) sb_printf(sb, "<%s>", dtype_str(e->dtype, buf));
+      sb_putc(sb, '(');
       print_args(p, e->call.args, e->call.n);
       sb_puts(sb, ")");
       return;
@@ -446,6 +447,10 @@ static void print_rec(Printer *p, const Expr *e) {
       sb_printf(sb, ", %d)", e->broadcast.lanes);
       return;
     case EXPR_REDUCE:
+      if (p->h->reduce) {
+        p->h->reduce(p->h->ctx, sb, e);
+        return;
+      }
       sb_printf(sb, "reduce_%s(", reduce_op_name(e->reduce.op));
       print_rec(p, e->reduce.source);
       for (int i = 0; i < e->reduce.n_axes; i++) {
@@ -483,9 +488,15 @@ static void print_rec(Printer *p, const Expr *e) {
   }
 }
 
-void expr_print_named(StrBuf *sb, const Expr *e, VarNameFn name_var, void *ctx) {
-  Printer p = {sb, name_var, ctx};
+void expr_print_hooks(StrBuf *sb, const Expr *e, const ExprPrintHooks *hooks) {
+  static const ExprPrintHooks none = {0};
+  Printer p = {sb, hooks ? hooks : &none};
   print_rec(&p, e);
+}
+
+void expr_print_named(StrBuf *sb, const Expr *e, VarNameFn name_var, void *ctx) {
+  ExprPrintHooks h = {name_var, NULL, NULL, ctx};
+  expr_print_hooks(sb, e, &h);
 }
 
 void expr_print(StrBuf *sb, const Expr *e) { expr_print_named(sb, e, NULL, NULL); }

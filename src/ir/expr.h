@@ -178,12 +178,22 @@ bool expr_reads_buffer(const Expr *e, const Buffer *b);
  * `floormod(a, b)` `min(a, b)` `max(a, b)`, comparisons `(a < b)` ..., `(a && b)`
  * `(a || b)` `!a`, `cast(f32, a)`, `select(c, t, f)`, loads `A[i, j]`, calls
  * `exp(x)`, `ramp(b, s, 8)`, `broadcast(v, 8)`, and (compute definitions only)
- * `reduce_sum(src, [k, 0, 16], ...)`. The printer names a variable through
- * `name_var` when given (the loop-IR printer makes names unique with it). */
+ * `reduce_sum(src, [k, 0, 16], ...)`. A call whose result dtype differs
+ * from its first argument's writes it: `sqrt<f64>(x)`. */
 struct StrBuf;
 typedef const char *(*VarNameFn)(void *ctx, const Expr *var);
+/* How a printer names what has identity, and prints a reduction (whose
+ * axes it must declare); NULL members use the node's own name / the default
+ * form. The loop-IR printer (tir/printer.c) makes every name unique. */
+typedef struct ExprPrintHooks {
+  const char *(*var)(void *ctx, const Expr *var);
+  const char *(*buffer)(void *ctx, const Buffer *b);
+  void (*reduce)(void *ctx, struct StrBuf *sb, const Expr *reduce);
+  void *ctx;
+} ExprPrintHooks;
 void expr_print(struct StrBuf *sb, const Expr *e);
 void expr_print_named(struct StrBuf *sb, const Expr *e, VarNameFn name_var, void *ctx);
+void expr_print_hooks(struct StrBuf *sb, const Expr *e, const ExprPrintHooks *hooks);
 /* For error messages: prints into an arena string. */
 const char *expr_to_string(Arena *a, const Expr *e);
 

@@ -170,151 +170,54 @@ static void print_var_decl(Printer *p, const Expr *v, const char *name) {
 
 /* ---- expressions ---- */
 
+/* Expressions print through the shared expression printer (ir/expr.c),
+ * with this printer naming variables and buffers uniquely and declaring
+ * the axes of reductions in scope. */
 static void print_expr(Printer *p, const Expr *e);
 
-static const char *infix_op(ExprKind k) {
-  switch (k) {
-    case EXPR_ADD: return "+";
-    case EXPR_SUB: return "-";
-    case EXPR_MUL: return "*";
-    case EXPR_DIV: return "/";
-    case EXPR_MOD: return "%";
-    case EXPR_EQ: return "==";
-    case EXPR_NE: return "!=";
-    case EXPR_LT: return "<";
-    case EXPR_LE: return "<=";
-    case EXPR_GT: return ">";
-    case EXPR_GE: return ">=";
-    case EXPR_AND: return "&&";
-    case EXPR_OR: return "||";
-    default: return NULL;
+static const char *hook_var(void *ctx, const Expr *v) { return var_name(ctx, v); }
+static const char *hook_buffer(void *ctx, const Buffer *b) { return buffer_name(ctx, b); }
+
+static void hook_reduce(void *ctx, StrBuf *sb, const Expr *e) {
+  Printer *p = ctx;
+  /* The axes are declared after the source that uses them; their bounds are
+   * in the enclosing scope. */
+  int n = e->reduce.n_axes;
+  const char **names = ARENA_ARRAY(p->arena, const char *, n), **old = ARENA_ARRAY(p->arena, const char *, n);
+  for (int i = 0; i < n; i++) names[i] = fresh_name(p, e->reduce.axes[i].var->var.name);
+  for (int i = 0; i < n; i++) old[i] = install(p, e->reduce.axes[i].var, names[i]);
+  sb_printf(sb, "reduce_%s(", reduce_op_name(e->reduce.op));
+  print_expr(p, e->reduce.source);
+  for (int i = n - 1; i >= 0; i--) restore(p, e->reduce.axes[i].var, old[i]);
+  for (int i = 0; i < n; i++) {
+    const IterVar *iv = &e->reduce.axes[i];
+    sb_puts(sb, ", [");
+    print_var_decl(p, iv->var, names[i]);
+    sb_puts(sb, ", ");
+    print_expr(p, iv->min);
+    sb_puts(sb, ", ");
+    print_expr(p, iv->extent);
+    if (iv->type == ITER_SPATIAL) sb_puts(sb, ", spatial");
+    sb_putc(sb, ']');
   }
+  if (e->reduce.cond) {
+    for (int i = 0; i < n; i++) install(p, e->reduce.axes[i].var, names[i]);
+    sb_puts(sb, ", where=");
+    print_expr(p, e->reduce.cond);
+    for (int i = n - 1; i >= 0; i--) restore(p, e->reduce.axes[i].var, old[i]);
+  }
+  sb_putc(sb, ')');
+}
+
+static void print_expr(Printer *p, const Expr *e) {
+  ExprPrintHooks h = {hook_var, hook_buffer, hook_reduce, p};
+  expr_print_hooks(p->sb, e, &h);
 }
 
 static void print_list(Printer *p, const Expr *const *xs, int n) {
   for (int i = 0; i < n; i++) {
     if (i) sb_puts(p->sb, ", ");
     print_expr(p, xs[i]);
-  }
-}
-
-static void print_int(StrBuf *sb, const Expr *e) {
-  char buf[16];
-  if (dtype_eq(e->dtype, DT_BOOL1)) sb_puts(sb, e->int_value ? "true" : "false");
-  else if (dtype_eq(e->dtype, DT_I64)) sb_printf(sb, "%lld", (long long)e->int_value);
-  else sb_printf(sb, "%lld%s", (long long)e->int_value, dtype_str(e->dtype, buf));
-}
-
-static void print_float(StrBuf *sb, const Expr *e) {
-  char buf[16];
-  double v = e->float_value;
-  if (isnan(v)) sb_printf(sb, "%s(nan)", dtype_str(e->dtype, buf));
-  else if (isinf(v)) sb_printf(sb, "%s(%sinf)", dtype_str(e->dtype, buf), v < 0 ? "-" : "");
-  else {
-    char num[48];
-    snprintf(num, sizeof num, "%.17g", v);
-    if (!strpbrk(num, ".e")) strcat(num, ".0"); /* reads as a float */
-    sb_printf(sb, "%s%s", num, dtype_str(e->dtype, buf));
-  }
-}
-
-static void print_expr(Printer *p, const Expr *e) {
-  StrBuf *sb = p->sb;
-  char buf[16];
-  switch (e->kind) {
-    case EXPR_INT: print_int(sb, e); return;
-    case EXPR_FLOAT: print_float(sb, e); return;
-    case EXPR_VAR: sb_puts(sb, var_name(p, e)); return;
-    case EXPR_NOT:
-      sb_putc(sb, '!');
-      print_expr(p, e->un.a);
-      return;
-    case EXPR_CAST:
-      sb_printf(sb, "cast(%s, ", dtype_str(e->dtype, buf));
-      print_expr(p, e->un.a);
-      sb_putc(sb, ')');
-      return;
-    case EXPR_SELECT:
-      sb_puts(sb, "select(");
-      print_expr(p, e->select.cond);
-      sb_puts(sb, ", ");
-      print_expr(p, e->select.t);
-      sb_puts(sb, ", ");
-      print_expr(p, e->select.f);
-      sb_putc(sb, ')');
-      return;
-    case EXPR_LOAD:
-      sb_printf(sb, "%s[", buffer_name(p, e->load.buffer));
-      print_list(p, e->load.indices, e->load.n);
-      sb_putc(sb, ']');
-      return;
-    case EXPR_CALL:
-      sb_puts(sb, call_op_name(e->call.op));
-      /* The result dtype is written only when it is not the first argument's. */
-      if (e->call.n == 0 || !dtype_eq(e->dtype, e->call.args[0]->dtype)) sb_printf(sb, "<%s>", dtype_str(e->dtype, buf));
-      sb_putc(sb, '(');
-      print_list(p, e->call.args, e->call.n);
-      sb_putc(sb, ')');
-      return;
-    case EXPR_RAMP:
-      sb_puts(sb, "ramp(");
-      print_expr(p, e->ramp.base);
-      sb_puts(sb, ", ");
-      print_expr(p, e->ramp.stride);
-      sb_printf(sb, ", %d)", e->ramp.lanes);
-      return;
-    case EXPR_BROADCAST:
-      sb_puts(sb, "broadcast(");
-      print_expr(p, e->broadcast.value);
-      sb_printf(sb, ", %d)", e->broadcast.lanes);
-      return;
-    case EXPR_REDUCE: {
-      /* The axes are declared after the source that uses them; their
-       * bounds are in the enclosing scope. */
-      int n = e->reduce.n_axes;
-      const char **names = ARENA_ARRAY(p->arena, const char *, n), **old = ARENA_ARRAY(p->arena, const char *, n);
-      for (int i = 0; i < n; i++) names[i] = fresh_name(p, e->reduce.axes[i].var->var.name);
-      for (int i = 0; i < n; i++) old[i] = install(p, e->reduce.axes[i].var, names[i]);
-      sb_printf(sb, "reduce_%s(", reduce_op_name(e->reduce.op));
-      print_expr(p, e->reduce.source);
-      for (int i = n - 1; i >= 0; i--) restore(p, e->reduce.axes[i].var, old[i]);
-      for (int i = 0; i < n; i++) {
-        const IterVar *iv = &e->reduce.axes[i];
-        sb_puts(sb, ", [");
-        print_var_decl(p, iv->var, names[i]);
-        sb_puts(sb, ", ");
-        print_expr(p, iv->min);
-        sb_puts(sb, ", ");
-        print_expr(p, iv->extent);
-        if (iv->type == ITER_SPATIAL) sb_puts(sb, ", spatial");
-        sb_putc(sb, ']');
-      }
-      if (e->reduce.cond) {
-        for (int i = 0; i < n; i++) install(p, e->reduce.axes[i].var, names[i]);
-        sb_puts(sb, ", where=");
-        print_expr(p, e->reduce.cond);
-        for (int i = n - 1; i >= 0; i--) restore(p, e->reduce.axes[i].var, old[i]);
-      }
-      sb_putc(sb, ')');
-      return;
-    }
-    default: {
-      const char *op = infix_op(e->kind);
-      if (op) {
-        sb_putc(sb, '(');
-        print_expr(p, e->bin.a);
-        sb_printf(sb, " %s ", op);
-        print_expr(p, e->bin.b);
-        sb_putc(sb, ')');
-      } else {
-        sb_printf(sb, "%s(", expr_kind_name(e->kind));
-        print_expr(p, e->bin.a);
-        sb_puts(sb, ", ");
-        print_expr(p, e->bin.b);
-        sb_putc(sb, ')');
-      }
-      return;
-    }
   }
 }
 
