@@ -61,4 +61,35 @@ typedef enum LoomKernelErr {
 #define LOOM_KERNEL_ERR_KIND(code) ((LoomKernelErr)((code) & 0xff))
 #define LOOM_KERNEL_ERR_ARG(code) ((int32_t)(code) >> 8)
 
+/* ---- The model's run entry ----
+ *
+ * A compiled model's shared object also exports one function that runs the
+ * whole model: every kernel in plan order, with each kernel's DLTensor
+ * arguments built from static shapes and base + byte-offset data pointers
+ * (graph inputs/outputs, the weights blob, the intermediate arena).
+ *
+ *   int32_t loom_run(DLTensor *const *inputs, DLTensor *const *outputs,
+ *                    const void *weights, void *arena,
+ *                    const LoomKernelEnv *env, int32_t *failed_step);
+ *
+ * inputs/outputs are the graph's, in the artifact metadata's order (checked
+ * on entry: non-NULL data, CPU, dtype, shape, compact strides; byte_offset is
+ * honoured). weights is the start of the artifact's weights blob (64-byte
+ * aligned), arena a 64-byte aligned buffer of the metadata's arena_bytes;
+ * env is passed to every kernel unchanged (its workspace must cover the
+ * largest NAME_workspace_bytes). Returns 0, or the first non-zero code:
+ *   - a kernel's code (LOOM_KERNEL_ERR(kind, arg) with the kernel's argument
+ *     index), and *failed_step = the plan step (0-based) that failed;
+ *   - the entry's own check: *failed_step = -1 and the code's argument index
+ *     counts inputs then outputs (input i is i, output j is num_inputs + j;
+ *     weights, arena and env are num_inputs + num_outputs + 0, 1, 2).
+ * failed_step may be NULL. Nothing is written before the checks pass.
+ *
+ * Alongside the entry the object exports `const uint64_t NAME_plan_hash`
+ * (the artifact plan it was generated for: the loader recomputes it from
+ * the metadata and refuses a mismatch) and `const int32_t NAME_num_steps`. */
+typedef int32_t (*LoomRunFn)(DLTensor *const *inputs, DLTensor *const *outputs, const void *weights, void *arena,
+                             const LoomKernelEnv *env, int32_t *failed_step);
+#define LOOM_RUN_ENTRY_DEFAULT "loom_run"
+
 #endif

@@ -7,6 +7,8 @@
 #define LOOM_COMPILE_COMPILE_H
 
 #include "graph/graph.h"
+#include "runtime/artifact.h"
+#include "support/strbuf.h"
 #include "graph/passes.h"
 #include "target/target.h"
 #include "te/te.h"
@@ -45,5 +47,15 @@ loom_status compile_lower_group(Arena *a, const Graph *g, const GraphFusedGroup 
 struct Schedule;
 const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
                                        struct Schedule **keep);
+
+/* ---- run_entry.c: the model's generated run entry ---- */
+/* Appends to `out` the C of spec->run_entry (LoomRunFn, loom/loom_kernel.h):
+ * checks of the graph inputs/outputs, then every call of spec->calls in
+ * order, with DLTensors from static shapes and data at input/output base,
+ * weights base + spec->run_entry_weight_offsets[i], or arena base + offset;
+ * plus NAME_plan_hash (artifact_run_hash) and NAME_num_steps. The kernels
+ * must be defined earlier in the same source. LOOM_ERR_INVALID_ARG for a
+ * spec with dangling references. */
+loom_status compile_run_entry_source(const ArtifactSpec *spec, StrBuf *out, LoomError *err);
 
 #endif

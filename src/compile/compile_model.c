@@ -7,7 +7,8 @@
  *   fuse into groups                                   graph/pass_fuse
  *   plan the arena                                     graph/plan_memory
  *   group -> PrimFunc -> default schedule              compile/lower_group, schedule_group
- *   lower + C + one shared object                      driver
+ *   artifact plan + generated run entry                compile/run_entry
+ *   lower + C (kernels, then the entry) + one .so      driver
  *   artifact (weights, plan, kernels)                  runtime/artifact */
 #include "compile/compile.h"
 
@@ -30,6 +31,7 @@ typedef struct Compiled {
   Schedule **scheds;
   int ngroups;
   DriverModule *module;
+  ArtifactSpec spec; /* plan_artifact: everything but the shared object */
 } Compiled;
 
 static void compiled_free(Compiled *c) {
@@ -98,10 +100,6 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   return LOOM_OK;
 }
 
-static loom_status compile_build(Compiled *c, LoomError *err) {
-  return driver_build(c->arena, c->funcs, c->ngroups, NULL, &c->module, err);
-}
-
 static DLDataType to_dl(DType t) {
   DLDataType d = {(uint8_t)t.code, (uint8_t)(t.code == DT_BOOL ? 8 : t.bits), 1};
   return d;
@@ -120,8 +118,11 @@ static int index_of(const ValueId *list, int n, ValueId v) {
 
 /* The artifact: graph inputs/outputs, every constant a kernel reads as a
  * weight, the kernels in call order, and one call per group with its
- * arguments (graph input, graph output, weight or arena slice). */
-static loom_status write_artifact(Compiled *c, const char *out_path, LoomError *err) {
+ * arguments (graph input, graph output, weight or arena slice). Planned
+ * before the build because the run entry, generated into the kernels'
+ * source, hard-codes it (weights at artifact_weight_layout's offsets, which
+ * artifact_write uses). */
+static loom_status plan_artifact(Compiled *c, LoomError *err) {
   Arena *a = c->arena;
   const Graph *g = c->graph;
   ArtifactSpec spec;
@@ -195,8 +196,31 @@ static loom_status write_artifact(Compiled *c, const char *out_path, LoomError *
   spec.calls = calls;
   spec.arena_bytes = (uint64_t)c->mem.arena_size;
   spec.intermediate_bytes = (uint64_t)c->mem.intermediate_bytes;
-  spec.so_path = driver_so_path(c->module);
-  return artifact_write(out_path, &spec, err);
+  uint64_t *offsets = ARENA_ARRAY(a, uint64_t, nweights + 1), blob;
+  if (!artifact_weight_layout(weights, nweights, offsets, &blob))
+    return err_set(err, LOOM_ERR_INTERNAL, "a weight has a dtype or shape the artifact cannot hold");
+  spec.run_entry = LOOM_RUN_ENTRY_DEFAULT;
+  spec.run_entry_weight_offsets = offsets;
+  c->spec = spec;
+  return LOOM_OK;
+}
+
+/* Kernels and the generated run entry, in one source and shared object. */
+static loom_status compile_build(Compiled *c, LoomError *err) {
+  loom_status st = plan_artifact(c, err);
+  if (st) return st;
+  StrBuf entry;
+  sb_init(&entry);
+  st = compile_run_entry_source(&c->spec, &entry, err);
+  DriverOptions opt = {.epilogue = sb_cstr(&entry)};
+  if (!st) st = driver_build(c->arena, c->funcs, c->ngroups, &opt, &c->module, err);
+  sb_free(&entry);
+  return st;
+}
+
+static loom_status write_artifact(Compiled *c, const char *out_path, LoomError *err) {
+  c->spec.so_path = driver_so_path(c->module);
+  return artifact_write(out_path, &c->spec, err);
 }
 
 static void copy_error(const LoomError *err, char *errbuf, size_t errlen) {

@@ -76,6 +76,7 @@ loom_status driver_build(Arena *a, const PrimFunc *const *funcs, int n, const Dr
     free(m);
     return st;
   }
+  if (opt && opt->epilogue) sb_puts(&sb, opt->epilogue);
   m->source = sb_take(&sb);
 
   BuildResult r;

@@ -27,6 +27,9 @@
 typedef struct DriverOptions {
   const LowerOptions *lower; /* NULL: lower_options_default() */
   const BuildOptions *build; /* NULL: build.h defaults (all fields NULL) */
+  /* C appended to the source after every kernel (NULL: none), e.g. the graph
+   * compiler's generated run entry, which calls the kernels by name. */
+  const char *epilogue;
 } DriverOptions;
 
 typedef struct DriverModule DriverModule;

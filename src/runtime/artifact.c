@@ -325,6 +325,42 @@ static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
   return LOOM_OK;
 }
 
+/* The optional run entry: a symbol, and the weight offsets it was generated
+ * for, which must be the weights table's (else the entry would read the
+ * wrong bytes). The plan hash it must carry is computed here, compared at
+ * load. */
+static loom_status read_run_entry(Reader *r, const cJSON *root, Artifact *art) {
+  const cJSON *v = get(root, "run_entry");
+  if (!v) return LOOM_OK;
+  ArtifactSpec *s = &art->spec;
+  const char *name;
+  loom_status st = read_name(r, v, "run_entry", &name);
+  if (st) return st;
+  if (!is_c_identifier(name) || strlen(name) > 100)
+    return meta_fail(r, "run_entry", "\"%s\" is not a C identifier of at most 100 bytes", name);
+  const cJSON *arr;
+  int n;
+  if ((st = read_array(r, root, "run_entry_weight_offsets", 1 << 24, &arr, &n))) return st;
+  if (n != s->num_weights)
+    return meta_fail(r, "run_entry_weight_offsets", "%d entries for %d weights", n, (int)s->num_weights);
+  uint64_t *offs = ARENA_ARRAY(r->a, uint64_t, n > 0 ? n : 1);
+  int i = 0;
+  const cJSON *o;
+  cJSON_ArrayForEach(o, arr) {
+    char w[64];
+    snprintf(w, sizeof w, "run_entry_weight_offsets[%d]", i);
+    if ((st = read_uint(r, o, w, ARTIFACT_MAX_INT, &offs[i]))) return st;
+    if (offs[i] != s->weights[i].offset)
+      return meta_fail(r, w, "the run entry assumes weight \"%s\" at offset %llu, the weights table has it at %llu",
+                       s->weights[i].t.name, (unsigned long long)offs[i], (unsigned long long)s->weights[i].offset);
+    i++;
+  }
+  s->run_entry = name;
+  s->run_entry_weight_offsets = offs;
+  art->run_hash = artifact_run_hash(s, offs);
+  return LOOM_OK;
+}
+
 static loom_status read_metadata(Reader *r, const char *json, size_t len, Artifact *art) {
   cJSON *root = cJSON_ParseWithLength(json, len);
   if (!root) return meta_fail(r, "JSON", "does not parse");
@@ -343,6 +379,7 @@ static loom_status read_metadata(Reader *r, const char *json, size_t len, Artifa
   if (!st) st = read_weights(r, root, art->weights_size, art);
   if (!st) st = read_kernels(r, root, art);
   if (!st) st = read_plan(r, root, art);
+  if (!st) st = read_run_entry(r, root, art);
   cJSON_Delete(root);
   return st;
 }
@@ -527,6 +564,29 @@ static loom_status load_module(Artifact *art, const char *what, int flags, LoomE
   return st;
 }
 
+/* The entry and its plan hash must be in the .so, and the hash must be the
+ * metadata's: a .so from another compile would run the wrong plan. */
+static loom_status resolve_run_entry(Artifact *art, const char *path, LoomError *err) {
+  const char *name = art->spec.run_entry;
+  if (!name || !*name) return LOOM_OK;
+  char hash_name[160];
+  snprintf(hash_name, sizeof hash_name, "%s_plan_hash", name);
+  void *fn = module_symbol(art->module, name);
+  const uint64_t *hash = module_symbol(art->module, hash_name);
+  if (!fn || !hash)
+    return err_set(err, LOOM_ERR_PARSE,
+                   "artifact \"%s\": its shared object lacks the run entry \"%s\" (symbol \"%s\") that the metadata "
+                   "names; recompile the model",
+                   path, name, fn ? hash_name : name);
+  if (*hash != art->run_hash)
+    return err_set(err, LOOM_ERR_PARSE,
+                   "artifact \"%s\": run entry \"%s\" was generated for another plan (plan hash %016llx in the "
+                   "shared object, %016llx from the metadata); recompile the model",
+                   path, name, (unsigned long long)*hash, (unsigned long long)art->run_hash);
+  memcpy(&art->run_fn, &fn, sizeof art->run_fn);
+  return LOOM_OK;
+}
+
 loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError *err) {
   *out = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -572,6 +632,10 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
       artifact_free(art);
       return LOOM_ERR_PARSE;
     }
+  }
+  if ((st = resolve_run_entry(art, path, err))) {
+    artifact_free(art);
+    return st;
   }
   *out = art;
   return LOOM_OK;

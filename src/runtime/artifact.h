@@ -17,7 +17,10 @@
  *     "weights": [{"name", "dtype", "shape", "offset"}], offset in the blob
  *     "kernels": [{"name", "nodes": ["onnx node", ...]}], in call order
  *     "arena_bytes": N, "intermediate_bytes": N,
- *     "plan": [{"kernel": k, "args": [ARG, ...]}] }       the calls, in order
+ *     "plan": [{"kernel": k, "args": [ARG, ...]}],        the calls, in order
+ *     "run_entry": "loom_run",                 optional: the generated entry
+ *     "run_entry_weight_offsets": [N, ...] }   with run_entry: the blob offset
+ *                                              of each weight it assumes
  *   ARG = {"kind": "input"|"output"|"weight", "index": i, "dtype", "shape"}
  *       | {"kind": "arena", "offset": bytes, "dtype", "shape"}
  * An input/output/weight argument may view its tensor with another shape of
@@ -26,7 +29,9 @@
  * The loader trusts nothing: every offset and size is checked against the
  * file, the JSON against the schema, every plan reference against the tables,
  * before anything is dlopen'ed. The checksum covers the .so bytes because a
- * corrupted ELF can crash the dynamic loader. */
+ * corrupted ELF can crash the dynamic loader. With a run entry, loading also
+ * resolves it and checks the plan hash baked into the .so against the one
+ * recomputed from the metadata (artifact_run_hash). */
 #ifndef LOOM_RUNTIME_ARTIFACT_H
 #define LOOM_RUNTIME_ARTIFACT_H
 
@@ -113,6 +118,13 @@ typedef struct ArtifactSpec {
   const void *so_bytes;
   size_t so_size;
   const char *so_path;
+  /* The generated run entry (loom_kernel.h, LoomRunFn): its symbol, NULL or
+   * "" when the shared object has none (the plan is then the only way to
+   * run), and the weight offsets in the blob it was generated for (one per
+   * weight; they must equal artifact_weight_layout's, which the writer
+   * uses). */
+  const char *run_entry;
+  const uint64_t *run_entry_weight_offsets;
 } ArtifactSpec;
 
 /* Writes `path` atomically (temporary file in the same directory, checked by
@@ -140,6 +152,8 @@ typedef struct Artifact {
   int so_fd;
   char *so_tmp_path;
   Kernel *kernels;            /* spec.num_kernels, resolved */
+  uint64_t run_hash;          /* artifact_run_hash of the parsed plan (run_entry set) */
+  LoomRunFn run_fn;           /* artifact_load: the resolved run entry, NULL when none */
 } Artifact;
 
 enum {
@@ -168,5 +182,26 @@ char *artifact_host_target(char *buf, size_t len);
 loom_status artifact_check_target(const char *target, LoomError *err);
 
 const char *artifact_arg_kind_name(ArtifactArgKind k);
+
+/* ---- artifact_run.c: what the run entry and the writer must agree on ---- */
+
+/* The weights blob layout artifact_write uses: weight i at offsets[i] (each
+ * 64-byte aligned, in table order), *blob_bytes in all. Deterministic in the
+ * weights' dtypes and shapes only, so the compiler can compute it before
+ * writing. false (offsets unspecified) when a weight's dtype or shape is
+ * invalid (artifact_write then names it). */
+bool artifact_weight_layout(const ArtifactWeight *ws, int32_t n, uint64_t *offsets, uint64_t *blob_bytes);
+
+/* The tensor an argument passes (a view's, or its source's when !view).
+ * false when an input/output/weight index is out of range. */
+bool artifact_arg_tensor(const ArtifactSpec *s, const ArtifactArg *a, DLDataType *dtype, int32_t *ndim,
+                         const int64_t **shape);
+
+/* FNV-1a 64 of everything a generated run entry hard-codes: the inputs' and
+ * outputs' dtypes and shapes, the weights' offsets and sizes, the arena
+ * size, and every call's kernel name and arguments (kind, index or offset,
+ * dtype, shape). The compiler bakes it into the entry (NAME_plan_hash); the
+ * loader recomputes it from the metadata and refuses a mismatch. */
+uint64_t artifact_run_hash(const ArtifactSpec *s, const uint64_t *weight_offsets);
 
 #endif

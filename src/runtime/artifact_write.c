@@ -9,6 +9,7 @@
 #include "runtime/dl_dtype.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,29 @@ static const ArtifactTensor *source_of(const ArtifactSpec *s, const ArtifactArg 
     case ARTIFACT_ARG_ARENA: break;
   }
   return NULL;
+}
+
+/* The run entry hard-codes weight offsets: they must be the blob layout
+ * this writer produces (artifact_weight_layout). */
+static loom_status check_run_entry(const ArtifactSpec *s, const uint64_t *w_offsets, LoomError *err) {
+  if (!s->run_entry || !*s->run_entry) return LOOM_OK;
+  size_t n = strlen(s->run_entry);
+  bool ident = n <= 100 && (isalpha((unsigned char)s->run_entry[0]) || s->run_entry[0] == '_');
+  for (size_t i = 0; ident && i < n; i++) ident = isalnum((unsigned char)s->run_entry[i]) || s->run_entry[i] == '_';
+  if (!ident)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "artifact_write: run_entry \"%s\" is not a C identifier of at most 100 bytes",
+                   s->run_entry);
+  if (s->num_weights > 0 && !s->run_entry_weight_offsets)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "artifact_write: run_entry \"%s\" without run_entry_weight_offsets",
+                   s->run_entry);
+  for (int32_t i = 0; i < s->num_weights; i++)
+    if (s->run_entry_weight_offsets[i] != w_offsets[i])
+      return err_set(err, LOOM_ERR_INVALID_ARG,
+                     "artifact_write: run entry \"%s\" assumes weight \"%s\" at blob offset %llu, the writer puts it "
+                     "at %llu",
+                     s->run_entry, s->weights[i].t.name, (unsigned long long)s->run_entry_weight_offsets[i],
+                     (unsigned long long)w_offsets[i]);
+  return LOOM_OK;
 }
 
 static loom_status build_json(const ArtifactSpec *s, const uint64_t *w_offsets, char **out, LoomError *err) {
@@ -140,6 +164,11 @@ static loom_status build_json(const ArtifactSpec *s, const uint64_t *w_offsets, 
       cJSON_AddStringToObject(ao, "dtype", dl_dtype_name(dtype));
       cJSON_AddItemToObject(ao, "shape", shape_json(ndim, shape));
     }
+  }
+  if (!st && s->run_entry && *s->run_entry) {
+    cJSON_AddStringToObject(root, "run_entry", s->run_entry);
+    cJSON *offs = cJSON_AddArrayToObject(root, "run_entry_weight_offsets");
+    for (int32_t i = 0; i < s->num_weights; i++) cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)w_offsets[i]));
   }
   if (!st) {
     *out = cJSON_PrintUnformatted(root);
@@ -242,9 +271,10 @@ loom_status artifact_write(const char *path, const ArtifactSpec *s, LoomError *e
     if (!st) st = check_tensor("weights", i, w->t.dtype, w->t.ndim, w->t.shape, &w_bytes[i], err);
     if (!st && w_bytes[i] && !w->data)
       st = err_set(err, LOOM_ERR_INVALID_ARG, "artifact_write: weights[%d] \"%s\" has no data", (int)i, w->t.name);
-    w_offsets[i] = blob;
-    blob = artifact_align(blob + w_bytes[i]);
   }
+  if (!st && !artifact_weight_layout(s->weights, s->num_weights, w_offsets, &blob))
+    st = err_set(err, LOOM_ERR_INTERNAL, "artifact_write: cannot lay out the weights blob");
+  if (!st) st = check_run_entry(s, w_offsets, err);
   char *json = NULL;
   if (!st) st = build_json(s, w_offsets, &json, err);
   void *so_owned = NULL;

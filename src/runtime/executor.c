@@ -20,6 +20,10 @@ struct LoomModel {
   DLTensor *arg_tensors; /* every call's arguments, contiguous */
   DLTensor **arg_ptrs;
   int32_t *arg_start;    /* per call: first index in arg_ptrs */
+  /* The run entry's arguments: the input/output buffers as DLTensors. */
+  DLTensor *io_tensors;  /* inputs, then outputs */
+  DLTensor **io_ptrs;
+  bool entry_disabled;   /* executor_set_run_entry: run the plan instead */
   bool profiling;
   double *prof_ms;       /* per call */
   int64_t *prof_runs;
@@ -57,6 +61,8 @@ void loom_model_free(LoomModel *m) {
   free(m->arg_tensors);
   free(m->arg_ptrs);
   free(m->arg_start);
+  free(m->io_tensors);
+  free(m->io_ptrs);
   free(m->prof_ms);
   free(m->prof_runs);
   threadpool_destroy(m->pool);
@@ -116,6 +122,21 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
       t->shape = (int64_t *)a->shape; /* kernels read shapes only */
       m->arg_ptrs[m->arg_start[c] + j] = t;
     }
+  size_t nio = (size_t)s->num_inputs + (size_t)s->num_outputs;
+  m->io_tensors = calloc(nio + 1, sizeof(DLTensor));
+  m->io_ptrs = calloc(nio + 1, sizeof(DLTensor *));
+  if (!m->io_tensors || !m->io_ptrs) return err_set(err, LOOM_ERR_RUNTIME, "out of memory");
+  for (size_t i = 0; i < nio; i++) {
+    bool in = i < (size_t)s->num_inputs;
+    const ArtifactTensor *src = in ? &s->inputs[i] : &s->outputs[i - (size_t)s->num_inputs];
+    DLTensor *t = &m->io_tensors[i];
+    t->data = in ? m->inputs[i] : m->outputs[i - (size_t)s->num_inputs];
+    t->device.device_type = kDLCPU;
+    t->ndim = src->ndim;
+    t->dtype = src->dtype;
+    t->shape = (int64_t *)src->shape;
+    m->io_ptrs[i] = t;
+  }
   for (int32_t k = 0; k < s->num_kernels; k++)
     if (m->art->kernels[k].workspace_bytes > m->workspace_bytes) m->workspace_bytes = m->art->kernels[k].workspace_bytes;
   if (m->workspace_bytes) {
@@ -249,6 +270,30 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+bool executor_uses_run_entry(const LoomModel *m) { return m->art->run_fn && !m->profiling && !m->entry_disabled; }
+
+void executor_set_run_entry(LoomModel *m, bool enable) { m->entry_disabled = !enable; }
+
+static loom_status kernel_failed(LoomModel *m, int32_t step, int32_t rc) {
+  const ArtifactSpec *s = &m->art->spec;
+  const Kernel *k = &m->art->kernels[s->calls[step].kernel];
+  LoomKernelErr kind = LOOM_KERNEL_ERR_KIND(rc);
+  return err_set(&m->err, LOOM_ERR_RUNTIME, "plan step %d: kernel \"%s\" failed: argument %d: %s (code %d)", (int)step,
+                 k->name, (int)LOOM_KERNEL_ERR_ARG(rc), kernel_err_kind_name(kind), (int)rc);
+}
+
+/* One call into the generated entry: the same kernels, arguments and order
+ * as the plan, without the per-call dispatch. */
+static loom_status run_entry(LoomModel *m, const LoomKernelEnv *env) {
+  const ArtifactSpec *s = &m->art->spec;
+  int32_t step = -1;
+  int32_t rc = m->art->run_fn(m->io_ptrs, m->io_ptrs + s->num_inputs, m->art->weights, m->arena, env, &step);
+  if (rc == 0) return LOOM_OK;
+  if (step >= 0 && step < s->num_calls) return kernel_failed(m, step, rc);
+  return err_set(&m->err, LOOM_ERR_RUNTIME, "run entry \"%s\" refused its arguments: argument %d: %s (code %d)",
+                 s->run_entry, (int)LOOM_KERNEL_ERR_ARG(rc), kernel_err_kind_name(LOOM_KERNEL_ERR_KIND(rc)), (int)rc);
+}
+
 loom_status loom_model_run(LoomModel *m) {
   const ArtifactSpec *s = &m->art->spec;
   for (int32_t i = 0; i < s->num_inputs; i++)
@@ -258,6 +303,8 @@ loom_status loom_model_run(LoomModel *m) {
   threadpool_fill_env(m->pool, &env);
   env.workspace = m->workspace;
   env.workspace_bytes = m->workspace_bytes;
+  if (executor_uses_run_entry(m)) return run_entry(m, &env);
+  /* The plan: profiling times each call. */
   for (int32_t c = 0; c < s->num_calls; c++) {
     const ArtifactCall *call = &s->calls[c];
     const Kernel *k = &m->art->kernels[call->kernel];
@@ -267,11 +314,7 @@ loom_status loom_model_run(LoomModel *m) {
       m->prof_ms[c] += now_ms() - t0;
       m->prof_runs[c]++;
     }
-    if (rc != 0) {
-      LoomKernelErr kind = LOOM_KERNEL_ERR_KIND(rc);
-      return err_set(&m->err, LOOM_ERR_RUNTIME, "plan step %d: kernel \"%s\" failed: argument %d: %s (code %d)",
-                     (int)c, k->name, (int)LOOM_KERNEL_ERR_ARG(rc), kernel_err_kind_name(kind), (int)rc);
-    }
+    if (rc != 0) return kernel_failed(m, c, rc);
   }
   return LOOM_OK;
 }

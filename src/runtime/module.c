@@ -53,6 +53,12 @@ void module_unload(Module *m) {
 
 const char *module_path(const Module *m) { return m->path; }
 
+void *module_symbol(Module *m, const char *name) {
+  if (!m || !name) return NULL;
+  dlerror();
+  return dlsym(m->handle, name);
+}
+
 loom_status module_get_kernel(Module *m, const char *name, Kernel *out, LoomError *err) {
   memset(out, 0, sizeof *out);
   dlerror();

@@ -24,6 +24,9 @@ loom_status module_load(const char *path, Module **out, LoomError *err);
 void module_unload(Module *m);
 const char *module_path(const Module *m);
 
+/* The address of an exported symbol, NULL when absent. */
+void *module_symbol(Module *m, const char *name);
+
 /* LOOM_ERR_INVALID_ARG naming the symbol and the file when absent. */
 loom_status module_get_kernel(Module *m, const char *name, Kernel *out, LoomError *err);
 
