@@ -76,7 +76,6 @@ static bool file_exists(const char *path) {
 
 /* ---- compile ---- */
 
-#ifdef LOOM_HAVE_COMPILE
 static int compile_call(const char *model, const char *out, const LoomCompileOptions *opt) {
   char err[2048] = "";
   if (loom_compile_onnx(model, out, opt, err, sizeof err) != LOOM_OK)
@@ -84,7 +83,6 @@ static int compile_call(const char *model, const char *out, const LoomCompileOpt
   printf("wrote %s\n", out);
   return 0;
 }
-#endif
 
 static int cmd_compile(int argc, char **argv) {
   const char *model = NULL, *out = NULL;
@@ -113,12 +111,7 @@ static int cmd_compile(int argc, char **argv) {
   if (!model) return fail(EXIT_USAGE, "compile: missing MODEL.onnx\n%s", k_usage);
   if (!out) return fail(EXIT_USAGE, "compile: missing -o OUT.loom");
   if (!file_exists(model)) return fail(1, "compile: cannot open \"%s\": %s", model, strerror(errno ? errno : ENOENT));
-#ifdef LOOM_HAVE_COMPILE
   return compile_call(model, out, &opt);
-#else
-  (void)opt;
-  return fail(1, "compile: not available in this build");
-#endif
 }
 
 /* ---- run ---- */
@@ -603,18 +596,10 @@ static int cmd_inspect(int argc, char **argv) {
   if (len >= 8 && !memcmp(b, ARTIFACT_MAGIC, 8)) {
     rc = inspect_artifact(file, b, len, dump);
   } else {
-#ifdef LOOM_HAVE_INSPECT
     char err[2048] = "";
     LoomCompileOptions opt = {.target = NULL, .opt_level = 2};
     rc = loom_inspect_onnx(file, dump, &opt, stdout, err, sizeof err) == LOOM_OK ? 0
                                                                               : fail(1, "inspect: %s", err);
-#else
-    size_t n = strlen(file);
-    if (n >= 5 && !strcmp(file + n - 5, ".loom"))
-      rc = fail(1, "inspect: \"%s\" is not a Loom artifact (bad magic)", file);
-    else
-      rc = fail(1, "inspect: ONNX models: not available in this build");
-#endif
   }
   free(b);
   return rc;

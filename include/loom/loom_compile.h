@@ -1,13 +1,7 @@
 /* The compiler entry points the `loom` command calls for `loom compile` and
- * `loom inspect MODEL.onnx`. The graph compiler defines them; the runtime
- * and the CLI only declare them here.
- *
- * Build contract (tools/CMakeLists.txt): the CLI calls these only when some
- * src/ .c file defines them (a line starting "loom_status loom_compile_onnx("
- * resp. "loom_status loom_inspect_onnx("), and then links every compiler
- * layer library so the definition is found wherever it lives. Until then
- * `loom compile` exits with "loom: error: compile: not available in this
- * build". */
+ * `loom inspect MODEL.onnx`, defined by the graph compiler
+ * (src/compile/compile_model.c, library loom_compiler). The runtime header
+ * loom_runtime.h does not need them: a deployed model runs without them. */
 #ifndef LOOM_COMPILE_H
 #define LOOM_COMPILE_H
 
