@@ -19,8 +19,9 @@
  * inputs stays blocked, and GlobalAverage/MaxPool become ReduceMean/Max over
  * H, W of the blocked tensor (only the pooled [N, C/b, 1, 1, b] goes back
  * to NCHW). 2-D MaxPool/AveragePool of a blocked tensor become
- * MaxPoolNCHWc/AveragePoolNCHWc in the same block, so the pools between
- * ResNet/Inception/DenseNet stages need no transforms. Blocks: the largest
+ * MaxPoolNCHWc/AveragePoolNCHWc in the same block, and a Pad of H and W
+ * only pads the blocked tensor, so the pools between ResNet/Inception/
+ * DenseNet stages need no transforms. Blocks: the largest
  * of 16, 8, 4, 2, 1 (capped by max_block) dividing the channel count, per
  * conv. */
 #include "graph/pass_internal.h"
@@ -384,6 +385,39 @@ static bool try_rewrite_pool(LayoutCtx *c, const GraphNode *n) {
   return true;
 }
 
+/* A Pad of a blocked tensor that pads only H and W (Inception pads
+ * explicitly before its 3x3 average pools) pads the blocked tensor the same
+ * way: pads [0, 0, t, l, 0, 0, 0, b, r, 0]; any mode, since channels and
+ * batch are untouched. */
+static bool try_rewrite_pad(LayoutCtx *c, const GraphNode *n) {
+  Graph *g = c->g;
+  if (n->op != GRAPH_OP_PAD || n->ninputs < 2 || n->inputs[0] < 0 || n->noutputs != 1 || n->outputs[0] < 0) return false;
+  if (n->ninputs > 3 && n->inputs[3] >= 0) return false; /* axes */
+  ValueId x = n->inputs[0], y = n->outputs[0];
+  if (x >= c->nvalues0) return false;
+  int b = c->rep_block[x];
+  if (b <= 0 || !is_static_f32_rank(&g->values[x], 4) || !is_static_f32_rank(&g->values[y], 4)) return false;
+  const GraphTensor *pt = graph_value_constant(g, n->inputs[1]);
+  if (!pt || graph_tensor_numel(pt) != 8) return false;
+  int64_t p[8];
+  for (int k = 0; k < 8; k++) p[k] = graph_tensor_get_i64(pt, k);
+  if (p[0] || p[1] || p[4] || p[5]) return false;
+  int64_t ten = 10;
+  GraphTensor *bp = graph_tensor_new(g->arena, DT_I64, 1, &ten);
+  int64_t v[10] = {0, 0, p[2], p[3], 0, 0, 0, p[6], p[7], 0};
+  for (int k = 0; k < 10; k++) graph_tensor_set_i64(bp, k, v[k]);
+  ValueId ins[3] = {c->rep_id[x], graph_add_constant_derived(g, g->values[n->inputs[1]].name, "nchwc", bp),
+                    n->ninputs > 2 ? n->inputs[2] : GRAPH_NO_VALUE};
+  ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", b));
+  GraphNode *o = graph_nodebuf_add(g, &c->buf, GRAPH_OP_PAD, n->name, ins, n->ninputs > 2 ? 3 : 2, &yb, 1);
+  o->attrs = n->attrs;
+  o->nattrs = n->nattrs;
+  c->rep_id[y] = yb;
+  c->rep_block[y] = b;
+  c->nchw_ok[y] = false;
+  return true;
+}
+
 loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, LoomError *err) {
   LayoutCtx c = {0};
   c.g = g;
@@ -415,7 +449,7 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
       continue;
     }
     if (try_rewrite_elementwise(&c, n) || try_rewrite_concat(&c, n) || try_rewrite_global_pool(&c, n) ||
-        try_rewrite_pool(&c, n))
+        try_rewrite_pool(&c, n) || try_rewrite_pad(&c, n))
       continue;
     for (int k = 0; k < n->ninputs; k++) need_nchw(&c, n->inputs[k]);
     graph_nodebuf_push(g, &c.buf, n);

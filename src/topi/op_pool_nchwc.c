@@ -14,6 +14,7 @@ typedef struct PoolNchwcArgs {
   const TeTensor *x, *sum;
   int64_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, H, W;
   bool include_pad;
+  int64_t fixed_count; /* > 0: every window counts this many (no clipping) */
   IterVar ry, rx;
 } PoolNchwcArgs;
 
@@ -51,10 +52,23 @@ static const Expr *window_count(Arena *a, const Expr *o, int64_t s, int64_t pad_
 
 static const Expr *avg_body(Arena *a, const Expr *const *ax, void *user) {
   PoolNchwcArgs *p = user;
+  if (p->fixed_count > 0)
+    return expr_binary(a, EXPR_DIV, te_load(a, p->sum, ax), expr_float(a, p->sum->dtype, (double)p->fixed_count));
   const Expr *ch = window_count(a, ax[2], p->sh, p->pt, p->pb, p->kh, p->H, p->include_pad);
   const Expr *cw = window_count(a, ax[3], p->sw, p->pl, p->pr, p->kw, p->W, p->include_pad);
   const Expr *cnt = expr_cast(a, p->sum->dtype, expr_mul(a, ch, cw));
   return expr_binary(a, EXPR_DIV, te_load(a, p->sum, ax), cnt);
+}
+
+/* True when no window along this axis is clipped by the counting rule, so
+ * every window counts k elements (DenseNet's 2x2 / 2 transitions,
+ * Inception's explicitly padded 3x3 / 1 pools): the division is then by a
+ * constant instead of a min/max expression per output. */
+static bool window_never_clipped(int64_t o, int64_t s, int64_t pad_begin, int64_t pad_end, int64_t k, int64_t n,
+                                 bool include_pad) {
+  int64_t last_end = (o - 1) * s - pad_begin + k;
+  if (include_pad) return last_end <= n + pad_end;
+  return pad_begin == 0 && last_end <= n;
 }
 
 static int64_t out_extent(int64_t n, int64_t pb, int64_t pe, int64_t eff, int64_t s, bool ceil_mode) {
@@ -114,6 +128,9 @@ TeTensor *topi_pool2d_nchwc_onnx(Arena *a, const char *name, TopiPoolKind kind, 
     p.x = topi_pad(a, op_stage(a, name, "pad"), x, before, after, padv, err);
     if (!p.x) return NULL;
   }
+  if (window_never_clipped(oh, p.sh, p.pt, p.pb, p.kh, p.H, p.include_pad) &&
+      window_never_clipped(ow, p.sw, p.pl, p.pr, p.kw, p.W, p.include_pad))
+    p.fixed_count = p.kh * p.kw;
   p.ry = te_reduce_axis(a, "ry", p.kh);
   p.rx = te_reduce_axis(a, "rx", p.kw);
   int64_t oshape[5] = {x->shape[0], x->shape[1], oh, ow, x->shape[4]};

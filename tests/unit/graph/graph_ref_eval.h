@@ -1,7 +1,7 @@
 /* A tiny reference evaluator for graph tests, in double precision, for the
  * ops the optimization passes rewrite: Conv (NCHW, any group), ConvNCHWc,
  * LayoutTransform, broadcast Add/Sub/Mul/Div/Max/Min, Relu, Clip, Sigmoid,
- * BatchNormalization, MaxPool/AveragePool (and their NCHWc forms),
+ * BatchNormalization, MaxPool/AveragePool (and their NCHWc forms), Pad,
  * GlobalAverage/MaxPool, Flatten, Concat,
  * ReduceMean/ReduceMax (constant axes, keepdims). Written from the
  * ONNX specification (and infer_nchwc.c for Loom's own ops), independent of
@@ -200,6 +200,30 @@ static inline void ref_pool(const Graph *g, const GraphNode *n, double **val, bo
         }
 }
 
+/* Pad, constant mode, any rank: pads input 1 (begins then ends), value
+ * input 2 (default 0). */
+static inline void ref_pad(const Graph *g, const GraphNode *n, double **val) {
+  const GraphValue *xv = &g->values[n->inputs[0]], *yv = &g->values[n->outputs[0]];
+  const GraphTensor *pads = graph_value_constant(g, n->inputs[1]);
+  double fill = n->ninputs > 2 && n->inputs[2] >= 0 ? val[n->inputs[2]][0] : 0;
+  int r = yv->rank;
+  int64_t count = ref_numel(g, n->outputs[0]), idx[16] = {0};
+  for (int64_t k = 0; k < count; k++) {
+    int64_t off = 0;
+    bool inside = true;
+    for (int d = 0; d < r; d++) {
+      int64_t i = idx[d] - graph_tensor_get_i64(pads, d);
+      if (i < 0 || i >= xv->dims[d]) inside = false;
+      off = off * xv->dims[d] + i;
+    }
+    val[n->outputs[0]][k] = inside ? val[n->inputs[0]][off] : fill;
+    for (int d = r - 1; d >= 0; d--) {
+      if (++idx[d] < yv->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
   ValueId y = n->outputs[0];
   int64_t count = ref_numel(g, y);
@@ -249,6 +273,7 @@ static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
     }
     return;
   }
+  case GRAPH_OP_PAD: ref_pad(g, n, val); return;
   case GRAPH_OP_MAX_POOL: case GRAPH_OP_AVERAGE_POOL: ref_pool(g, n, val, false); return;
   case GRAPH_OP_MAX_POOL_NCHWC: case GRAPH_OP_AVERAGE_POOL_NCHWC: ref_pool(g, n, val, true); return;
   default: ref_binary(g, n, val); return;

@@ -146,7 +146,8 @@ static ValueId pool_node(Graph *g, GraphOp op, const char *name, ValueId x, cons
 }
 
 /* ResNet stem + Inception branch + DenseNet transition: max pool 3x3/2
- * pad 1, a 3x3/1 pad 1 average pool feeding a conv, a ceil_mode average
+ * pad 1, a 3x3/1 pad 1 average pool feeding a conv, an explicit Pad (H, W
+ * only) before an unpadded average pool, a ceil_mode average
  * pool counting the padding, all on blocked tensors in different blocks,
  * with no transform between them; only x in and the output out. */
 static void test_pools_stay_blocked(void **state) {
@@ -160,18 +161,31 @@ static void test_pools_stay_blocked(void **state) {
   ValueId mp = pool_node(g, GRAPH_OP_MAX_POOL, "stem_pool", r, k3, s2, p1, false, false);
   ValueId ap = pool_node(g, GRAPH_OP_AVERAGE_POOL, "branch_pool", mp, k3, s1, p1, false, false);
   ValueId c = gb_conv(g, "branch_conv", ap, 16, 24, 1, 1, 1, true, &seed);
-  ValueId cat_in[2] = {c, mp};
-  ValueId cat = gb_node(g, GRAPH_OP_CONCAT, "concat", cat_in, 2);
+  /* Inception's form: an explicit Pad of H and W, then an unpadded pool. */
+  int64_t four = 4 * 2;
+  GraphTensor *pt = graph_tensor_new(g->arena, DT_I64, 1, &four);
+  int64_t pv[8] = {0, 0, 1, 2, 0, 0, 2, 1};
+  for (int k = 0; k < 8; k++) graph_tensor_set_i64(pt, k, pv[k]);
+  ValueId pad_in[3] = {mp, graph_add_constant(g, "pads", pt), gb_scalar(g, "zero", 0.0)};
+  ValueId pad = gb_node(g, GRAPH_OP_PAD, "pad", pad_in, 3);
+  int64_t k4[2] = {4, 4};
+  ValueId ap2 = pool_node(g, GRAPH_OP_AVERAGE_POOL, "padded_pool", pad, k4, s1, NULL, false, false);
+  ValueId cat_in[3] = {c, mp, ap2};
+  ValueId cat = gb_node(g, GRAPH_OP_CONCAT, "concat", cat_in, 3);
   gb_int_attr(g, cat, "axis", 1);
   ValueId tp = pool_node(g, GRAPH_OP_AVERAGE_POOL, "transition", cat, k2, s2, pa, true, true);
   gb_output(g, gb_unary(g, GRAPH_OP_RELU, "out_relu", tp));
   assert_true(layout_and_compare(g, NULL, false) < 1e-9);
   assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL) + gb_count_op(g, GRAPH_OP_AVERAGE_POOL), 0);
   assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL_NCHWC), 1);
-  assert_int_equal(gb_count_op(g, GRAPH_OP_AVERAGE_POOL_NCHWC), 2);
-  /* x in (block 1); the concat of 24 + 16 channels in block 8 takes mp from
-   * block 16; the output back to NCHW. */
-  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 3);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_AVERAGE_POOL_NCHWC), 3);
+  const GraphNode *pn = first_op(g, GRAPH_OP_PAD);
+  assert_int_equal(g->values[pn->inputs[0]].rank, 5);
+  assert_int_equal(g->values[pn->outputs[0]].dims[2], 6 + 3);
+  assert_int_equal(g->values[pn->outputs[0]].dims[3], 6 + 3);
+  /* x in (block 1); the concat of 24 + 16 + 16 channels in block 8 takes mp
+   * and ap2 from block 16; the output back to NCHW. */
+  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 4);
   const GraphNode *t = first_op(g, GRAPH_OP_AVERAGE_POOL_NCHWC);
   assert_int_equal(g->values[t->outputs[0]].rank, 5);
   assert_int_equal(g->values[t->outputs[0]].dims[4], 16);
@@ -180,7 +194,7 @@ static void test_pools_stay_blocked(void **state) {
 }
 
 /* Pools that must stay NCHW: an NCHW input (no conv before it) and a
- * MaxPool whose Indices output is used (NCHW offsets). */
+ * MaxPool whose Indices output is used (NCHW offsets); a Pad of channels. */
 static void test_pools_left_nchw(void **state) {
   (void)state;
   uint64_t seed = 6;
@@ -195,12 +209,21 @@ static void test_pools_left_nchw(void **state) {
   gb_ints_attr(g, y, "kernel_shape", k2, 2);
   gb_ints_attr(g, y, "strides", s2, 2);
   gb_output(g, y);
+  /* A Pad of the channels of a blocked value needs NCHW. */
+  int64_t eight = 8;
+  GraphTensor *pt = graph_tensor_new(g->arena, DT_I64, 1, &eight);
+  int64_t pv[8] = {0, 1, 0, 0, 0, 0, 0, 0};
+  for (int k = 0; k < 8; k++) graph_tensor_set_i64(pt, k, pv[k]);
+  ValueId pad_in[2] = {c, graph_add_constant(g, "pads", pt)};
+  ValueId pad = gb_node(g, GRAPH_OP_PAD, "channel_pad", pad_in, 2);
+  gb_output(g, pad);
   LoomError err = {0};
   if (graph_pass_infer(g, &err)) fail_msg("%s", err.msg);
   if (graph_pass_layout_nchwc(g, NULL, &err)) fail_msg("%s", err.msg);
   assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL), 2);
   assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL_NCHWC), 0);
   assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 1);
+  assert_int_equal(g->values[first_op(g, GRAPH_OP_PAD)->inputs[0]].rank, 4);
   (void)idx;
   graph_free(g);
 }

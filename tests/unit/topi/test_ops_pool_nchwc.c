@@ -61,6 +61,11 @@ static void test_pool2d_nchwc_matches_nchw(void **state) {
       /* Inception's 3x3 / 1 pad 1 average (count_include_pad = 0). */
       {false, 16, 5, 5, 16, {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, false}},
       {true, 3, 5, 5, 1, {{2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false, false}}, /* block 1 */
+      /* Windows never clipped: the division is by a constant. */
+      {false, 16, 6, 6, 16, {{2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, false}},
+      {false, 8, 7, 7, 8, {{3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false, false}},
+      {false, 8, 7, 6, 4, {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, true}},
+      {false, 8, 7, 7, 4, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, true}},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) run_case(ci, &cases[ci]);
 }
