@@ -40,6 +40,8 @@ typedef struct LayoutCtx {
   int *alt_block;
   bool *nchw_ok;
   int max_block;
+  ValueId *fold_src; /* a zero Pad folded into its AveragePool consumers: the unpadded value (-1: none) */
+  int64_t (*fold_pads)[4];
 } LayoutCtx;
 
 static int pick_block(int64_t channels, int max_block) {
@@ -366,6 +368,8 @@ static bool try_rewrite_pool(LayoutCtx *c, const GraphNode *n) {
     if (n->outputs[k] >= 0) return false; /* MaxPool's Indices are NCHW offsets */
   ValueId x = n->inputs[0], y = n->outputs[0];
   if (x >= c->nvalues0) return false;
+  ValueId folded = c->fold_src[x];
+  if (folded >= 0) x = folded;
   int b = c->rep_block[x];
   if (b <= 0 || !is_static_f32_rank(&g->values[x], 4) || !is_static_f32_rank(&g->values[y], 4)) return false;
   if (strcmp(graph_attr_string(n, "auto_pad", "NOTSET"), "NOTSET")) return false;
@@ -377,12 +381,58 @@ static bool try_rewrite_pool(LayoutCtx *c, const GraphNode *n) {
   GraphOp op = n->op == GRAPH_OP_MAX_POOL ? GRAPH_OP_MAX_POOL_NCHWC : GRAPH_OP_AVERAGE_POOL_NCHWC;
   ValueId xb = c->rep_id[x];
   GraphNode *o = graph_nodebuf_add(g, &c->buf, op, n->name, &xb, 1, &yb, 1);
-  o->attrs = n->attrs;
-  o->nattrs = n->nattrs;
+  if (folded >= 0) {
+    copy_int_attr_list(g, o, n, "kernel_shape", 2, 1);
+    copy_int_attr_list(g, o, n, "strides", 2, 1);
+    graph_node_set_attr(g, o, graph_attr_make_ints(g, "pads", c->fold_pads[n->inputs[0]], 4));
+    graph_node_set_attr(g, o, graph_attr_make_int(g, "count_include_pad", 1));
+  } else {
+    o->attrs = n->attrs;
+    o->nattrs = n->nattrs;
+  }
   c->rep_id[y] = yb;
   c->rep_block[y] = b;
   c->nchw_ok[y] = false;
   return true;
+}
+
+/* A zero Pad of H and W whose only consumers are unpadded, floor-mode
+ * AveragePools (how PyTorch exports Inception's count_include_pad pools)
+ * folds into them: AveragePool(Pad(x, p, 0), pads 0) == AveragePool(x, pads
+ * p, count_include_pad 1), the window never leaving the padded extent. One
+ * kernel and one padded copy fewer per pool. Needs each pad below the
+ * kernel (the pool compute's limit). */
+static bool pad_folds_into_pools(const Graph *g, const GraphNode *n, const int64_t *p) {
+  ValueId y = n->outputs[0];
+  if (strcmp(graph_attr_string(n, "mode", "constant"), "constant")) return false;
+  if (n->ninputs > 2 && n->inputs[2] >= 0) {
+    const GraphTensor *v = graph_value_constant(g, n->inputs[2]);
+    if (!v || graph_tensor_numel(v) != 1 || graph_tensor_get_f64(v, 0) != 0) return false;
+  }
+  for (int k = 0; k < 8; k++)
+    if (p[k] < 0) return false;
+  for (int k = 0; k < g->noutputs; k++)
+    if (g->outputs[k] == y) return false;
+  int users = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const GraphNode *u = &g->nodes[i];
+    bool reads = false;
+    for (int k = 0; k < u->ninputs; k++) reads |= u->inputs[k] == y;
+    if (!reads) continue;
+    users++;
+    /* Everything try_rewrite_pool checks, so that each consumer is
+     * rewritten: nothing may read the Pad's (never emitted) output. */
+    if (u->op != GRAPH_OP_AVERAGE_POOL || u->ninputs != 1 || u->noutputs != 1 || u->outputs[0] < 0 ||
+        !is_static_f32_rank(&g->values[u->outputs[0]], 4) || graph_attr_int(u, "ceil_mode", 0) != 0)
+      return false;
+    if (strcmp(graph_attr_string(u, "auto_pad", "NOTSET"), "NOTSET")) return false;
+    const GraphAttr *ks = graph_node_attr(u, "kernel_shape"), *up = graph_node_attr(u, "pads"), *dl = graph_node_attr(u, "dilations");
+    if (!ks || ks->kind != GRAPH_ATTR_INTS || ks->n != 2) return false;
+    if (up && (up->kind != GRAPH_ATTR_INTS || up->n != 4 || up->ints[0] || up->ints[1] || up->ints[2] || up->ints[3])) return false;
+    if (dl && (dl->kind != GRAPH_ATTR_INTS || dl->n != 2 || dl->ints[0] != 1 || dl->ints[1] != 1)) return false;
+    if (p[2] >= ks->ints[0] || p[6] >= ks->ints[0] || p[3] >= ks->ints[1] || p[7] >= ks->ints[1]) return false;
+  }
+  return users > 0;
 }
 
 /* A Pad of a blocked tensor that pads only H and W (Inception pads
@@ -402,6 +452,12 @@ static bool try_rewrite_pad(LayoutCtx *c, const GraphNode *n) {
   int64_t p[8];
   for (int k = 0; k < 8; k++) p[k] = graph_tensor_get_i64(pt, k);
   if (p[0] || p[1] || p[4] || p[5]) return false;
+  if (pad_folds_into_pools(g, n, p)) {
+    c->fold_src[y] = x;
+    int64_t hw[4] = {p[2], p[3], p[6], p[7]};
+    memcpy(c->fold_pads[y], hw, sizeof hw);
+    return true; /* nothing emitted: every consumer reads x instead */
+  }
   int64_t ten = 10;
   GraphTensor *bp = graph_tensor_new(g->arena, DT_I64, 1, &ten);
   int64_t v[10] = {0, 0, p[2], p[3], 0, 0, 0, p[6], p[7], 0};
@@ -428,17 +484,22 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
   c.nchw_ok = malloc((size_t)g->nvalues + 1);
   c.alt_id = malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
   c.alt_block = calloc((size_t)g->nvalues + 1, sizeof(int));
-  if (!c.rep_id || !c.rep_block || !c.nchw_ok || !c.alt_id || !c.alt_block) {
+  c.fold_src = malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
+  c.fold_pads = malloc(sizeof(*c.fold_pads) * ((size_t)g->nvalues + 1));
+  if (!c.rep_id || !c.rep_block || !c.nchw_ok || !c.alt_id || !c.alt_block || !c.fold_src || !c.fold_pads) {
     free(c.rep_id);
     free(c.rep_block);
     free(c.nchw_ok);
     free(c.alt_id);
     free(c.alt_block);
+    free(c.fold_src);
+    free(c.fold_pads);
     return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   }
   for (int v = 0; v < g->nvalues; v++) {
     c.rep_id[v] = v;
     c.nchw_ok[v] = true;
+    c.fold_src[v] = -1;
   }
   int n0 = g->nnodes;
   for (int i = 0; i < n0; i++) {
@@ -461,6 +522,8 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
   free(c.nchw_ok);
   free(c.alt_id);
   free(c.alt_block);
+  free(c.fold_src);
+  free(c.fold_pads);
   loom_status st = graph_pass_infer(g, err);
   return st ? st : graph_verify(g, err);
 }

@@ -146,8 +146,9 @@ static ValueId pool_node(Graph *g, GraphOp op, const char *name, ValueId x, cons
 }
 
 /* ResNet stem + Inception branch + DenseNet transition: max pool 3x3/2
- * pad 1, a 3x3/1 pad 1 average pool feeding a conv, an explicit Pad (H, W
- * only) before an unpadded average pool, a ceil_mode average
+ * pad 1, a 3x3/1 pad 1 average pool feeding a conv, explicit Pads (H, W
+ * only; a zero one folds into its pool) before unpadded average pools, a
+ * ceil_mode average
  * pool counting the padding, all on blocked tensors in different blocks,
  * with no transform between them; only x in and the output out. */
 static void test_pools_stay_blocked(void **state) {
@@ -166,26 +167,43 @@ static void test_pools_stay_blocked(void **state) {
   GraphTensor *pt = graph_tensor_new(g->arena, DT_I64, 1, &four);
   int64_t pv[8] = {0, 0, 1, 2, 0, 0, 2, 1};
   for (int k = 0; k < 8; k++) graph_tensor_set_i64(pt, k, pv[k]);
-  ValueId pad_in[3] = {mp, graph_add_constant(g, "pads", pt), gb_scalar(g, "zero", 0.0)};
+  ValueId pad_in[3] = {mp, graph_add_constant(g, "pads", pt), gb_scalar(g, "half", 0.5)};
   ValueId pad = gb_node(g, GRAPH_OP_PAD, "pad", pad_in, 3);
   int64_t k4[2] = {4, 4};
   ValueId ap2 = pool_node(g, GRAPH_OP_AVERAGE_POOL, "padded_pool", pad, k4, s1, NULL, false, false);
-  ValueId cat_in[3] = {c, mp, ap2};
-  ValueId cat = gb_node(g, GRAPH_OP_CONCAT, "concat", cat_in, 3);
+  /* A zero Pad read only by an unpadded AveragePool folds into the pool
+   * (pads, count_include_pad). */
+  GraphTensor *pt0 = graph_tensor_new(g->arena, DT_I64, 1, &four);
+  int64_t pv0[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+  for (int k = 0; k < 8; k++) graph_tensor_set_i64(pt0, k, pv0[k]);
+  ValueId pad0_in[2] = {mp, graph_add_constant(g, "pads0", pt0)};
+  ValueId ap3 = pool_node(g, GRAPH_OP_AVERAGE_POOL, "zero_padded_pool", gb_node(g, GRAPH_OP_PAD, "pad0", pad0_in, 2), k3, s1,
+                          NULL, false, false);
+  ValueId cat_in[4] = {c, mp, ap2, ap3};
+  ValueId cat = gb_node(g, GRAPH_OP_CONCAT, "concat", cat_in, 4);
   gb_int_attr(g, cat, "axis", 1);
   ValueId tp = pool_node(g, GRAPH_OP_AVERAGE_POOL, "transition", cat, k2, s2, pa, true, true);
   gb_output(g, gb_unary(g, GRAPH_OP_RELU, "out_relu", tp));
   assert_true(layout_and_compare(g, NULL, false) < 1e-9);
   assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL) + gb_count_op(g, GRAPH_OP_AVERAGE_POOL), 0);
   assert_int_equal(gb_count_op(g, GRAPH_OP_MAX_POOL_NCHWC), 1);
-  assert_int_equal(gb_count_op(g, GRAPH_OP_AVERAGE_POOL_NCHWC), 3);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_AVERAGE_POOL_NCHWC), 4);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_PAD), 1);
   const GraphNode *pn = first_op(g, GRAPH_OP_PAD);
   assert_int_equal(g->values[pn->inputs[0]].rank, 5);
   assert_int_equal(g->values[pn->outputs[0]].dims[2], 6 + 3);
   assert_int_equal(g->values[pn->outputs[0]].dims[3], 6 + 3);
-  /* x in (block 1); the concat of 24 + 16 + 16 channels in block 8 takes mp
-   * and ap2 from block 16; the output back to NCHW. */
-  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 4);
+  for (int i = 0; i < g->nnodes; i++) {
+    const GraphNode *q = &g->nodes[i];
+    if (strcmp(q->name, "zero_padded_pool")) continue;
+    assert_int_equal(q->op, GRAPH_OP_AVERAGE_POOL_NCHWC);
+    assert_int_equal(graph_attr_int(q, "count_include_pad", 0), 1);
+    assert_int_equal(graph_node_attr(q, "pads")->ints[0], 1);
+    assert_int_equal(g->values[q->inputs[0]].dims[2], 6); /* reads the unpadded stem pool */
+  }
+  /* x in (block 1); the concat of 24 + 16 + 16 + 16 channels in block 8
+   * takes mp, ap2 and ap3 from block 16; the output back to NCHW. */
+  assert_int_equal(gb_count_op(g, GRAPH_OP_LAYOUT_TRANSFORM), 5);
   const GraphNode *t = first_op(g, GRAPH_OP_AVERAGE_POOL_NCHWC);
   assert_int_equal(g->values[t->outputs[0]].rank, 5);
   assert_int_equal(g->values[t->outputs[0]].dims[4], 16);
