@@ -61,17 +61,35 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   int nr = nl - 5;
 
   /* Register tile: OWB output columns x KT output-channel blocks, one
-   * vector each; at most 28 accumulators (of 32 vector registers), and at
-   * least 8 when the shapes allow (two FMA pipes x four cycles latency). */
-  int64_t owb[2];
-  if (sch_sample_perfect_tile(s, ow, 2, 16, owb)) return LOOM_ERR_SCHEDULE;
-  int64_t ko_ext = loop_extent(s, ko), kt = 1;
-  for (int64_t cand = 4; cand >= 2; cand /= 2)
-    if (ko_ext % cand == 0 && owb[1] * cand <= 28 && owb[1] * (cand / 2) < 8) {
-      kt = cand;
-      break;
+   * vector each. Per reduction step it loads KT weight vectors and OWB
+   * broadcasts for OWB * KT FMAs, so the best tile has the fewest loads per
+   * FMA among those whose accumulators, weights and broadcast fit the 32
+   * vector registers; OWB need not divide the width (the tail is a
+   * partitioned loop) as long as little work is wasted. Measured like the
+   * matmul's 6 x 4: wide channel tiles beat long column tiles. Both are
+   * sampling points (the best is the most probable choice). */
+  int64_t ow_ext = loop_extent(s, ow), ko_ext = loop_extent(s, ko);
+  int64_t best_owb = 1, best_kt = 1;
+  double best_cost = 1e9;
+  for (int64_t kt = 1; kt <= 4; kt *= 2) {
+    if (ko_ext % kt) continue;
+    for (int64_t w = 1; w <= 16 && w <= ow_ext; w++) {
+      int64_t tiles = (ow_ext + w - 1) / w;
+      if (w * kt + kt + 1 > 32 || tiles * w > ow_ext + ow_ext / 8) continue;
+      double cost = (double)(w + kt) / (double)(w * kt);
+      if (cost < best_cost - 1e-9) best_cost = cost, best_owb = w, best_kt = kt;
     }
-  if (owb[1] * 2 <= 28 && owb[1] < 14 && kt == 1 && ko_ext % 2 == 0) kt = 2;
+  }
+  int64_t owb_choices[16], kt_choices[3] = {1, 2, 4};
+  double owb_probs[16], kt_probs[3];
+  for (int i = 0; i < 16; i++) owb_choices[i] = i + 1, owb_probs[i] = owb_choices[i] == best_owb ? 0.5 : 0.5 / 15;
+  for (int i = 0; i < 3; i++) kt_probs[i] = kt_choices[i] == best_kt ? 0.8 : (ko_ext % kt_choices[i] ? 0.0 : 0.1);
+  int64_t owb_pick, kt;
+  if (sch_sample_categorical(s, owb_choices, owb_probs, 16, &owb_pick) ||
+      sch_sample_categorical(s, kt_choices, kt_probs, 3, &kt))
+    return LOOM_ERR_SCHEDULE;
+  if (owb_pick > ow_ext) owb_pick = ow_ext;
+  int64_t owb[2] = {-1, owb_pick};
   SchRV ows[2], kos[2];
   if (sch_split(s, ow, owb, 2, ows)) return LOOM_ERR_SCHEDULE;
   if (sch_split(s, ko, (int64_t[]){ko_ext / kt, kt}, 2, kos)) return LOOM_ERR_SCHEDULE;
