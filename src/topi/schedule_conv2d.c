@@ -113,13 +113,16 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   if (nc < 1 || sch_vectorize(s, cl[nc - 1])) return LOOM_ERR_SCHEDULE;
   topi_unroll_tile_loops(s, init, ows[0]);
   topi_unroll_tile_loops(s, copy, ows[0]);
-  /* Parallel over the output-channel chunks alone: fusing (n, ko, oh)
-   * would give more tasks, but the fused index reaches the tile's cache only
+  /* Parallel over the output-channel chunks, or over output rows when
+   * there are too few chunks to share (64 channels in tiles of 4 blocks is
+   * one chunk). Not fused: the fused index reaches the tile's cache only
    * through floordiv/floormod, and compaction then cannot prove that tasks
-   * touch disjoint tiles, so the register tile would stay a full-size
-   * buffer in memory. */
+   * touch disjoint tiles, so the register tile would stay in memory. */
   (void)n;
-  if (num_threads > 1 && sch_parallel(s, ko)) return LOOM_ERR_SCHEDULE;
+  if (num_threads > 1) {
+    SchRV par = loop_extent(s, ko) >= 2 * num_threads ? ko : oh;
+    if (sch_parallel(s, par)) return LOOM_ERR_SCHEDULE;
+  }
   SchRV pad = find_pad(s, block);
   if (pad >= 0 && schedule_copy_stage(s, pad, num_threads)) return LOOM_ERR_SCHEDULE;
   return LOOM_OK;
