@@ -7,11 +7,13 @@ usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [name ...]
 For each model (exported with scripts/export-zoo when missing; batch 1, its
 fixed .input.npy): `loom compile` at the default opt level (timed, with an
 empty kernel cache, LOOM_CACHE_DIR), then for
-each thread count T:
+each thread count T, ORT and Loom alternately in rounds (so drift of a
+shared machine's speed hits both):
   ORT   all graph optimizations, intra_op_num_threads=T, sequential execution;
-        W warm-up runs, then the median of N timed session.run calls
-  Loom  `loom run MODEL.loom INPUT --repeat N --threads T --json`: median_ms
+        W warm-up runs, then timed session.run calls
+  Loom  `loom run MODEL.loom INPUT --repeat n --threads T --json`: median_ms
         (the last line of its output)
+ms = median of the round medians; ratio = median of the per-round ratios.
 Prints a markdown table (ratio = ORT ms / Loom ms, > 1 means Loom is faster)
 and the compile times, writes them to build/bench/models-<date>.md, and
 exits 1 when any model failed (its cells say "FAILED: <first error line>").
@@ -69,16 +71,17 @@ def ensure_exported(model_dir, name):
     return files
 
 
-def ort_median_ms(onnx_path, x, threads, repeat, warmup):
+def ort_session(onnx_path, threads):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_median_ms(sess, x, repeat):
     feed = {sess.get_inputs()[0].name: x}
-    for _ in range(warmup):
-        sess.run(None, feed)
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -95,6 +98,24 @@ def loom_median_ms(loom, artifact, input_path, threads, repeat, timeout):
         return float(json.loads(lines[-1])["median_ms"])
     except (IndexError, ValueError, KeyError, TypeError):
         raise Failed("loom run: last output line is not JSON with median_ms") from None
+
+
+def side_by_side(sess, x, loom, artifact, input_path, threads, repeat, warmup, timeout):
+    """ORT and Loom alternate in rounds, so a change of machine speed during
+    the measurement (shared hosts drift by tens of percent) hits both:
+    returns (ORT ms, Loom ms, ratio), the medians over rounds of each
+    round's median, and the median of the per-round ratios."""
+    feed = {sess.get_inputs()[0].name: x}
+    for _ in range(warmup):
+        sess.run(None, feed)
+    rounds = max(3, repeat // 5)
+    per = max(3, repeat // rounds)
+    ort_ms, loom_ms = [], []
+    for _ in range(rounds):
+        ort_ms.append(ort_median_ms(sess, x, per))
+        loom_ms.append(loom_median_ms(loom, artifact, input_path, threads, per, timeout))
+    ratios = [o / lo for o, lo in zip(ort_ms, loom_ms)]
+    return statistics.median(ort_ms), statistics.median(loom_ms), statistics.median(ratios)
 
 
 def cpu_name():
@@ -158,25 +179,35 @@ def main():
             compile_rows.append((name, loom_err))
         for t in threads:
             print(f"-- {name}: {t} thread(s)", file=sys.stderr, flush=True)
+            ort_ms, loom_ms, ratio = "-", loom_err, "-"
             try:
-                ort_ms = ort_median_ms(onnx_path, x, t, a.repeat, a.warmup)
+                sess = ort_session(onnx_path, t)
             except Exception as e:  # noqa: BLE001 - ORT failures are reported, not raised
-                ort_ms = f"FAILED: {first_error_line(str(e))}"
-            loom_ms = loom_err
-            if loom_ms is None:
+                sess, ort_ms = None, f"FAILED: {first_error_line(str(e))}"
+            if sess is not None and loom_ms is None:
                 try:
-                    loom_ms = loom_median_ms(loom, artifact, input_path, t, a.repeat, a.timeout)
+                    ort_ms, loom_ms, r = side_by_side(sess, x, loom, artifact, input_path, t, a.repeat, a.warmup,
+                                                      a.timeout)
+                    ratio = f"{r:.2f}"
                 except Failed as e:
                     loom_ms = f"FAILED: {e}"
+                except Exception as e:  # noqa: BLE001
+                    ort_ms = f"FAILED: {first_error_line(str(e))}"
+            elif sess is not None:
+                try:
+                    ort_ms = ort_median_ms(sess, x, a.repeat)
+                except Exception as e:  # noqa: BLE001
+                    ort_ms = f"FAILED: {first_error_line(str(e))}"
             failed |= not (isinstance(ort_ms, float) and isinstance(loom_ms, float))
-            ratio = f"{ort_ms / loom_ms:.2f}" if isinstance(ort_ms, float) and isinstance(loom_ms, float) else "-"
             rows.append((name, t, fmt_ms(ort_ms), fmt_ms(loom_ms), ratio))
 
     report = [
         f"# bench/models, {datetime.datetime.now():%Y-%m-%d %H:%M}",
         "",
         f"{cpu_name()}, {os.cpu_count()} CPUs; onnxruntime {ort.__version__}; "
-        f"batch 1; median of {a.repeat} runs (ORT after {a.warmup} warm-up runs); loom: {loom}",
+        f"batch 1; ORT and Loom alternate in rounds ({a.repeat} runs each in all; ORT after {a.warmup} "
+        f"warm-up runs, Loom after 1); ms = median of the round medians, ratio = median of the "
+        f"per-round ratios; loom: {loom}",
         "",
         "| model | threads | ORT ms | Loom ms | ORT/Loom |",
         "|---|---|---|---|---|",
