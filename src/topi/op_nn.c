@@ -306,121 +306,13 @@ TeTensor *topi_weight_to_kcrsck(Arena *a, const char *name, const TeTensor *w, i
 
 /* ---- pooling ---- */
 
+/* Global pools (2-D windows: op_pool.c). */
 typedef struct PoolArgs {
   const TeTensor *x, *sum;
-  int64_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, H, W;
-  bool include_pad;
-  IterVar ry, rx;
-  int nsp; /* global pools: number of spatial axes */
+  int nsp; /* number of spatial axes */
   IterVar rsp[TOPI_MAX_RANK];
   int64_t count;
 } PoolArgs;
-
-static const Expr *pool_window_load(Arena *a, PoolArgs *p, const Expr *const *ax) {
-  const Expr *ih = expr_add(a, expr_mul(a, ax[2], expr_i64(a, p->sh)),
-                            expr_mul(a, p->ry.var, expr_i64(a, p->dh)));
-  const Expr *iw = expr_add(a, expr_mul(a, ax[3], expr_i64(a, p->sw)),
-                            expr_mul(a, p->rx.var, expr_i64(a, p->dw)));
-  const Expr *i[4] = {ax[0], ax[1], ih, iw};
-  return te_load(a, p->x, i);
-}
-
-static const Expr *pool_max_body(Arena *a, const Expr *const *ax, void *user) {
-  PoolArgs *p = user;
-  IterVar axes[2] = {p->ry, p->rx};
-  return te_max(a, pool_window_load(a, p, ax), axes, 2, NULL);
-}
-
-static const Expr *pool_sum_body(Arena *a, const Expr *const *ax, void *user) {
-  PoolArgs *p = user;
-  IterVar axes[2] = {p->ry, p->rx};
-  return te_sum(a, pool_window_load(a, p, ax), axes, 2, NULL);
-}
-
-/* Window extent along one axis: clipped to the padded input when padding
- * counts, to the input itself otherwise (ONNX Runtime's and PyTorch's rule). */
-static const Expr *window_count(Arena *a, const Expr *o, int64_t s, int64_t pad_begin,
-                                int64_t pad_end, int64_t k, int64_t n, bool include_pad) {
-  const Expr *start = expr_sub(a, expr_mul(a, o, expr_i64(a, s)), expr_i64(a, pad_begin));
-  const Expr *end = expr_add(a, start, expr_i64(a, k));
-  if (include_pad) return expr_sub(a, expr_min(a, end, expr_i64(a, n + pad_end)), start);
-  return expr_sub(a, expr_min(a, end, expr_i64(a, n)), expr_max(a, start, expr_i64(a, 0)));
-}
-
-static const Expr *pool_avg_body(Arena *a, const Expr *const *ax, void *user) {
-  PoolArgs *p = user;
-  const Expr *ch = window_count(a, ax[2], p->sh, p->pt, p->pb, p->kh, p->H, p->include_pad);
-  const Expr *cw = window_count(a, ax[3], p->sw, p->pl, p->pr, p->kw, p->W, p->include_pad);
-  const Expr *cnt = expr_cast(a, p->sum->dtype, expr_mul(a, ch, cw));
-  return expr_binary(a, EXPR_DIV, te_load(a, p->sum, ax), cnt);
-}
-
-static int64_t pool_out(int64_t n, int64_t pb, int64_t pe, int64_t eff, int64_t s, bool ceil_mode) {
-  int64_t span = n + pb + pe - eff;
-  if (span < 0) return 0;
-  if (!ceil_mode) return span / s + 1;
-  int64_t o = (span + s - 1) / s + 1;
-  if ((o - 1) * s >= n + pb) o--; /* the last window would start in the end padding */
-  return o;
-}
-
-TeTensor *topi_pool2d_onnx(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x,
-                           const TopiPoolParams *pp, LoomError *err) {
-  const char *on = kind == TOPI_POOL_MAX ? "MaxPool" : "AveragePool";
-  if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err)) return NULL;
-  if (!pp) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "%s: kernel_shape is required", on);
-    return NULL;
-  }
-  if (x->ndim != 4) {
-    err_set(err, LOOM_ERR_UNSUPPORTED, "%s: X (\"%s\") has rank %d; only 2-D pooling (rank 4) is supported",
-            on, x->name, x->ndim);
-    return NULL;
-  }
-  PoolArgs p = {.x = x, .kh = pp->kernel[0], .kw = pp->kernel[1], .sh = or_one(pp->strides[0]),
-                .sw = or_one(pp->strides[1]), .dh = or_one(pp->dilations[0]),
-                .dw = or_one(pp->dilations[1]), .pt = pp->pads[0], .pl = pp->pads[1],
-                .pb = pp->pads[2], .pr = pp->pads[3], .H = x->shape[2], .W = x->shape[3],
-                .include_pad = pp->count_include_pad};
-  if (p.kh < 1 || p.kw < 1 || p.sh < 1 || p.sw < 1 || p.dh < 1 || p.dw < 1) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "%s: kernel_shape, strides and dilations must be >= 1", on);
-    return NULL;
-  }
-  if (p.pt < 0 || p.pl < 0 || p.pb < 0 || p.pr < 0 || p.pt >= p.kh * p.dh || p.pl >= p.kw * p.dw ||
-      p.pb >= p.kh * p.dh || p.pr >= p.kw * p.dw) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "%s: pads must be >= 0 and smaller than the kernel", on);
-    return NULL;
-  }
-  if (kind == TOPI_POOL_AVG && (p.dh != 1 || p.dw != 1)) {
-    err_set(err, LOOM_ERR_UNSUPPORTED, "AveragePool: dilations other than 1 are not supported");
-    return NULL;
-  }
-  int64_t effh = p.dh * (p.kh - 1) + 1, effw = p.dw * (p.kw - 1) + 1;
-  int64_t oh = pool_out(p.H, p.pt, p.pb, effh, p.sh, pp->ceil_mode);
-  int64_t ow = pool_out(p.W, p.pl, p.pr, effw, p.sw, pp->ceil_mode);
-  if (oh < 1 || ow < 1) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "%s: kernel %lldx%lld is larger than the padded input", on,
-            (long long)p.kh, (long long)p.kw);
-    return NULL;
-  }
-  /* ceil_mode windows may run past the end padding: pad that far too. */
-  int64_t eb = (oh - 1) * p.sh + effh - p.H - p.pt, er = (ow - 1) * p.sw + effw - p.W - p.pl;
-  if (eb < p.pb) eb = p.pb;
-  if (er < p.pr) er = p.pr;
-  DType t = x->dtype;
-  const Expr *padv = kind == TOPI_POOL_MAX ? expr_float(a, t, -INFINITY) : op_const(a, t, 0);
-  p.x = pad_hw(a, name, x, 2, p.pt, p.pl, eb, er, padv, err);
-  if (!p.x) return NULL;
-  p.ry = te_reduce_axis(a, "ry", p.kh);
-  p.rx = te_reduce_axis(a, "rx", p.kw);
-  int64_t oshape[4] = {x->shape[0], x->shape[1], oh, ow};
-  if (kind == TOPI_POOL_MAX)
-    return te_compute_named(a, name, 4, oshape, nchw_names, pool_max_body, &p, err);
-  TeTensor *sum = te_compute_named(a, op_stage(a, name, "sum"), 4, oshape, nchw_names,
-                                   pool_sum_body, &p, err);
-  if (!(p.sum = sum)) return NULL;
-  return te_compute_named(a, name, 4, oshape, nchw_names, pool_avg_body, &p, err);
-}
 
 static const Expr *global_load(Arena *a, PoolArgs *p, const Expr *const *ax) {
   const Expr *i[TOPI_MAX_RANK];

@@ -155,7 +155,7 @@ typedef struct TopiPoolParams {
  * name. Avg: "<name>_pad" (0), "<name>_sum", name (the division). */
 TeTensor *topi_pool2d_onnx(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x,
                            const TopiPoolParams *p, LoomError *err);
-/* The same pools on the blocked layout (op_pool_nchwc.c): x [N, C/c, H, W,
+/* The same pools on the blocked layout (op_pool.c, shared with topi_pool2d_onnx): x [N, C/c, H, W,
  * c] -> [N, C/c, OH, OW, c], each channel pooled as topi_pool2d_onnx does.
  * Same stages ("<name>_pad", "<name>_sum" for Avg, name). */
 TeTensor *topi_pool2d_nchwc_onnx(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x,

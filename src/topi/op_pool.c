@@ -1,20 +1,22 @@
-/* 2-D MaxPool / AveragePool on the blocked NCHWc layout [N, C/c, H, W, c],
- * so a network whose convolutions run blocked keeps its pools blocked too
- * (no LayoutTransform around every pool). Semantics are topi_pool2d_onnx's
- * applied to each of the C channels; the channel block is the innermost,
- * contiguous axis, which is what lets a schedule vectorize across it. */
+/* 2-D MaxPool / AveragePool with ONNX's attributes, on NCHW [N, C, H, W] and
+ * on the blocked NCHWc layout [N, C/c, H, W, c] (so a network whose
+ * convolutions run blocked keeps its pools blocked too: no LayoutTransform
+ * around every pool). One implementation: the blocked form only adds the
+ * innermost channel-block axis, which is what lets a schedule vectorize
+ * across it. */
 #include "topi/op_internal.h"
 
 #include <math.h>
 #include <string.h>
 
-static const char *const nchwc_axis_names[5] = {"n", "c", "h", "w", "cb"};
+static const char *const pool_axis_names[5] = {"n", "c", "h", "w", "cb"};
 
 typedef struct PoolNchwcArgs {
   const TeTensor *x, *sum;
   int64_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, H, W;
   bool include_pad;
   int64_t fixed_count; /* > 0: every window counts this many (no clipping) */
+  bool blocked;        /* a trailing channel-block axis */
   IterVar ry, rx;
 } PoolNchwcArgs;
 
@@ -23,7 +25,7 @@ static int64_t or_one(int64_t v) { return v == 0 ? 1 : v; }
 static const Expr *window_load(Arena *a, PoolNchwcArgs *p, const Expr *const *ax) {
   const Expr *ih = expr_add(a, expr_mul(a, ax[2], expr_i64(a, p->sh)), expr_mul(a, p->ry.var, expr_i64(a, p->dh)));
   const Expr *iw = expr_add(a, expr_mul(a, ax[3], expr_i64(a, p->sw)), expr_mul(a, p->rx.var, expr_i64(a, p->dw)));
-  const Expr *i[5] = {ax[0], ax[1], ih, iw, ax[4]};
+  const Expr *i[5] = {ax[0], ax[1], ih, iw, p->blocked ? ax[4] : NULL};
   return te_load(a, p->x, i);
 }
 
@@ -80,23 +82,27 @@ static int64_t out_extent(int64_t n, int64_t pb, int64_t pe, int64_t eff, int64_
   return o;
 }
 
-TeTensor *topi_pool2d_nchwc_onnx(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x,
-                                 const TopiPoolParams *pp, LoomError *err) {
-  const char *on = kind == TOPI_POOL_MAX ? "MaxPoolNCHWc" : "AveragePoolNCHWc";
+static TeTensor *pool2d(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x, const TopiPoolParams *pp,
+                        bool blocked, LoomError *err) {
+  const char *on = kind == TOPI_POOL_MAX ? (blocked ? "MaxPoolNCHWc" : "MaxPool")
+                                         : (blocked ? "AveragePoolNCHWc" : "AveragePool");
+  int rank = blocked ? 5 : 4;
   if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err)) return NULL;
   if (!pp) {
     err_set(err, LOOM_ERR_INVALID_ARG, "%s: kernel_shape is required", on);
     return NULL;
   }
-  if (x->ndim != 5) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "%s: X (\"%s\") has rank %d, expected 5 (N, C/c, H, W, c)", on, x->name,
-            x->ndim);
+  if (x->ndim != rank) {
+    err_set(err, blocked ? LOOM_ERR_INVALID_ARG : LOOM_ERR_UNSUPPORTED,
+            "%s: X (\"%s\") has rank %d, expected %s", on, x->name, x->ndim,
+            blocked ? "5 (N, C/c, H, W, c)" : "4 (only 2-D pooling is supported)");
     return NULL;
   }
   PoolNchwcArgs p = {.x = x, .kh = pp->kernel[0], .kw = pp->kernel[1], .sh = or_one(pp->strides[0]),
                      .sw = or_one(pp->strides[1]), .dh = or_one(pp->dilations[0]), .dw = or_one(pp->dilations[1]),
                      .pt = pp->pads[0], .pl = pp->pads[1], .pb = pp->pads[2], .pr = pp->pads[3],
-                     .H = x->shape[2], .W = x->shape[3], .include_pad = pp->count_include_pad};
+                     .H = x->shape[2], .W = x->shape[3], .include_pad = pp->count_include_pad,
+                     .blocked = blocked};
   if (p.kh < 1 || p.kw < 1 || p.sh < 1 || p.sw < 1 || p.dh < 1 || p.dw < 1) {
     err_set(err, LOOM_ERR_INVALID_ARG, "%s: kernel_shape, strides and dilations must be >= 1", on);
     return NULL;
@@ -123,7 +129,7 @@ TeTensor *topi_pool2d_nchwc_onnx(Arena *a, const char *name, TopiPoolKind kind, 
   if (eb < p.pb) eb = p.pb;
   if (er < p.pr) er = p.pr;
   if (p.pt || p.pl || eb || er) {
-    int64_t before[5] = {0, 0, p.pt, p.pl, 0}, after[5] = {0, 0, eb, er, 0};
+    int64_t before[5] = {0, 0, p.pt, p.pl, 0}, after[5] = {0, 0, eb, er, 0}; /* [4] unused for NCHW */
     const Expr *padv = kind == TOPI_POOL_MAX ? expr_float(a, x->dtype, -INFINITY) : op_const(a, x->dtype, 0);
     p.x = topi_pad(a, op_stage(a, name, "pad"), x, before, after, padv, err);
     if (!p.x) return NULL;
@@ -133,9 +139,19 @@ TeTensor *topi_pool2d_nchwc_onnx(Arena *a, const char *name, TopiPoolKind kind, 
     p.fixed_count = p.kh * p.kw;
   p.ry = te_reduce_axis(a, "ry", p.kh);
   p.rx = te_reduce_axis(a, "rx", p.kw);
-  int64_t oshape[5] = {x->shape[0], x->shape[1], oh, ow, x->shape[4]};
-  if (kind == TOPI_POOL_MAX) return te_compute_named(a, name, 5, oshape, nchwc_axis_names, max_body, &p, err);
-  TeTensor *sum = te_compute_named(a, op_stage(a, name, "sum"), 5, oshape, nchwc_axis_names, sum_body, &p, err);
+  int64_t oshape[5] = {x->shape[0], x->shape[1], oh, ow, blocked ? x->shape[4] : 1};
+  if (kind == TOPI_POOL_MAX) return te_compute_named(a, name, rank, oshape, pool_axis_names, max_body, &p, err);
+  TeTensor *sum = te_compute_named(a, op_stage(a, name, "sum"), rank, oshape, pool_axis_names, sum_body, &p, err);
   if (!(p.sum = sum)) return NULL;
-  return te_compute_named(a, name, 5, oshape, nchwc_axis_names, avg_body, &p, err);
+  return te_compute_named(a, name, rank, oshape, pool_axis_names, avg_body, &p, err);
+}
+
+TeTensor *topi_pool2d_onnx(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x,
+                           const TopiPoolParams *pp, LoomError *err) {
+  return pool2d(a, name, kind, x, pp, false, err);
+}
+
+TeTensor *topi_pool2d_nchwc_onnx(Arena *a, const char *name, TopiPoolKind kind, const TeTensor *x,
+                                 const TopiPoolParams *pp, LoomError *err) {
+  return pool2d(a, name, kind, x, pp, true, err);
 }
