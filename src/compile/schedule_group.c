@@ -126,12 +126,6 @@ static const char *sole_consumer(const Blocks *bs, const Buffer *buf, const Bloc
   return found;
 }
 
-static int64_t loop_extent(Schedule *s, SchRV loop) {
-  const Stmt *l = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, loop));
-  int64_t e;
-  return l && expr_as_int(l->loop.extent, &e) ? e : -1;
-}
-
 /* Does the last index of some read of block b use iterator v (so walking v
  * walks memory contiguously, give or take a stride)? */
 static bool innermost_reads_use(const Block *b, const Expr *v) {
@@ -168,7 +162,7 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
   } else if (bi->n_reduce > 0) {
     inner = -1; /* innermost loops reduce: nothing to vectorize */
   }
-  if (inner >= 0 && loop_extent(s, inner) >= lanes) {
+  if (inner >= 0 && topi_loop_extent(s, inner) >= lanes) {
     SchRV parts[2];
     if (sch_split(s, inner, (int64_t[]){-1, lanes}, 2, parts) == 0) {
       if (sch_vectorize(s, parts[1])) topi_schedule_note(s, "vectorize");
@@ -179,7 +173,7 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
     for (int i = 0; i < ns; i++) {
       SchRV cand = i == ns - 1 && ns > 1 ? -1 : l[i];
       if (cand < 0) break;
-      if (loop_extent(s, cand) > 1) {
+      if (topi_loop_extent(s, cand) > 1) {
         if (sch_parallel(s, cand)) topi_schedule_note(s, "parallel");
         break;
       }

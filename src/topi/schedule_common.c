@@ -6,6 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+int64_t topi_loop_extent(const Schedule *s, SchRV loop) {
+  const Stmt *l = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, loop));
+  int64_t e;
+  return l && expr_as_int(l->loop.extent, &e) ? e : -1;
+}
+
 void topi_fold_epilogue(Schedule *s, const char *epilogue) {
   if (!epilogue) return;
   SchRV e = sch_get_block(s, epilogue);

@@ -14,12 +14,6 @@
 
 #include <string.h>
 
-static int64_t loop_extent(Schedule *s, SchRV loop) {
-  const Stmt *l = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, loop));
-  int64_t e;
-  return l && expr_as_int(l->loop.extent, &e) ? e : 1;
-}
-
 /* A plain copy stage (the padding): vectorized over the innermost loop,
  * parallel over all loops but the last two, fused. */
 static loom_status schedule_copy_stage(Schedule *s, SchRV blk, int num_threads) {
@@ -68,7 +62,8 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
    * partitioned loop) as long as little work is wasted. Measured like the
    * matmul's 6 x 4: wide channel tiles beat long column tiles. Both are
    * sampling points (the best is the most probable choice). */
-  int64_t ow_ext = loop_extent(s, ow), ko_ext = loop_extent(s, ko);
+  int64_t ow_ext = topi_loop_extent(s, ow), ko_ext = topi_loop_extent(s, ko);
+  if (ow_ext < 1 || ko_ext < 1) return LOOM_ERR_SCHEDULE;
   int64_t best_owb = 1, best_kt = 1;
   double best_cost = 1e9;
   for (int64_t kt = 1; kt <= 4; kt *= 2) {
@@ -120,7 +115,7 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
    * touch disjoint tiles, so the register tile would stay in memory. */
   (void)n;
   if (num_threads > 1) {
-    SchRV par = loop_extent(s, ko) >= 2 * num_threads ? ko : oh;
+    SchRV par = topi_loop_extent(s, ko) >= 2 * num_threads ? ko : oh;
     if (sch_parallel(s, par)) return LOOM_ERR_SCHEDULE;
   }
   SchRV pad = find_pad(s, block);

@@ -51,10 +51,8 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
     SchRV rows = sch_fuse(s, loops, n - 2);
     if (rows >= 0) li = rows;
   }
-  const Stmt *si = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, li));
-  const Stmt *sj = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, lj));
-  int64_t M, N;
-  if (!expr_as_int(si->loop.extent, &M) || !expr_as_int(sj->loop.extent, &N)) return LOOM_ERR_SCHEDULE;
+  int64_t M = topi_loop_extent(s, li), N = topi_loop_extent(s, lj);
+  if (M < 1 || N < 1) return LOOM_ERR_SCHEDULE;
   int lanes = target_lanes(target, DT_F32);
 
   int64_t mr, nr_vecs, pack;

@@ -30,6 +30,10 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads);
 
+/* The constant extent of a loop, -1 when it is symbolic or the handle is
+ * stale. */
+int64_t topi_loop_extent(const Schedule *s, SchRV loop);
+
 /* Folds block `epilogue` (if not NULL) into its producer with
  * reverse_compute_inline; a refusal is not an error (the epilogue stays a
  * block of its own). */
