@@ -1,15 +1,19 @@
 /* The `loom` command line.
  *
  *   loom compile MODEL.onnx -o OUT.loom [--target x86_64] [--opt-level 0..3]
- *   loom run OUT.loom [--input NAME=FILE.npy ...] [FILE.npy ...] [--output-dir DIR]
- *            [--repeat N] [--threads N] [--json] [--profile]
+ *   loom run OUT.loom [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]
+ *            [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]
+ *
+ * Tensor files are .npy or ONNX TensorProto .pb (by extension).
  *   loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]
  *
  * Exit status 0 on success; otherwise 1 (or 2 for a usage error) with one
  * "loom: error: ..." line on stderr. docs/runtime.md has the details. */
+#include "frontend/onnx/tensor_pb.h"
 #include "loom/loom_compile.h"
 #include "loom/loom_runtime.h"
 #include "runtime/artifact.h"
+#include "runtime/atomic_file.h"
 #include "runtime/dl_dtype.h"
 #include "runtime/npy.h"
 
@@ -41,8 +45,9 @@ static int fail(int code, const char *fmt, ...) {
 static const char k_usage[] =
     "usage:\n"
     "  loom compile MODEL.onnx -o OUT.loom [--target x86_64] [--opt-level 0..3]\n"
-    "  loom run OUT.loom [--input NAME=FILE.npy ...] [FILE.npy ...] [--output-dir DIR]\n"
-    "           [--repeat N] [--threads N] [--json] [--profile]\n"
+    "  loom run OUT.loom [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
+    "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
+    "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
     "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]\n"
     "  loom --version\n";
 
@@ -123,6 +128,7 @@ typedef struct RunArgs {
   const char **positional;
   int num_positional;
   const char *output_dir;
+  bool output_pb; /* --output-format pb */
   long repeat, threads;
   bool json, profile;
 } RunArgs;
@@ -140,12 +146,16 @@ static int parse_run_args(int argc, char **argv, RunArgs *a) {
     long n;
     if ((v = flag_value(argc, argv, &i, "--input", &missing))) {
       const char *eq = strchr(v, '=');
-      if (!eq || eq == v || !eq[1]) return fail(EXIT_USAGE, "run: --input \"%s\": expected NAME=FILE.npy", v);
+      if (!eq || eq == v || !eq[1]) return fail(EXIT_USAGE, "run: --input \"%s\": expected NAME=FILE (.npy or .pb)", v);
       char *name = strndup(v, (size_t)(eq - v));
       a->named_names[a->num_named] = name;
       a->named_files[a->num_named++] = eq + 1;
     } else if ((v = flag_value(argc, argv, &i, "--output-dir", &missing))) {
       a->output_dir = v;
+    } else if ((v = flag_value(argc, argv, &i, "--output-format", &missing))) {
+      if (strcmp(v, "npy") && strcmp(v, "pb"))
+        return fail(EXIT_USAGE, "run: --output-format \"%s\": expected npy or pb", v);
+      a->output_pb = !strcmp(v, "pb");
     } else if ((v = flag_value(argc, argv, &i, "--repeat", &missing))) {
       if (!parse_int(v, 1, 1000000000, &n)) return fail(EXIT_USAGE, "run: --repeat \"%s\": expected a count >= 1", v);
       a->repeat = n;
@@ -209,16 +219,64 @@ static cJSON *shape_json(int32_t ndim, const int64_t *shape) {
   return a;
 }
 
-/* Binds one .npy file to input `index`; the message names the file too. */
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* A TensorProto file as a DLTensor; the data lives in g's arena. */
+static loom_status read_pb_input(Graph *g, const char *file, DLTensor *t, int64_t *shape, LoomError *err) {
+  GraphTensor *gt = onnx_tensor_pb_read(g, file, err);
+  if (!gt) return err->status;
+  if (gt->rank > NPY_MAX_DIMS) return err_set(err, LOOM_ERR_UNSUPPORTED, "%s: rank %d is too large", file, gt->rank);
+  for (int k = 0; k < gt->rank; k++) shape[k] = gt->dims[k];
+  memset(t, 0, sizeof *t);
+  t->data = gt->data;
+  t->device.device_type = kDLCPU;
+  t->ndim = gt->rank;
+  t->shape = shape;
+  /* bool is one byte per element in both, which DLPack spells as 8 bits */
+  t->dtype = (DLDataType){gt->dtype.code, gt->dtype.code == DT_BOOL ? 8 : gt->dtype.bits, 1};
+  return LOOM_OK;
+}
+
+/* Binds one .npy or .pb file to input `index`; the message names the file too. */
 static int bind_input(LoomModel *m, int32_t index, const char *file) {
-  NpyArray arr;
   LoomError err = {0};
-  if (npy_read(file, &arr, &err)) return fail(1, "run: %s", err.msg);
-  DLTensor t = npy_as_tensor(&arr);
-  loom_status st = loom_model_set_input(m, index, &t);
-  npy_free(&arr);
-  if (st) return fail(1, "run: %s (from \"%s\")", loom_model_error(m), file);
-  return 0;
+  loom_status st;
+  if (ends_with(file, ".pb")) {
+    Graph *g = graph_new("input");
+    int64_t shape[NPY_MAX_DIMS];
+    DLTensor t;
+    st = read_pb_input(g, file, &t, shape, &err);
+    if (!st && (st = loom_model_set_input(m, index, &t))) snprintf(err.msg, sizeof err.msg, "%s", loom_model_error(m));
+    graph_free(g);
+  } else {
+    NpyArray arr;
+    if (npy_read(file, &arr, &err)) return fail(1, "run: %s", err.msg);
+    DLTensor t = npy_as_tensor(&arr);
+    st = loom_model_set_input(m, index, &t);
+    npy_free(&arr);
+    if (st) snprintf(err.msg, sizeof err.msg, "%s (from \"%s\")", loom_model_error(m), file);
+  }
+  return st ? fail(1, "run: %s", err.msg) : 0;
+}
+
+/* Writes t as an ONNX TensorProto file named after the output, atomically. */
+static loom_status write_pb(const char *path, const char *name, const DLTensor *t, LoomError *err) {
+  DType dt = dtype_make((DTypeCode)t->dtype.code, t->dtype.code == DL_DTYPE_BOOL_CODE ? 1 : t->dtype.bits, 1);
+  uint8_t *buf;
+  size_t len;
+  loom_status st = onnx_tensor_pb_encode(name, dt, t->ndim, t->shape, (const char *)t->data + t->byte_offset, &buf,
+                                         &len, err);
+  if (st) return st;
+  AtomicFile af;
+  if (!(st = atomic_file_open(&af, path, err))) {
+    atomic_file_write(&af, buf, len);
+    st = atomic_file_commit(&af, err);
+  }
+  free(buf);
+  return st;
 }
 
 static int bind_inputs(LoomModel *m, const RunArgs *a) {
@@ -252,7 +310,7 @@ static int bind_inputs(LoomModel *m, const RunArgs *a) {
     loom_model_input_info(m, k, &info);
     if (!file[k]) {
       char sh[256];
-      rc = fail(1, "run: missing input \"%s\" (%s %s): pass --input %s=FILE.npy or a positional file", info.name,
+      rc = fail(1, "run: missing input \"%s\" (%s %s): pass --input %s=FILE or a positional file", info.name,
                 dl_dtype_name(info.dtype), dl_shape_str(info.shape, info.ndim, sh, sizeof sh), info.name);
     } else {
       rc = bind_input(m, k, file[k]);
@@ -274,8 +332,8 @@ static int prepare_output_dir(const char *dir) {
   return 0;
 }
 
-/* Writes every output as DIR/<file-safe name>.npy; records the paths. */
-static int write_outputs(LoomModel *m, const char *dir, cJSON *outs) {
+/* Writes every output as DIR/<file-safe name>.npy (or .pb); records the paths. */
+static int write_outputs(LoomModel *m, const char *dir, bool pb, cJSON *outs) {
   int32_t n = loom_model_num_outputs(m);
   char(*used)[300] = calloc((size_t)n + 1, sizeof *used);
   if (!used) return fail(1, "out of memory");
@@ -294,11 +352,11 @@ static int write_outputs(LoomModel *m, const char *dir, cJSON *outs) {
     snprintf(used[i], sizeof used[i], "%s", safe);
     size_t plen = strlen(dir) + strlen(safe) + 8;
     char *path = malloc(plen);
-    snprintf(path, plen, "%s/%s.npy", dir, safe);
+    snprintf(path, plen, "%s/%s.%s", dir, safe, pb ? "pb" : "npy");
     DLTensor t;
     LoomError err = {0};
     loom_model_get_output(m, i, &t);
-    if (npy_write(path, &t, &err)) rc = fail(1, "run: output \"%s\": %s", info.name, err.msg);
+    if (pb ? write_pb(path, info.name, &t, &err) : npy_write(path, &t, &err)) rc = fail(1, "run: output \"%s\": %s", info.name, err.msg);
     else cJSON_AddStringToObject(cJSON_GetArrayItem(outs, (int)i), "file", path);
     free(path);
   }
@@ -418,7 +476,7 @@ static int cmd_run(int argc, char **argv) {
     cJSON_AddItemToObject(o, "shape", shape_json(info.ndim, info.shape));
     cJSON_AddItemToArray(outs, o);
   }
-  if (a.output_dir && (rc = write_outputs(m, a.output_dir, outs))) goto done;
+  if (a.output_dir && (rc = write_outputs(m, a.output_dir, a.output_pb, outs))) goto done;
   double total = 0;
   for (long r = 0; r < a.repeat; r++) total += times[r];
   qsort(times, (size_t)a.repeat, sizeof *times, cmp_double);

@@ -83,6 +83,37 @@ class LoomCli(unittest.TestCase):
         self.ok("run", self.model, "--input", "x=" + self.npy("x2.npy", x), "--output-dir=" + out)
         np.testing.assert_array_equal(np.load(os.path.join(out, "y_0_out.npy")), self.reference(x))
 
+    def pb(self, name, a, tensor_name="t"):
+        from onnx import numpy_helper
+        p = os.path.join(self.dir, name)
+        with open(p, "wb") as f:
+            f.write(numpy_helper.from_array(a, tensor_name).SerializeToString())
+        return p
+
+    def test_run_pb_in_and_out(self):
+        from onnx import numpy_helper, load_tensor
+        x = np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.float32)
+        out = self.fresh_dir("out_pb")
+        self.ok("run", self.model, "--input", "x=" + self.pb("x.pb", x), "--output-dir", out, "--output-format", "pb")
+        self.assertEqual(sorted(os.listdir(out)), ["y_0_out.pb"])
+        t = load_tensor(os.path.join(out, "y_0_out.pb"))
+        self.assertEqual(t.name, "y:0/out")  # the real output name, not the file name
+        np.testing.assert_array_equal(numpy_helper.to_array(t), self.reference(x))
+        # .npy and .pb inputs give the same result; npy stays the default output
+        out2 = self.fresh_dir("out_pb2")
+        self.ok("run", self.model, self.pb("x2.pb", x), "--output-dir", out2)
+        np.testing.assert_array_equal(np.load(os.path.join(out2, "y_0_out.npy")), self.reference(x))
+
+    def test_bad_pb_files(self):
+        x = np.zeros((2, 3), dtype=np.float32)
+        self.err("run", self.model, self.pb("wrong.pb", x.astype(np.float64)), expect=("float64",))
+        bad = os.path.join(self.dir, "bad.pb")
+        with open(bad, "wb") as f:
+            f.write(b"\x0a\xff\xff\xff")
+        self.err("run", self.model, bad, expect=("bad.pb", "TensorProto"))
+        self.err("run", self.model, os.path.join(self.dir, "missing.pb"), expect=("missing.pb",))
+        self.err("run", self.model, self.pb("x3.pb", x), "--output-format", "csv", expect=("npy or pb",), code=2)
+
     def test_run_without_output_dir_prints_summary(self):
         x = np.ones((2, 3), dtype=np.float32)
         r = self.ok("run", self.model, self.npy("x3.npy", x))
@@ -188,7 +219,7 @@ class LoomCli(unittest.TestCase):
         self.err("run", self.model, p, "--bogus", expect=['unknown flag "--bogus"'], code=2)
         self.err("run", self.model, p, "--repeat", "0", expect=["--repeat"], code=2)
         self.err("run", self.model, p, "--threads", "x", expect=["--threads"], code=2)
-        self.err("run", self.model, p, "--input", "x", expect=["NAME=FILE.npy"], code=2)
+        self.err("run", self.model, p, "--input", "x", expect=["NAME=FILE (.npy or .pb)"], code=2)
         self.err("run", self.model, p, "--output-dir", expect=["needs a value"], code=2)
         self.err("run", expect=["missing OUT.loom"], code=2)
         self.err("frobnicate", expect=['unknown command "frobnicate"'], code=2)

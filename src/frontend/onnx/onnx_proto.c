@@ -293,3 +293,10 @@ OnnxModel *onnx_model_decode(Arena *a, const uint8_t *data, size_t size, LoomErr
   }
   return m;
 }
+
+OnnxTensor *onnx_tensor_decode(Arena *a, const uint8_t *data, size_t size, LoomError *err) {
+  PbReader r = pb_reader_init(data, size, err);
+  PbField whole = {.number = 0, .wire = PB_LEN, .data = data, .len = size, .offset = 0};
+  OnnxTensor *t = ARENA_NEW(a, OnnxTensor);
+  return decode_tensor(&r, a, &whole, t) ? t : NULL;
+}

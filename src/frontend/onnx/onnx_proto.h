@@ -109,5 +109,8 @@ typedef struct OnnxModel {
  * into `data`, which must outlive the model. NULL with err set on a
  * malformed file. */
 OnnxModel *onnx_model_decode(Arena *a, const uint8_t *data, size_t size, LoomError *err);
+/* Decodes one serialized TensorProto (a .pb tensor file); same lifetime
+ * rules. */
+OnnxTensor *onnx_tensor_decode(Arena *a, const uint8_t *data, size_t size, LoomError *err);
 
 #endif

@@ -1,0 +1,249 @@
+"""ONNX backend conformance: every test folder of ../shared/onnx-tests compiled
+by the real pipeline (`loom compile`) and run (`loom run`) on its .pb inputs,
+compared with the expected outputs the way ONNX's own runner does.
+
+Usage: tests/conformance/run [--filter REGEX] [--json] [--jobs N] [--subset FILE]
+                             [--report docs/conformance.md] [--loom PATH]
+
+A test is excluded (listed, not counted) when it is training-only, uses
+sequence/optional/map or string types, or has random outputs (issue 4's
+list); everything else counts. A test that fails to compile with an
+"unsupported" error is reported as unsupported with the compiler's message;
+any other compile error, a run error, a crash or a wrong value is a failure.
+"""
+import argparse
+import collections
+import json
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(os.path.dirname(ROOT), "shared", "onnx-tests")
+RTOL, ATOL = 1e-3, 1e-7  # onnx/backend/test/loader: the defaults of every test here
+EXCLUDED_TAGS = {
+    "training": "training-only",
+    "sequence/optional/map": "sequence/optional/map types",
+    "string": "string types",
+    "random": "random outputs",
+}
+COMPILE_TIMEOUT, RUN_TIMEOUT = 300, 120
+
+
+def read_manifest():
+    rows = []
+    with open(os.path.join(DATA, "MANIFEST.tsv")) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            rows.append(dict(zip(head, line.rstrip("\n").split("\t"))))
+    by_folder = {r["folder"]: r for r in rows}
+    for r in rows:
+        tags = set() if r["tags"] == "-" else set(r["tags"].split(","))
+        r["tagset"] = tags
+        folder = r["folder"]
+        if folder.endswith("_expanded") and folder[: -len("_expanded")] in by_folder:
+            base = by_folder[folder[: -len("_expanded")]]
+            r["op"] = base["op_types"].split(",")[0]
+        elif folder.startswith("node/"):
+            r["op"] = r["op_types"].split(",")[0]
+        else:
+            r["op"] = "(simple) " + folder.split("/", 1)[1]
+        r["excluded"] = next((why for tag, why in EXCLUDED_TAGS.items() if tag in tags), None)
+    return rows
+
+
+def first_line(text):
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    for l in lines:
+        if "error:" in l:
+            return l.split("error:", 1)[1].strip()
+    return lines[-1].strip() if lines else "(no message)"
+
+
+def compare(got, want):
+    """None when equal under ONNX's rules, else why not."""
+    if got.dtype != want.dtype:
+        return "dtype %s, expected %s" % (got.dtype, want.dtype)
+    if got.shape != want.shape:
+        return "shape %s, expected %s" % (list(got.shape), list(want.shape))
+    if want.dtype.kind in "biu":
+        bad = got != want
+        if bad.any():
+            return "%d of %d values differ (exact dtype %s)" % (int(bad.sum()), want.size, want.dtype)
+        return None
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    nan = np.isnan(w)
+    bad = (np.isnan(g) != nan) | (~nan & ~(np.abs(g - w) <= ATOL + RTOL * np.abs(w)))
+    bad &= ~(np.isinf(w) & (g == w))
+    if bad.any():
+        i = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+        return "%d of %d values outside rtol %g atol %g (at %s: %r, expected %r)" % (
+            int(bad.sum()), want.size, RTOL, ATOL, list(i), g[i].item(), w[i].item())
+    return None
+
+
+def run_test(job):
+    loom, folder = job
+    path = os.path.join(DATA, folder)
+    with tempfile.TemporaryDirectory(prefix="loomconf") as tmp:
+        art = os.path.join(tmp, "m.loom")
+        try:
+            p = subprocess.run([loom, "compile", os.path.join(path, "model.onnx"), "-o", art],
+                               capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return folder, "failed", "compile: timed out after %d s" % COMPILE_TIMEOUT
+        if p.returncode != 0:
+            msg = first_line(p.stderr)
+            if p.returncode < 0:
+                return folder, "failed", "compile crashed (signal %d)" % -p.returncode
+            kind = "unsupported" if re.search(r"not supported|unsupported", msg, re.I) else "failed"
+            return folder, kind, msg if msg.startswith("compile:") else "compile: " + msg
+        model = onnx.load(os.path.join(path, "model.onnx"), load_external_data=False)
+        outs = [o.name for o in model.graph.output]
+        sets = sorted(d for d in os.listdir(path) if d.startswith("test_data_set_"))
+        for ds in sets:
+            dpath = os.path.join(path, ds)
+            n_in = len([f for f in os.listdir(dpath) if f.startswith("input_")])
+            inputs = [os.path.join(dpath, "input_%d.pb" % k) for k in range(n_in)]
+            odir = os.path.join(tmp, "out_" + ds)
+            try:
+                p = subprocess.run([loom, "run", art, *inputs, "--output-dir", odir, "--output-format", "pb",
+                                    "--threads", "1", "--json"], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                return folder, "failed", "run: timed out after %d s" % RUN_TIMEOUT
+            if p.returncode != 0:
+                if p.returncode < 0:
+                    return folder, "failed", "run crashed (signal %d)" % -p.returncode
+                return folder, "failed", "run: " + first_line(p.stderr)
+            report = json.loads(p.stdout.strip().splitlines()[-1])
+            files = {o["name"]: o["file"] for o in report["outputs"]}
+            if len(files) != len(outs):
+                return folder, "failed", "%d outputs, expected %d" % (len(files), len(outs))
+            for k, name in enumerate(outs):
+                want = numpy_helper.to_array(onnx.load_tensor(os.path.join(dpath, "output_%d.pb" % k)))
+                if name not in files:
+                    return folder, "failed", "no output named %r" % name
+                got = numpy_helper.to_array(onnx.load_tensor(files[name]))
+                why = compare(got, want)
+                if why:
+                    return folder, "failed", "output %r: %s" % (name, why)
+    return folder, "passed", ""
+
+
+def reason_class(msg):
+    """A failure message without the test-specific parts, to group failures."""
+    m = re.sub(r"\"[^\"]*\"|'[^']*'", "\"…\"", msg)
+    m = re.sub(r"\d+", "N", m)
+    return m[:160]
+
+
+def write_report(path, rows, results, subset):
+    ops = collections.OrderedDict()
+    for r in sorted(rows, key=lambda r: r["op"]):
+        ops.setdefault(r["op"], []).append(r)
+    totals = collections.Counter()
+    lines = []
+    for op, rs in ops.items():
+        c = collections.Counter()
+        reasons = collections.Counter()
+        for r in rs:
+            if r["excluded"]:
+                c["excluded"] += 1
+                continue
+            res = results.get(r["folder"])
+            if not res:
+                continue
+            c[res[0]] += 1
+            if res[0] != "passed":
+                reasons[reason_class(res[1])] += 1
+        if not sum(c.values()):
+            continue
+        totals.update(c)
+        why = "; ".join("%s (%d)" % (k, n) for k, n in reasons.most_common(3))
+        lines.append("| %s | %d | %d | %d | %d | %s |" % (op, c["passed"], c["failed"], c["unsupported"],
+                                                        c["excluded"], why.replace("|", "\\|")))
+    counted = totals["passed"] + totals["failed"] + totals["unsupported"]
+    out = ["# ONNX conformance", "",
+           "Generated by `tests/conformance/run%s` from ONNX's backend test data (`../shared/onnx-tests`):"
+           % (" --subset " + subset if subset else ""),
+           "each test is compiled by `loom compile` and run by `loom run` on its `.pb` inputs, and the",
+           "outputs are compared as ONNX's runner does (rtol %g, atol %g, exact for integers and bools, NaN == NaN)."
+           % (RTOL, ATOL), "",
+           "**%d of %d counted tests pass (%.1f%%)**; %d failed, %d unsupported, %d excluded (training, "
+           "sequence/optional/map, string, random)." % (totals["passed"], counted,
+                                                         100.0 * totals["passed"] / max(1, counted),
+                                                         totals["failed"], totals["unsupported"],
+                                                         totals["excluded"]),
+           "", "| op | passed | failed | unsupported | excluded | why (most common classes) |",
+           "|---|--:|--:|--:|--:|---|"] + lines
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(out) + "\n")
+    os.replace(tmp, path)
+    return totals
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--filter", help="only test folders matching this regex (re.search)")
+    ap.add_argument("--subset", help="only the test folders listed in this file (one per line, # comments)")
+    ap.add_argument("--json", action="store_true", help="print the summary as a JSON last line")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--report", help="write the per-op table here (default docs/conformance.md for a full run)")
+    ap.add_argument("--results", help="write every test's result as JSON here")
+    ap.add_argument("--loom", default=os.environ.get("LOOM", os.path.join(ROOT, "build", "tools", "loom")))
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every test's result")
+    args = ap.parse_args()
+    if not os.path.isdir(DATA):
+        sys.exit("conformance: no test data at %s" % DATA)
+    if not os.access(args.loom, os.X_OK):
+        sys.exit("conformance: no loom binary at %s (build first, or pass --loom)" % args.loom)
+    rows = read_manifest()
+    if args.subset:
+        with open(args.subset) as f:
+            keep = {l.split("#")[0].strip() for l in f} - {""}
+        unknown = keep - {r["folder"] for r in rows}
+        if unknown:
+            sys.exit("conformance: %s names unknown tests: %s" % (args.subset, ", ".join(sorted(unknown))))
+        rows = [r for r in rows if r["folder"] in keep]
+    if args.filter:
+        rows = [r for r in rows if re.search(args.filter, r["folder"])]
+    jobs = [(args.loom, r["folder"]) for r in rows if not r["excluded"]]
+    results = {}
+    with multiprocessing.Pool(max(1, args.jobs)) as pool:
+        for folder, status, msg in pool.imap_unordered(run_test, jobs):
+            results[folder] = (status, msg)
+            if args.verbose or (status == "failed" and not args.json):
+                print("%-8s %s%s" % (status, folder, "  " + msg if msg else ""), flush=True)
+    report = args.report
+    if report is None and not args.filter and not args.subset:
+        report = os.path.join(ROOT, "docs", "conformance.md")
+    if report:
+        write_report(report, rows, results, args.subset)
+    if args.results:
+        with open(args.results, "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+    c = collections.Counter(s for s, _ in results.values())
+    summary = {"passed": c["passed"], "failed": c["failed"], "unsupported": c["unsupported"],
+               "excluded": sum(1 for r in rows if r["excluded"])}
+    summary["total"] = sum(summary.values())
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        counted = summary["passed"] + summary["failed"] + summary["unsupported"]
+        print("conformance: %d of %d counted tests pass (%.1f%%), %d failed, %d unsupported, %d excluded"
+              % (summary["passed"], counted, 100.0 * summary["passed"] / max(1, counted), summary["failed"],
+                 summary["unsupported"], summary["excluded"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
