@@ -393,37 +393,63 @@ static void print_output_summary(LoomModel *m) {
   }
 }
 
+/* Per plan step: mean time per run, share of the kernels' time, and, from
+ * the FLOPs the compiler counted (LoomProfileEntry.flops; 0 = unknown),
+ * GFLOP/s and the percentage of the peak: LOOM_PEAK_GFLOPS_PER_THREAD
+ * (loom_runtime.h) times the model's thread count. */
 static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
   int32_t n = loom_model_profile_count(m);
   cJSON *arr = cJSON_CreateArray();
-  double sum = 0; /* per run */
+  double sum = 0, flops_sum = 0; /* per run */
   for (int32_t i = 0; i < n; i++) {
     LoomProfileEntry p;
     loom_model_profile_entry(m, i, &p);
     sum += p.calls ? p.total_ms / (double)p.calls : 0;
+    flops_sum += (double)p.flops;
   }
-  if (print) printf("%-5s %-40s %10s %7s  %s\n", "step", "kernel", "avg ms", "%", "onnx nodes");
+  int threads = loom_model_num_threads(m) > 0 ? loom_model_num_threads(m) : 1;
+  double peak = LOOM_PEAK_GFLOPS_PER_THREAD * threads; /* GFLOP/s */
+  if (print)
+    printf("%-5s %-40s %10s %7s %9s %7s  %s\n", "step", "kernel", "avg ms", "%", "GFLOP/s", "%peak", "onnx nodes");
   for (int32_t i = 0; i < n; i++) {
     LoomProfileEntry p;
     loom_model_profile_entry(m, i, &p);
     double avg = p.calls ? p.total_ms / (double)p.calls : 0;
     double pct = sum > 0 ? 100.0 * avg / sum : 0;
+    bool rated = p.flops > 0 && avg > 0;
+    double gflops = rated ? (double)p.flops / (avg * 1e6) : 0;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "step", i);
     cJSON_AddStringToObject(o, "kernel", p.kernel);
     cJSON_AddNumberToObject(o, "calls", (double)p.calls);
     cJSON_AddNumberToObject(o, "total_ms", p.total_ms);
     cJSON_AddNumberToObject(o, "avg_ms", avg);
+    cJSON_AddNumberToObject(o, "flops", (double)p.flops);
+    if (rated) {
+      cJSON_AddNumberToObject(o, "gflops", gflops);
+      cJSON_AddNumberToObject(o, "peak_pct", 100.0 * gflops / peak);
+    } else {
+      cJSON_AddNullToObject(o, "gflops");
+      cJSON_AddNullToObject(o, "peak_pct");
+    }
     cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
     for (int32_t k = 0; k < p.num_nodes; k++) cJSON_AddItemToArray(nodes, cJSON_CreateString(p.nodes[k]));
     cJSON_AddItemToArray(arr, o);
     if (print) {
-      printf("%-5d %-40s %10.4f %6.1f%%  ", (int)i, p.kernel, avg, pct);
+      printf("%-5d %-40s %10.4f %6.1f%% ", (int)i, p.kernel, avg, pct);
+      if (rated) printf("%9.2f %6.1f%%  ", gflops, 100.0 * gflops / peak);
+      else printf("%9s %7s  ", "-", "-");
       for (int32_t k = 0; k < p.num_nodes; k++) printf("%s%s", k ? ", " : "", p.nodes[k]);
       printf("\n");
     }
   }
-  if (print) printf("kernels %.4f ms of %.4f ms per run (mean)\n", sum, run_ms_total);
+  if (print) {
+    printf("kernels %.4f ms of %.4f ms per run (mean)\n", sum, run_ms_total);
+    if (flops_sum > 0 && sum > 0)
+      printf("%.4f GFLOP per run: %.2f GFLOP/s over the kernels' time, %.1f%% of the peak (%d thread%s x %.0f GFLOP/s)\n",
+             flops_sum * 1e-9, flops_sum / (sum * 1e6), 100.0 * flops_sum / (sum * 1e6) / peak, threads,
+             threads == 1 ? "" : "s", LOOM_PEAK_GFLOPS_PER_THREAD);
+  }
   return arr;
 }
 

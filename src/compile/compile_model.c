@@ -16,6 +16,7 @@
 #include "frontend/onnx/onnx.h"
 #include "loom/loom_compile.h"
 #include "runtime/artifact.h"
+#include "tir/flops.h"
 #include "tir/schedule/schedule.h"
 #include "tir/text.h"
 
@@ -148,7 +149,8 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
     const GraphFusedGroup *grp = &c->plan.groups[gi];
     const char **nodes = ARENA_ARRAY(a, const char *, grp->nnodes);
     for (int k = 0; k < grp->nnodes; k++) nodes[k] = g->nodes[grp->nodes[k]].name;
-    kernels[gi] = (ArtifactKernel){gf->func->name, grp->nnodes, nodes};
+    int64_t flops = tir_func_flops(gf->func); /* the compute definition: useful work, schedule-independent */
+    kernels[gi] = (ArtifactKernel){gf->func->name, grp->nnodes, nodes, flops > 0 ? (uint64_t)flops : 0};
     int nargs = gf->ninputs + gf->noutputs;
     ArtifactArg *args = ARENA_ARRAY(a, ArtifactArg, nargs);
     for (int k = 0; k < nargs; k++) {

@@ -213,6 +213,10 @@ static loom_status read_kernels(Reader *r, const cJSON *root, Artifact *art) {
     }
     ks[i].nodes = names;
     ks[i].num_nodes = nn;
+    /* Optional (older artifacts lack it): the FLOPs of one call. */
+    const cJSON *flops = get(v, "flops");
+    snprintf(wn, sizeof wn, "%s.flops", w);
+    if (flops && (st = read_uint(r, flops, wn, ARTIFACT_MAX_INT, &ks[i].flops))) return st;
     i++;
   }
   art->spec.kernels = ks;

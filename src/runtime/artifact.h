@@ -15,7 +15,8 @@
  *   { "inputs":  [{"name", "dtype", "shape"}],          graph inputs, in order
  *     "outputs": [{"name", "dtype", "shape"}],
  *     "weights": [{"name", "dtype", "shape", "offset"}], offset in the blob
- *     "kernels": [{"name", "nodes": ["onnx node", ...]}], in call order
+ *     "kernels": [{"name", "nodes": ["onnx node", ...],   in call order
+ *                  "flops": N}],               optional: FLOPs of one call
  *     "arena_bytes": N, "intermediate_bytes": N,
  *     "plan": [{"kernel": k, "args": [ARG, ...]}],        the calls, in order
  *     "run_entry": "loom_run",                 optional: the generated entry
@@ -93,6 +94,10 @@ typedef struct ArtifactKernel {
   const char *name; /* the exported symbol: a C identifier */
   int32_t num_nodes;
   const char *const *nodes; /* ONNX node names fused into it (profiling) */
+  /* Floating-point operations of one call (tir_func_flops of its compute
+   * definition, src/tir/flops.h), for the profile's GFLOP/s; 0 = unknown
+   * (the metadata then has no "flops" key). At most 2^53. */
+  uint64_t flops;
 } ArtifactKernel;
 
 typedef struct ArtifactCall {

@@ -120,6 +120,13 @@ static loom_status build_json(const ArtifactSpec *s, const uint64_t *w_offsets, 
     cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
     for (int32_t j = 0; j < k->num_nodes; j++)
       cJSON_AddItemToArray(nodes, cJSON_CreateString(k->nodes[j] ? k->nodes[j] : ""));
+    if (k->flops > ARTIFACT_MAX_INT) {
+      st = err_set(err, LOOM_ERR_INVALID_ARG, "artifact_write: kernels[%d].flops: %llu is more than 2^53", (int)i,
+                   (unsigned long long)k->flops);
+      cJSON_Delete(o);
+      break;
+    }
+    if (k->flops) cJSON_AddNumberToObject(o, "flops", (double)k->flops);
     cJSON_AddItemToArray(ks, o);
   }
   cJSON *plan = cJSON_AddArrayToObject(root, "plan");

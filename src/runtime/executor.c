@@ -351,5 +351,6 @@ loom_status loom_model_profile_entry(const LoomModel *m, int32_t index, LoomProf
   out->nodes = k->nodes;
   out->calls = m->prof_runs[index];
   out->total_ms = m->prof_ms[index];
+  out->flops = k->flops;
   return LOOM_OK;
 }

@@ -146,6 +146,58 @@ class LoomCli(unittest.TestCase):
         self.assertEqual(prof[0]["nodes"], ["Add_0", "Identity_1"])
         self.assertEqual([p["calls"] for p in prof], [4, 4])
 
+    def test_profile_flops(self):
+        # The hand-made artifact says add_w does 6 FLOPs and nothing for relu_p.
+        x = np.ones((2, 3), dtype=np.float32)
+        r = self.ok("run", self.model, self.npy("x6.npy", x), "--repeat", "3", "--profile")
+        self.assertIn("GFLOP/s", r.stdout)
+        self.assertIn("%peak", r.stdout)
+        self.assertIn("GFLOP per run", r.stdout)
+        r = self.ok("run", self.model, self.npy("x6.npy", x), "--repeat", "3", "--profile", "--json", "--threads", "2")
+        prof = json.loads(r.stdout.strip().splitlines()[-1])["profile"]
+        self.assertEqual([p["flops"] for p in prof], [6, 0])
+        add = prof[0]
+        self.assertGreater(add["gflops"], 0)
+        self.assertAlmostEqual(add["gflops"], 6 / (add["avg_ms"] * 1e6), delta=1e-9 + 1e-6 * add["gflops"])
+        # percent of LOOM_PEAK_GFLOPS_PER_THREAD (116) times 2 threads
+        self.assertAlmostEqual(add["peak_pct"], 100 * add["gflops"] / (2 * 116.0), delta=1e-6 * add["peak_pct"] + 1e-12)
+        self.assertIsNone(prof[1]["gflops"])
+        self.assertIsNone(prof[1]["peak_pct"])
+
+    def test_profile_matmul_flops_compiled(self):
+        # A compiled MatMul: its kernel's FLOP count is exactly 2 * M * N * K.
+        try:
+            import onnx
+            from onnx import TensorProto, helper, numpy_helper
+        except ImportError:
+            self.skipTest("the onnx package is not installed (scripts/setup)")
+        M, K, N = 6, 40, 24
+        w = np.linspace(-1, 1, K * N, dtype=np.float32).reshape(K, N)
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"], name="MatMul_0")], "mm",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [M, K])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [M, N])],
+            [numpy_helper.from_array(w, "w")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        src = os.path.join(self.dir, "mm.onnx")
+        onnx.save(model, src)
+        art = os.path.join(self.dir, "mm.loom")
+        self.ok("compile", src, "-o", art)
+        x = np.linspace(-2, 2, M * K, dtype=np.float32).reshape(M, K)
+        out = self.fresh_dir("out_mm")
+        r = self.ok("run", art, self.npy("mm_x.npy", x), "--repeat", "3", "--profile", "--json",
+                    "--threads", "1", "--output-dir", out)
+        np.testing.assert_allclose(np.load(os.path.join(out, "y.npy")), x @ w, rtol=1e-5, atol=1e-5)
+        prof = json.loads(r.stdout.strip().splitlines()[-1])["profile"]
+        mm = [p for p in prof if "MatMul_0" in p["nodes"]]
+        self.assertEqual(len(mm), 1, prof)
+        self.assertEqual(mm[0]["flops"], 2 * M * N * K)
+        self.assertGreater(mm[0]["gflops"], 0)
+        self.assertGreater(mm[0]["peak_pct"], 0)
+        r = self.ok("inspect", art, "--dump", "json")
+        kernels = json.loads(r.stdout)["kernels"]
+        self.assertIn(2 * M * N * K, [k.get("flops") for k in kernels])
+
     # ---- run: bad input, never a partial output ----
 
     def run_fails(self, args, expect, out_name):

@@ -122,7 +122,8 @@ static inline void fixture_model_init(FixtureModel *m, const char *so_path) {
   m->add_nodes[0] = "Add_0";
   m->add_nodes[1] = "Identity_1";
   m->relu_nodes[0] = "Relu_2";
-  m->kernels[0] = (ArtifactKernel){.name = "add_w", .num_nodes = 2, .nodes = m->add_nodes};
+  /* add_w says its FLOPs (one add per element), relu_p does not (unknown) */
+  m->kernels[0] = (ArtifactKernel){.name = "add_w", .num_nodes = 2, .nodes = m->add_nodes, .flops = 6};
   m->kernels[1] = (ArtifactKernel){.name = "relu_p", .num_nodes = 1, .nodes = m->relu_nodes};
   m->add_args[0] = (ArtifactArg){.kind = ARTIFACT_ARG_INPUT, .index = 0};
   m->add_args[1] = (ArtifactArg){.kind = ARTIFACT_ARG_WEIGHT, .index = 0};

@@ -109,6 +109,8 @@ static void test_round_trip(void **state) {
   assert_string_equal(s->kernels[0].name, "add_w");
   assert_int_equal(s->kernels[0].num_nodes, 2);
   assert_string_equal(s->kernels[0].nodes[1], "Identity_1");
+  assert_int_equal(s->kernels[0].flops, 6);
+  assert_int_equal(s->kernels[1].flops, 0);
   assert_int_equal(s->num_calls, 2);
   assert_int_equal(s->calls[0].num_args, 3);
   assert_int_equal(s->calls[0].args[2].kind, ARTIFACT_ARG_ARENA);

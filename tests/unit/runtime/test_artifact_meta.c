@@ -67,6 +67,8 @@ static loom_status parse_json(const char *json, uint64_t weights, LoomError *err
   return st;
 }
 
+static char *replace(const char *s, const char *from, const char *to);
+
 static void test_good(void **state) {
   (void)state;
   LoomError err;
@@ -77,7 +79,14 @@ static void test_good(void **state) {
   assert_true(a->spec.calls[0].args[1].view);
   assert_false(a->spec.calls[0].args[0].view);
   assert_int_equal(a->spec.weights[0].t.nbytes, 24);
+  assert_int_equal(a->spec.kernels[0].flops, 0); /* no "flops": unknown */
   artifact_free(a);
+  /* with one */
+  char *json = replace(GOOD, "\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"flops\":9007199254740992");
+  assert_int_equal(parse_json(json, 128, &err, &a), LOOM_OK);
+  assert_int_equal(a->spec.kernels[0].flops, (uint64_t)1 << 53);
+  artifact_free(a);
+  free(json);
 }
 
 typedef struct Case {
@@ -117,6 +126,10 @@ static void test_schema_violations(void **state) {
       {"\"offset\":64}", "\"offset\":1e300}", "weights[0].offset"},
       {"\"name\":\"k0\"", "\"name\":\"k0; rm\"", "not a C identifier"},
       {"\"nodes\":[\"Add_0\"]", "\"nodes\":\"Add_0\"", "kernels[0].nodes"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"flops\":-6", "kernels[0].flops"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"flops\":6.5", "kernels[0].flops"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"flops\":\"6\"", "kernels[0].flops"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"flops\":1e300", "kernels[0].flops"},
       {"\"arena_bytes\":128", "\"arena_bytes\":-1", "arena_bytes"},
       {"\"arena_bytes\":128", "\"arena_bytes\":64", "exceed the 64-byte arena"},
       {"{\"kernel\":0,\"args\":[" ARG_T, "{\"kernel\":1,\"args\":[" ARG_T, "plan[1].kernel"},
