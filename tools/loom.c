@@ -1,14 +1,17 @@
 /* The `loom` command line.
  *
  *   loom compile MODEL.onnx -o OUT.loom [--target x86_64] [--opt-level 0..3]
- *   loom run OUT.loom [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]
+ *   loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]
  *            [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]
  *
- * Tensor files are .npy or ONNX TensorProto .pb (by extension).
+ * Tensor files are .npy or ONNX TensorProto .pb (by extension). Running an
+ * .onnx model compiles it first, specialized to the given inputs (the
+ * dynamic-shape path: shapes that depend on input values).
  *   loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]
  *
  * Exit status 0 on success; otherwise 1 (or 2 for a usage error) with one
  * "loom: error: ..." line on stderr. docs/runtime.md has the details. */
+#include "frontend/onnx/onnx.h"
 #include "frontend/onnx/tensor_pb.h"
 #include "loom/loom_compile.h"
 #include "loom/loom_runtime.h"
@@ -45,7 +48,7 @@ static int fail(int code, const char *fmt, ...) {
 static const char k_usage[] =
     "usage:\n"
     "  loom compile MODEL.onnx -o OUT.loom [--target x86_64] [--opt-level 0..3]\n"
-    "  loom run OUT.loom [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
+    "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
     "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]\n"
@@ -129,6 +132,7 @@ typedef struct RunArgs {
   int num_positional;
   const char *output_dir;
   bool output_pb; /* --output-format pb */
+  bool specialized; /* an .onnx model compiled for these inputs: some may be compiled in */
   long repeat, threads;
   bool json, profile;
 } RunArgs;
@@ -289,6 +293,7 @@ static int bind_inputs(LoomModel *m, const RunArgs *a) {
   for (int i = 0; !rc && i < a->num_positional; i++) file[i] = a->positional[i];
   for (int i = 0; !rc && i < a->num_named; i++) {
     int32_t k = loom_model_input_index(m, a->named_names[i]);
+    if (k < 0 && a->specialized) continue; /* its value was compiled in (checked against the ONNX inputs) */
     if (k < 0) {
       char names[1024] = "";
       size_t at = 0;
@@ -453,6 +458,78 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
   return arr;
 }
 
+/* A tensor file held in memory for specialization (.pb in g's arena, or .npy). */
+typedef struct HeldTensor {
+  DLTensor t;
+  int64_t shape[NPY_MAX_DIMS];
+  NpyArray npy;
+  bool is_npy;
+} HeldTensor;
+
+static int hold_tensor(Graph *g, const char *file, HeldTensor *h) {
+  LoomError err = {0};
+  if (ends_with(file, ".pb")) {
+    if (read_pb_input(g, file, &h->t, h->shape, &err)) return fail(1, "run: %s", err.msg);
+  } else {
+    if (npy_read(file, &h->npy, &err)) return fail(1, "run: %s", err.msg);
+    h->is_npy = true;
+    h->t = npy_as_tensor(&h->npy);
+  }
+  return 0;
+}
+
+/* `loom run MODEL.onnx`: compiles the model specialized to these inputs
+ * (their shapes, and the values of those that decide shapes; see
+ * src/compile/specialize.c) into a temporary artifact at out, and turns
+ * positional files into named ones (a compiled-in input leaves the
+ * artifact, so positions would shift). */
+static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
+  LoomError err = {0};
+  Graph *g = onnx_import_file(a->model, &err);
+  if (!g) return fail(1, "run: %s", err.msg);
+  int rc = 0, n = a->num_positional + a->num_named;
+  HeldTensor *held = calloc((size_t)n + 1, sizeof *held);
+  LoomInputValue *vals = calloc((size_t)n + 1, sizeof *vals);
+  if (!held || !vals) rc = fail(1, "out of memory");
+  if (!rc && a->num_positional > g->ninputs)
+    rc = fail(1, "run: %d positional input files, but the model has %d inputs", a->num_positional, g->ninputs);
+  for (int i = 0; !rc && i < n; i++) {
+    bool pos = i < a->num_positional;
+    const char *name = pos ? g->values[g->inputs[i]].name : a->named_names[i - a->num_positional];
+    const char *file = pos ? a->positional[i] : a->named_files[i - a->num_positional];
+    bool known = false;
+    for (int k = 0; k < g->ninputs; k++) known |= !strcmp(g->values[g->inputs[k]].name, name);
+    if (!known) rc = fail(1, "run: --input: the model has no input named \"%s\"", name);
+    if (!rc) rc = hold_tensor(g, file, &held[i]);
+    vals[i] = (LoomInputValue){name, &held[i].t};
+    if (!rc && pos) { /* becomes --input NAME=FILE */
+      a->named_names[a->num_named] = strdup(name);
+      a->named_files[a->num_named++] = file;
+    }
+  }
+  int fd = -1;
+  if (!rc) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(out, outlen, "%s/loom-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if ((fd = mkstemp(out)) < 0) rc = fail(1, "run: cannot create a temporary artifact in %s: %s", out, strerror(errno));
+  }
+  if (!rc) {
+    close(fd);
+    char msg[2048];
+    LoomCompileOptions opt = {.opt_level = 2, .inputs = vals, .num_inputs = n};
+    if (loom_compile_onnx(a->model, out, &opt, msg, sizeof msg)) rc = fail(1, "run: compile: %s", msg);
+    if (rc) unlink(out);
+  }
+  a->num_positional = 0;
+  a->specialized = true;
+  for (int i = 0; held && i < n; i++)
+    if (held[i].is_npy) npy_free(&held[i].npy);
+  free(held);
+  free(vals);
+  graph_free(g);
+  return rc;
+}
+
 static int cmd_run(int argc, char **argv) {
   RunArgs a;
   int rc = parse_run_args(argc, argv, &a);
@@ -461,9 +538,16 @@ static int cmd_run(int argc, char **argv) {
   cJSON *report = NULL;
   if (rc) goto done;
   if (a.output_dir && (rc = prepare_output_dir(a.output_dir))) goto done;
-  char err[2048];
+  char err[2048], artifact[4096] = "";
+  const char *model_name = a.model;
+  if (ends_with(a.model, ".onnx")) {
+    if ((rc = specialize_onnx(&a, artifact, sizeof artifact))) goto done;
+    a.model = artifact;
+  }
   LoomModelOptions opt = {.num_threads = (int32_t)a.threads};
-  if (loom_model_load(a.model, &opt, &m, err, sizeof err)) {
+  loom_status load_st = loom_model_load(a.model, &opt, &m, err, sizeof err);
+  if (artifact[0]) unlink(artifact); /* loaded (or not): the temporary is not needed any more */
+  if (load_st) {
     rc = fail(1, "run: %s", err);
     goto done;
   }
@@ -491,7 +575,7 @@ static int cmd_run(int argc, char **argv) {
     times[r] = now_ms() - t0;
   }
   report = cJSON_CreateObject();
-  cJSON_AddStringToObject(report, "model", a.model);
+  cJSON_AddStringToObject(report, "model", model_name);
   cJSON *outs = cJSON_AddArrayToObject(report, "outputs");
   for (int32_t i = 0; i < loom_model_num_outputs(m); i++) {
     LoomTensorInfo info;

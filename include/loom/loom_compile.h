@@ -7,6 +7,8 @@
 
 #include "loom/loom_status.h"
 
+#include <dlpack/dlpack.h>
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -14,9 +16,22 @@
 extern "C" {
 #endif
 
+/* A concrete tensor for one graph input, to specialize the model to it
+ * (src/compile/specialize.c). The compiler takes the tensor's shape for the
+ * input (the model's may be symbolic), and where the model's shapes depend
+ * on the input's VALUE (Reshape's shape, Slice's starts, Resize's sizes, a
+ * reduction's axes...) it compiles the value in as a constant: the
+ * artifact then no longer has that input. */
+typedef struct LoomInputValue {
+  const char *name; /* the ONNX graph input */
+  const DLTensor *tensor;
+} LoomInputValue;
+
 typedef struct LoomCompileOptions {
   const char *target; /* "x86_64", "x86_64-avx512", ...; NULL: this machine */
   int opt_level;      /* 0..3 (the CLI's default is 2) */
+  const LoomInputValue *inputs; /* NULL, or num_inputs inputs to specialize to */
+  int num_inputs;
 } LoomCompileOptions;
 
 /* Compiles an ONNX model into an artifact written atomically at out_path

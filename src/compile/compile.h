@@ -7,6 +7,7 @@
 #define LOOM_COMPILE_COMPILE_H
 
 #include "graph/graph.h"
+#include "loom/loom_compile.h"
 #include "runtime/artifact.h"
 #include "support/strbuf.h"
 #include "graph/passes.h"
@@ -24,6 +25,12 @@ bool compile_input_is_data(const GraphNode *n, int input);
  * name the node. */
 loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *prefix, TeTensor **outs, LoomError *err);
+
+/* ---- specialize.c ---- */
+/* Specializes a freshly imported graph (before folding) to concrete input
+ * tensors: their shapes, and as constants the values that decide shapes.
+ * Errors name the input. */
+loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int n, LoomError *err);
 
 /* ---- lower_group.c ---- */
 typedef struct GroupFunc {

@@ -71,9 +71,12 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   int opt_level = opt ? opt->opt_level : 2;
   if (opt_level < 0 || opt_level > 3)
     return err_set(err, LOOM_ERR_INVALID_ARG, "--opt-level %d: expected 0, 1, 2 or 3", opt_level);
-  c->graph = onnx_import_file_prepared(path, err);
+  c->graph = onnx_import_file(path, err);
   if (!c->graph) return err->status ? err->status : LOOM_ERR_INTERNAL;
-  loom_status st = run_graph_passes(c->graph, opt_level, err);
+  loom_status st = LOOM_OK;
+  if (opt && opt->num_inputs > 0) st = compile_specialize_inputs(c->graph, opt->inputs, opt->num_inputs, err);
+  if (!st) st = onnx_prepare_graph(c->graph, path, err);
+  if (!st) st = run_graph_passes(c->graph, opt_level, err);
   if (st || (upto && !strcmp(upto, "graph"))) return st;
 
   GraphFuseOptions fo = {.max_group_size = opt_level >= 1 ? 0 : 1, .reduce_epilogue = false};

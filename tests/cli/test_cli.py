@@ -104,6 +104,29 @@ class LoomCli(unittest.TestCase):
         self.ok("run", self.model, self.pb("x2.pb", x), "--output-dir", out2)
         np.testing.assert_array_equal(np.load(os.path.join(out2, "y_0_out.npy")), self.reference(x))
 
+    def test_run_onnx_specializes_shape_inputs(self):
+        """`loom run MODEL.onnx` compiles for the given inputs: Reshape's target
+        shape is a graph input, so each shape value gets its own kernels."""
+        from onnx import helper, TensorProto
+        g = helper.make_graph(
+            [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Relu", ["r"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+             helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        path = os.path.join(self.dir, "reshape.onnx")
+        with open(path, "wb") as f:
+            f.write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+        x = np.arange(-6, 6, dtype=np.float32).reshape(2, 6)
+        for shape in ([3, 4], [4, -1]):
+            out = self.fresh_dir("out_spec")
+            r = self.ok("run", path, self.npy("xs.npy", x), self.pb("s.pb", np.array(shape, dtype=np.int64)),
+                        "--output-dir", out, "--json")
+            self.assertEqual(json.loads(r.stdout.splitlines()[-1])["model"], path)
+            np.testing.assert_array_equal(np.load(os.path.join(out, "y.npy")), np.maximum(x.reshape(shape), 0))
+        self.err("run", path, self.npy("xs.npy", x), self.pb("s.pb", np.array([5, 5], dtype=np.int64)),
+                 expect=("Reshape",))
+        self.err("run", path, "--input", "nope=" + self.npy("xs.npy", x), expect=("no input named \"nope\"",))
+
     def test_bad_pb_files(self):
         x = np.zeros((2, 3), dtype=np.float32)
         self.err("run", self.model, self.pb("wrong.pb", x.astype(np.float64)), expect=("float64",))

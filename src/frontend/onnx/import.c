@@ -278,16 +278,19 @@ Graph *onnx_import_file(const char *path, LoomError *err) {
   return g;
 }
 
-Graph *onnx_import_file_prepared(const char *path, LoomError *err) {
-  Graph *g = onnx_import_file(path, err);
-  if (!g) return NULL;
+loom_status onnx_prepare_graph(Graph *g, const char *path, LoomError *err) {
   loom_status st = graph_pass_fold_constants(g, err);
   if (!st) st = graph_pass_remove_identity(g, err);
   if (!st) st = graph_pass_dce(g, err);
   if (!st) st = graph_pass_infer(g, err);
   if (!st) st = graph_verify(g, err);
-  if (st) {
-    err_prefix(err, "%s", path);
+  if (st) err_prefix(err, "%s", path);
+  return st;
+}
+
+Graph *onnx_import_file_prepared(const char *path, LoomError *err) {
+  Graph *g = onnx_import_file(path, err);
+  if (g && onnx_prepare_graph(g, path, err)) {
     graph_free(g);
     return NULL;
   }

@@ -31,5 +31,8 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
 /* The import followed by the standard cleanup: constant folding with shape
  * inference, Identity/Dropout removal and dead code elimination. */
 Graph *onnx_import_file_prepared(const char *path, LoomError *err);
+/* That cleanup alone, for a graph from onnx_import_file that the caller
+ * changed first (specialization); errors are prefixed with path. */
+loom_status onnx_prepare_graph(Graph *g, const char *path, LoomError *err);
 
 #endif
