@@ -19,6 +19,9 @@
  * shape-like metadata such as Reshape's target shape, Slice's starts, Clip's
  * bounds, consumed at compile time). */
 bool compile_input_is_data(const GraphNode *n, int input);
+/* compile_input_is_data, or an operand that may be compile-time but is not a
+ * constant in g and that the compute reads at run time (Clip's bounds). */
+bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input);
 /* Builds node n's compute from its data inputs (ins[i] is the TeTensor for
  * input i, NULL for metadata/omitted inputs) and writes one TeTensor per
  * output to outs. `prefix` makes the tensor (block) names unique. Errors

@@ -62,6 +62,28 @@ static loom_status run_graph_passes(Graph *g, int opt_level, LoomError *err) {
   return LOOM_OK;
 }
 
+/* A graph output that no node computes (a folded constant such as Shape's
+ * result, or a graph input passed through) still needs a kernel to land in
+ * the caller's output buffer: an Identity copies it there. */
+static void materialize_outputs(Graph *g) {
+  for (int i = 0; i < g->noutputs; i++) {
+    ValueId out = g->outputs[i];
+    if (g->values[out].producer >= 0) continue;
+    ValueId src = graph_add_value(g, arena_printf(g->arena, "%s_source", g->values[out].name));
+    GraphValue *o = &g->values[out], *s = &g->values[src];
+    GraphValue keep = *s;
+    *s = *o;
+    s->name = keep.name;
+    o->constant = NULL;
+    for (int k = 0; k < g->ninputs; k++)
+      if (g->inputs[k] == out) g->inputs[k] = src;
+    for (int n = 0; n < g->nnodes; n++) /* readers keep reading the source, before the copy */
+      for (int k = 0; k < g->nodes[n].ninputs; k++)
+        if (g->nodes[n].inputs[k] == out) g->nodes[n].inputs[k] = src;
+    graph_add_node(g, GRAPH_OP_IDENTITY, g->values[out].name, &src, 1, &out, 1);
+  }
+}
+
 /* Front half: everything up to scheduled PrimFuncs. `upto` stops early for
  * inspect ("graph", "fused"); NULL runs it all. */
 static loom_status compile_front(const char *path, const LoomCompileOptions *opt, const char *upto, Compiled *c,
@@ -78,6 +100,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   if (!st) st = onnx_prepare_graph(c->graph, path, err);
   if (!st) st = run_graph_passes(c->graph, opt_level, err);
   if (st || (upto && !strcmp(upto, "graph"))) return st;
+  materialize_outputs(c->graph);
 
   GraphFuseOptions fo = {.max_group_size = opt_level >= 1 ? 0 : 1, .reduce_epilogue = false};
   if ((st = graph_pass_fuse(c->graph, &fo, c->arena, &c->plan, err))) return st;

@@ -34,7 +34,7 @@ loom_status compile_lower_group(Arena *a, const Graph *g, const GraphFusedGroup 
     TeTensor **ins = ARENA_ARRAY(a, TeTensor *, n->ninputs);
     for (int k = 0; k < n->ninputs; k++) {
       ValueId v = n->inputs[k];
-      if (v == GRAPH_NO_VALUE || !compile_input_is_data(n, k)) continue;
+      if (v == GRAPH_NO_VALUE || !compile_operand_is_data(g, n, k)) continue;
       if (!of[v]) {
         /* Read from outside the group (or a constant): a parameter. */
         const GraphValue *gv = &g->values[v];

@@ -31,12 +31,35 @@ bool compile_input_is_data(const GraphNode *n, int input) {
     case GRAPH_OP_REDUCE_MEAN:
     case GRAPH_OP_REDUCE_SUM:
     case GRAPH_OP_REDUCE_MAX:
+    case GRAPH_OP_REDUCE_MIN:
+    case GRAPH_OP_REDUCE_PROD:
+    case GRAPH_OP_REDUCE_L1:
+    case GRAPH_OP_REDUCE_L2:
+    case GRAPH_OP_REDUCE_LOG_SUM:
+    case GRAPH_OP_REDUCE_LOG_SUM_EXP:
+    case GRAPH_OP_REDUCE_SUM_SQUARE:
+    case GRAPH_OP_CUMSUM: /* the axis */
+    case GRAPH_OP_CUMPROD:
       return input == 0;
     case GRAPH_OP_DROPOUT:
       return input == 0;
+    case GRAPH_OP_CONSTANT_OF_SHAPE:
+    case GRAPH_OP_RANGE:
+      return false;
+    case GRAPH_OP_IF: /* the condition, the trip count decide what is compiled */
+      return input != 0;
+    case GRAPH_OP_LOOP:
+      return input > 1;
     default:
       return true;
   }
+}
+
+bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input) {
+  if (compile_input_is_data(n, input)) return true;
+  /* Clip's bounds are compiled in when constant, else read at run time. */
+  return n->op == GRAPH_OP_CLIP && input > 0 && input < n->ninputs && n->inputs[input] != GRAPH_NO_VALUE &&
+         !graph_value_constant(g, n->inputs[input]);
 }
 
 /* Constant int64 operand `input` of n (at most MAX_INTS values); -1 when
@@ -79,6 +102,24 @@ static loom_status unary(Arena *a, const GraphNode *n, TeTensor *const *ins, con
 static loom_status binary(Arena *a, TeTensor *const *ins, const char *name, TeTensor **outs, TopiBinaryOp op,
                           LoomError *err) {
   outs[0] = topi_binary(a, name, op, ins[0], ins[1], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status math(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
+                        TopiMathOp op, TopiMathParams *p, LoomError *err) {
+  p->alpha = graph_attr_float(n, "alpha", p->alpha);
+  p->gamma = graph_attr_float(n, "gamma", p->gamma);
+  p->lambd = graph_attr_float(n, "lambd", p->lambd);
+  p->bias = graph_attr_float(n, "bias", p->bias);
+  p->detect_positive = graph_attr_int(n, "detect_positive", 1) != 0;
+  p->detect_negative = graph_attr_int(n, "detect_negative", 1) != 0;
+  outs[0] = topi_math_unary(a, name, op, ins[0], p, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status math_binary(Arena *a, TeTensor *const *ins, const char *name, TeTensor **outs, TopiMathBinaryOp op,
+                               LoomError *err) {
+  outs[0] = topi_math_binary(a, name, op, ins[0], ins[1], err);
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
@@ -129,6 +170,64 @@ static loom_status reduce(Arena *a, const Graph *g, const GraphNode *n, TeTensor
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
+/* Softmax, LogSoftmax, Hardmax; before opset 13 (coerce_2d) on the input
+ * flattened to 2-D at axis, reshaped back. */
+static loom_status softmax_family(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  typedef TeTensor *(*Fn)(Arena *, const char *, const TeTensor *, int64_t, LoomError *);
+  Fn fn = n->op == GRAPH_OP_LOG_SOFTMAX ? topi_log_softmax_axis
+          : n->op == GRAPH_OP_HARDMAX   ? topi_hardmax_axis
+                                        : topi_softmax_axis;
+  int64_t axis = graph_attr_int(n, "axis", -1);
+  if (!graph_attr_int(n, "coerce_2d", 0)) {
+    outs[0] = fn(a, name, ins[0], axis, err);
+    return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+  }
+  const GraphValue *out = &g->values[n->outputs[0]];
+  TeTensor *flat = topi_flatten(a, arena_printf(a, "%s_flat", name), ins[0], axis, err);
+  TeTensor *sm = flat ? fn(a, arena_printf(a, "%s_2d", name), flat, 1, err) : NULL;
+  outs[0] = sm ? topi_reshape(a, name, sm, out->dims, out->rank, err) : NULL;
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+/* LayerNormalization with its optional Mean and InvStdDev outputs (in the
+ * dtype inference gave them: stash_type's). */
+static loom_status layer_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                              TeTensor **outs, LoomError *err) {
+  TeTensor *stats[2] = {NULL, NULL};
+  outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_attr_int(n, "axis", -1),
+                                 graph_attr_float(n, "epsilon", 1e-5), false, &stats[0], &stats[1], err);
+  if (!outs[0]) return LOOM_ERR_INVALID_ARG;
+  static const char *const what[2] = {"mean_out", "inv_std_out"};
+  for (int k = 1; k < n->noutputs && k < 3; k++) {
+    if (n->outputs[k] == GRAPH_NO_VALUE) continue;
+    DType want = g->values[n->outputs[k]].dtype;
+    outs[k] = stats[k - 1];
+    if (!dtype_eq(want, outs[k]->dtype) &&
+        !(outs[k] = topi_cast(a, arena_printf(a, "%s_%s", name, what[k - 1]), stats[k - 1], want, err)))
+      return LOOM_ERR_INVALID_ARG;
+  }
+  return LOOM_OK;
+}
+
+static loom_status loss(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                        TeTensor **outs, LoomError *err) {
+  (void)g;
+  const char *red = graph_attr_string(n, "reduction", "mean");
+  TopiLossReduction r = !strcmp(red, "none") ? TOPI_LOSS_NONE : !strcmp(red, "sum") ? TOPI_LOSS_SUM : TOPI_LOSS_MEAN;
+  if (r == TOPI_LOSS_MEAN && strcmp(red, "mean"))
+    return node_fail(n, err, "%s (node \"%s\"): reduction \"%s\" is not supported", red);
+  const GraphAttr *ii = graph_node_attr(n, "ignore_index");
+  if (n->ninputs < 2) return node_fail(n, err, "%s (node \"%s\"): %s", "expected inputs scores and labels");
+  TeTensor *w = n->ninputs > 2 ? ins[2] : NULL;
+  if (n->op == GRAPH_OP_NLL_LOSS)
+    outs[0] = topi_nll_loss(a, name, ins[0], ins[1], w, r, ii != NULL, ii ? ii->i : 0, err);
+  else
+    outs[0] = topi_softmax_cross_entropy(a, name, ins[0], ins[1], w, r, ii != NULL, ii ? ii->i : 0,
+                                         n->noutputs > 1 && n->outputs[1] != GRAPH_NO_VALUE ? &outs[1] : NULL, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
 static loom_status resize(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
                           TeTensor **outs, LoomError *err) {
   const GraphValue *y = &g->values[n->outputs[0]];
@@ -169,6 +268,7 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
   int64_t v[MAX_INTS], w[MAX_INTS], x[MAX_INTS], y[MAX_INTS];
   int cnt;
   TopiUnaryParams up;
+  TopiMathParams mp;
   switch (n->op) {
 #define UNARY(OP, TOPI)                                                  \
   case GRAPH_OP_##OP:                                                    \
@@ -207,19 +307,76 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
     case GRAPH_OP_CLIP: {
       up = topi_unary_defaults(TOPI_CLIP);
       double b;
-      if (const_scalar(g, n, 1, &b)) up.lo = b;
-      else if (n->ninputs > 1 && n->inputs[1] != GRAPH_NO_VALUE)
-        return node_fail(n, err, "%s (node \"%s\"): %s", "min must be a compile-time constant");
-      if (const_scalar(g, n, 2, &b)) up.hi = b;
-      else if (n->ninputs > 2 && n->inputs[2] != GRAPH_NO_VALUE)
-        return node_fail(n, err, "%s (node \"%s\"): %s", "max must be a compile-time constant");
-      return unary(a, n, ins, name, outs, TOPI_CLIP, &up, err);
+      TeTensor *rt[3] = {NULL, NULL, NULL}; /* bounds read at run time */
+      for (int k = 1; k < 3 && k < n->ninputs; k++) {
+        if (n->inputs[k] == GRAPH_NO_VALUE) continue;
+        if (!const_scalar(g, n, k, &b)) rt[k] = ins[k];
+        else if (k == 1) up.lo = b;
+        else up.hi = b;
+      }
+      if (!rt[1] && !rt[2]) return unary(a, n, ins, name, outs, TOPI_CLIP, &up, err);
+      const TeTensor *x0 = ins[0];
+      if (up.lo > -INFINITY || up.hi < INFINITY) {
+        x0 = topi_unary(a, arena_printf(a, "%s_c", name), TOPI_CLIP, ins[0], &up, err);
+        if (!x0) return LOOM_ERR_INVALID_ARG;
+      }
+      outs[0] = topi_clip_tensors(a, name, x0, rt[1], rt[2], err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
+#define MATH(OP, TOPI)                                                   \
+  case GRAPH_OP_##OP:                                                    \
+    mp = topi_math_defaults(TOPI);                                       \
+    return math(a, n, ins, name, outs, TOPI, &mp, err);
+    MATH(SIN, TOPI_SIN)
+    MATH(COS, TOPI_COS)
+    MATH(TAN, TOPI_TAN)
+    MATH(ASIN, TOPI_ASIN)
+    MATH(ACOS, TOPI_ACOS)
+    MATH(ATAN, TOPI_ATAN)
+    MATH(SINH, TOPI_SINH)
+    MATH(COSH, TOPI_COSH)
+    MATH(ASINH, TOPI_ASINH)
+    MATH(ACOSH, TOPI_ACOSH)
+    MATH(ATANH, TOPI_ATANH)
+    MATH(ROUND, TOPI_ROUND)
+    MATH(SIGN, TOPI_SIGN)
+    MATH(IS_NAN, TOPI_IS_NAN)
+    MATH(IS_INF, TOPI_IS_INF)
+    MATH(ELU, TOPI_ELU)
+    MATH(SELU, TOPI_SELU)
+    MATH(CELU, TOPI_CELU)
+    MATH(SOFTPLUS, TOPI_SOFTPLUS)
+    MATH(SOFTSIGN, TOPI_SOFTSIGN)
+    MATH(SWISH, TOPI_SWISH)
+    MATH(MISH, TOPI_MISH)
+    MATH(SHRINK, TOPI_SHRINK)
+    MATH(THRESHOLDED_RELU, TOPI_THRESHOLDED_RELU)
+    MATH(BITWISE_NOT, TOPI_BITWISE_NOT)
+#undef MATH
+    case GRAPH_OP_GREATER_OR_EQUAL: return math_binary(a, ins, name, outs, TOPI_GREATER_EQUAL, err);
+    case GRAPH_OP_LESS_OR_EQUAL: return math_binary(a, ins, name, outs, TOPI_LESS_EQUAL, err);
+    case GRAPH_OP_XOR: return math_binary(a, ins, name, outs, TOPI_XOR, err);
+    case GRAPH_OP_MOD:
+      return math_binary(a, ins, name, outs, graph_attr_int(n, "fmod", 0) ? TOPI_FMOD : TOPI_MOD, err);
+    case GRAPH_OP_BITWISE_AND: return math_binary(a, ins, name, outs, TOPI_BITWISE_AND, err);
+    case GRAPH_OP_BITWISE_OR: return math_binary(a, ins, name, outs, TOPI_BITWISE_OR, err);
+    case GRAPH_OP_BITWISE_XOR: return math_binary(a, ins, name, outs, TOPI_BITWISE_XOR, err);
+    case GRAPH_OP_BIT_SHIFT: {
+      const char *dir = graph_attr_string(n, "direction", "");
+      if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+        return node_fail(n, err, "%s (node \"%s\"): direction \"%s\" is not LEFT or RIGHT", dir);
+      return math_binary(a, ins, name, outs, !strcmp(dir, "LEFT") ? TOPI_SHIFT_LEFT : TOPI_SHIFT_RIGHT, err);
+    }
+    case GRAPH_OP_MEAN:
+      outs[0] = topi_mean(a, name, (const TeTensor *const *)ins, n->ninputs, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_CAST: {
       DType to;
       if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
         return node_fail(n, err, "%s (node \"%s\"): %s", "attribute \"to\" is not a dtype");
-      outs[0] = topi_cast(a, name, ins[0], to, err);
+      if (to.code == DT_F8E8M0 && (strcmp(graph_attr_string(n, "round_mode", "up"), "up") || !graph_attr_int(n, "saturate", 1)))
+        return node_fail(n, err, "%s (node \"%s\"): %s", "a cast to f8e8m0 other than round_mode \"up\" with saturate is not supported");
+      outs[0] = topi_cast_saturate(a, name, ins[0], to, graph_attr_int(n, "saturate", 1) != 0, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
     case GRAPH_OP_ADD: return binary(a, ins, name, outs, TOPI_ADD, err);
@@ -290,23 +447,59 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
     case GRAPH_OP_REDUCE_MEAN: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MEAN, err);
     case GRAPH_OP_REDUCE_SUM: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_SUM, err);
     case GRAPH_OP_REDUCE_MAX: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MAX, err);
-    case GRAPH_OP_SOFTMAX: {
-      int64_t axis = graph_attr_int(n, "axis", -1);
-      if (!graph_attr_int(n, "coerce_2d", 0)) {
-        outs[0] = topi_softmax_axis(a, name, ins[0], axis, err);
-        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-      }
-      /* Before opset 13: softmax of the input flattened to 2-D at axis. */
-      const GraphValue *out = &g->values[n->outputs[0]];
-      TeTensor *flat = topi_flatten(a, arena_printf(a, "%s_flat", name), ins[0], axis, err);
-      TeTensor *sm = flat ? topi_softmax_axis(a, arena_printf(a, "%s_2d", name), flat, 1, err) : NULL;
-      outs[0] = sm ? topi_reshape(a, name, sm, out->dims, out->rank, err) : NULL;
+    case GRAPH_OP_REDUCE_MIN: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MIN, err);
+    case GRAPH_OP_REDUCE_PROD: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_PROD, err);
+    case GRAPH_OP_REDUCE_L1: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_L1, err);
+    case GRAPH_OP_REDUCE_L2: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_L2, err);
+    case GRAPH_OP_REDUCE_LOG_SUM: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_LOG_SUM, err);
+    case GRAPH_OP_REDUCE_LOG_SUM_EXP: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_LOG_SUM_EXP, err);
+    case GRAPH_OP_REDUCE_SUM_SQUARE: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_SUM_SQUARE, err);
+    case GRAPH_OP_ARG_MAX:
+    case GRAPH_OP_ARG_MIN:
+      outs[0] = topi_arg_reduce(a, name, n->op == GRAPH_OP_ARG_MIN, ins[0], graph_attr_int(n, "axis", 0),
+                                graph_attr_int(n, "keepdims", 1) != 0, graph_attr_int(n, "select_last_index", 0) != 0,
+                                err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_LOG_SOFTMAX:
+    case GRAPH_OP_HARDMAX:
+      return softmax_family(a, g, n, ins, name, outs, err);
+    case GRAPH_OP_CUMSUM:
+    case GRAPH_OP_CUMPROD: {
+      int64_t axis;
+      if (const_ints(g, n, 1, v) != 1)
+        return node_fail(n, err, "%s (node \"%s\"): %s", "axis must be a compile-time constant scalar");
+      axis = v[0];
+      outs[0] = topi_cumulative(a, name, n->op == GRAPH_OP_CUMPROD, ins[0], axis, graph_attr_int(n, "exclusive", 0) != 0,
+                                graph_attr_int(n, "reverse", 0) != 0, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
-    case GRAPH_OP_LAYER_NORM:
-      outs[0] = topi_layer_norm_onnx(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL,
-                                     graph_attr_int(n, "axis", -1), graph_attr_float(n, "epsilon", 1e-5), err);
+    case GRAPH_OP_RMS_NORM:
+      outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], NULL, graph_attr_int(n, "axis", -1),
+                                     graph_attr_float(n, "epsilon", 1e-5), true, NULL, NULL, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_GROUP_NORM:
+    case GRAPH_OP_INSTANCE_NORM: {
+      const GraphValue *xv = in_value(g, n, 0);
+      int64_t groups = n->op == GRAPH_OP_GROUP_NORM ? graph_attr_int(n, "num_groups", 0) : xv->rank >= 2 ? xv->dims[1] : 1;
+      if (n->ninputs < 3) return node_fail(n, err, "%s (node \"%s\"): %s", "expected inputs X, scale and bias");
+      outs[0] = topi_group_norm(a, name, ins[0], ins[1], ins[2], groups, graph_attr_float(n, "epsilon", 1e-5), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    }
+    case GRAPH_OP_LP_NORM:
+      outs[0] = topi_lp_norm(a, name, ins[0], graph_attr_int(n, "axis", -1), graph_attr_int(n, "p", 2), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_MVN:
+      cnt = attr_ints(n, "axes", v);
+      outs[0] = topi_mvn(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_LRN:
+      outs[0] = topi_lrn(a, name, ins[0], graph_attr_int(n, "size", 0), graph_attr_float(n, "alpha", 1e-4),
+                         graph_attr_float(n, "beta", 0.75), graph_attr_float(n, "bias", 1.0), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_NLL_LOSS:
+    case GRAPH_OP_SCE_LOSS: return loss(a, g, n, ins, name, outs, err);
+    case GRAPH_OP_SOFTMAX: return softmax_family(a, g, n, ins, name, outs, err);
+    case GRAPH_OP_LAYER_NORM: return layer_norm(a, g, n, ins, name, outs, err);
     case GRAPH_OP_FLATTEN:
       outs[0] = topi_flatten(a, name, ins[0], graph_attr_int(n, "axis", 1), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;

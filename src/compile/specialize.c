@@ -8,9 +8,10 @@
  * those values (tools/loom.c).
  *
  * An input is compiled in as a constant only when its value decides shapes:
- * it is an integer tensor of at most SPECIALIZE_MAX_ELEMS elements and it
- * reaches, through integer-valued nodes (shape arithmetic), an operand
- * the compiler consumes at compile time (compile_input_is_data false).
+ * it has at most SPECIALIZE_MAX_ELEMS elements and it reaches, directly or
+ * through integer-valued nodes (shape arithmetic), an operand the compiler
+ * consumes at compile time (compile_input_is_data false: Reshape's shape,
+ * Resize's scales, Range's bounds...).
  * Every other input keeps its place and only takes the tensor's shape. */
 #include "compile/compile.h"
 
@@ -67,6 +68,7 @@ static bool dl_to_dtype(DLDataType d, DType *out) {
   if (d.code == kDLInt || d.code == kDLUInt || d.code == kDLFloat) *out = dtype_make((DTypeCode)d.code, d.bits, 1);
   else if (d.code == 4 /* kDLBfloat */ && d.bits == 16) *out = DT_BF16;
   else if (d.code == 6 /* bool */ && d.bits == 8) *out = DT_BOOL1;
+  else if (dtype_is_narrow_float_code(d.code)) *out = dtype_make((DTypeCode)d.code, d.bits, 1); /* DLPack 1.1 fp8/fp4 */
   else return false;
   return true;
 }
@@ -94,7 +96,7 @@ loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int 
     loom_status st = graph_set_input_shape(g, name, t->ndim, t->shape, err);
     if (st) return st;
     int64_t numel = graph_shape_numel(t->ndim, t->shape);
-    if (!is_integer(dt) || numel > SPECIALIZE_MAX_ELEMS || !decides_shapes(g, v)) continue;
+    if (numel > SPECIALIZE_MAX_ELEMS || !decides_shapes(g, v)) continue;
     GraphTensor *c = graph_tensor_new(g->arena, dt, t->ndim, t->shape);
     if (c->nbytes) memcpy(c->data, (const char *)t->data + t->byte_offset, c->nbytes);
     gv->constant = c;

@@ -12,6 +12,7 @@ Graph *graph_new(const char *name) {
 }
 
 void graph_free(Graph *g) {
+  if (g && g->frontend_free) g->frontend_free(g->frontend);
   if (g) arena_free(g->arena);
 }
 
@@ -290,6 +291,23 @@ void graph_remove_nodes(Graph *g, const bool *remove) {
     o++;
   }
   g->nnodes = o;
+}
+
+void graph_append_nodes(Graph *g, const GraphNode *nodes, int n) {
+  if (g->nnodes + n > g->nodes_cap) {
+    int cap = g->nodes_cap ? g->nodes_cap : 64;
+    while (cap < g->nnodes + n) cap *= 2;
+    GraphNode *p = ARENA_ARRAY(g->arena, GraphNode, cap);
+    if (g->nnodes) memcpy(p, g->nodes, sizeof *p * (size_t)g->nnodes);
+    g->nodes = p;
+    g->nodes_cap = cap;
+  }
+  for (int i = 0; i < n; i++) {
+    g->nodes[g->nnodes] = nodes[i];
+    for (int k = 0; k < nodes[i].noutputs; k++)
+      if (nodes[i].outputs[k] >= 0) g->values[nodes[i].outputs[k]].producer = g->nnodes;
+    g->nnodes++;
+  }
 }
 
 int graph_bind_dim_param(Graph *g, const char *param, int64_t extent) {

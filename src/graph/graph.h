@@ -76,6 +76,43 @@ typedef enum GraphOpPattern {
   X(HARD_SIGMOID, "HardSigmoid", ELEMWISE, unary)             \
   X(HARD_SWISH, "HardSwish", ELEMWISE, unary)                 \
   X(GELU, "Gelu", ELEMWISE, unary)                            \
+  /* elementwise math, logic and bitwise ops (topi/op_math.c, graph/infer_math.c) */ \
+  X(SIN, "Sin", ELEMWISE, unary)                            \
+  X(COS, "Cos", ELEMWISE, unary)                            \
+  X(TAN, "Tan", ELEMWISE, unary)                            \
+  X(ASIN, "Asin", ELEMWISE, unary)                          \
+  X(ACOS, "Acos", ELEMWISE, unary)                          \
+  X(ATAN, "Atan", ELEMWISE, unary)                          \
+  X(SINH, "Sinh", ELEMWISE, unary)                          \
+  X(COSH, "Cosh", ELEMWISE, unary)                          \
+  X(ASINH, "Asinh", ELEMWISE, unary)                        \
+  X(ACOSH, "Acosh", ELEMWISE, unary)                        \
+  X(ATANH, "Atanh", ELEMWISE, unary)                        \
+  X(SIGN, "Sign", ELEMWISE, unary)                          \
+  X(ROUND, "Round", ELEMWISE, unary)                        \
+  X(ELU, "Elu", ELEMWISE, unary)                            \
+  X(SELU, "Selu", ELEMWISE, unary)                          \
+  X(CELU, "Celu", ELEMWISE, unary)                          \
+  X(SOFTPLUS, "Softplus", ELEMWISE, unary)                  \
+  X(SOFTSIGN, "Softsign", ELEMWISE, unary)                  \
+  X(SWISH, "Swish", ELEMWISE, unary)                        \
+  X(MISH, "Mish", ELEMWISE, unary)                          \
+  X(SHRINK, "Shrink", ELEMWISE, unary)                      \
+  X(THRESHOLDED_RELU, "ThresholdedRelu", ELEMWISE, unary)   \
+  X(BITWISE_NOT, "BitwiseNot", ELEMWISE, unary)             \
+  X(IS_NAN, "IsNaN", ELEMWISE, is_class)                    \
+  X(IS_INF, "IsInf", ELEMWISE, is_class)                    \
+  X(MOD, "Mod", BROADCAST, broadcast)                       \
+  X(BITWISE_AND, "BitwiseAnd", BROADCAST, broadcast)        \
+  X(BITWISE_OR, "BitwiseOr", BROADCAST, broadcast)          \
+  X(BITWISE_XOR, "BitwiseXor", BROADCAST, broadcast)        \
+  X(BIT_SHIFT, "BitShift", BROADCAST, broadcast)            \
+  X(MEAN, "Mean", BROADCAST, broadcast)                     \
+  X(GREATER_OR_EQUAL, "GreaterOrEqual", BROADCAST, compare) \
+  X(LESS_OR_EQUAL, "LessOrEqual", BROADCAST, compare)       \
+  X(XOR, "Xor", BROADCAST, compare)                         \
+  X(CAST_LIKE, "CastLike", ELEMWISE, cast_like)             \
+  X(SIZE, "Size", OPAQUE, size)                             \
   X(CAST, "Cast", ELEMWISE, cast)                            \
   X(IDENTITY, "Identity", ELEMWISE, unary)                    \
   X(DROPOUT, "Dropout", ELEMWISE, dropout)                      \
@@ -92,6 +129,28 @@ typedef enum GraphOpPattern {
   X(REDUCE_MAX, "ReduceMax", REDUCTION, reduce)                \
   X(SOFTMAX, "Softmax", OPAQUE, unary)                        \
   X(LAYER_NORM, "LayerNormalization", OPAQUE, layer_norm)          \
+  /* reductions, normalizations, losses (op_reduce.c, op_reduce2.c, op_norm.c) */ \
+  X(REDUCE_MIN, "ReduceMin", REDUCTION, reduce)                \
+  X(REDUCE_PROD, "ReduceProd", REDUCTION, reduce)              \
+  X(REDUCE_L1, "ReduceL1", REDUCTION, reduce)                  \
+  X(REDUCE_L2, "ReduceL2", REDUCTION, reduce)                  \
+  X(REDUCE_LOG_SUM, "ReduceLogSum", REDUCTION, reduce)         \
+  X(REDUCE_LOG_SUM_EXP, "ReduceLogSumExp", OPAQUE, reduce)     \
+  X(REDUCE_SUM_SQUARE, "ReduceSumSquare", REDUCTION, reduce)   \
+  X(ARG_MAX, "ArgMax", OPAQUE, arg_reduce)                     \
+  X(ARG_MIN, "ArgMin", OPAQUE, arg_reduce)                     \
+  X(LOG_SOFTMAX, "LogSoftmax", OPAQUE, unary)                  \
+  X(HARDMAX, "Hardmax", OPAQUE, unary)                         \
+  X(CUMSUM, "CumSum", OPAQUE, unary)                           \
+  X(CUMPROD, "CumProd", OPAQUE, unary)                         \
+  X(RMS_NORM, "RMSNormalization", OPAQUE, unary)               \
+  X(GROUP_NORM, "GroupNormalization", OPAQUE, unary)           \
+  X(INSTANCE_NORM, "InstanceNormalization", OPAQUE, unary)     \
+  X(LP_NORM, "LpNormalization", OPAQUE, unary)                 \
+  X(MVN, "MeanVarianceNormalization", OPAQUE, unary)           \
+  X(LRN, "LRN", OPAQUE, unary)                                 \
+  X(NLL_LOSS, "NegativeLogLikelihoodLoss", OPAQUE, loss)       \
+  X(SCE_LOSS, "SoftmaxCrossEntropyLoss", OPAQUE, loss)         \
   X(FLATTEN, "Flatten", INJECTIVE, flatten)                     \
   X(RESHAPE, "Reshape", INJECTIVE, reshape)                     \
   X(TRANSPOSE, "Transpose", INJECTIVE, transpose)                 \
@@ -108,6 +167,40 @@ typedef enum GraphOpPattern {
   X(SHAPE, "Shape", OPAQUE, shape)                            \
   X(CONSTANT_OF_SHAPE, "ConstantOfShape", OPAQUE, constant_of_shape)      \
   X(RANGE, "Range", OPAQUE, range)                                \
+  /* sequence models and signal processing (topi/op_attention.c, op_rnn.c, op_signal.c) */ \
+  X(ATTENTION, "Attention", OPAQUE, attention)                   \
+  X(ROTARY_EMBEDDING, "RotaryEmbedding", INJECTIVE, rotary_embedding) \
+  X(SWIGLU, "SwiGLU", ELEMWISE, swiglu)                          \
+  X(LINEAR_ATTENTION, "LinearAttention", OPAQUE, linear_attention) \
+  X(CAUSAL_CONV_WITH_STATE, "CausalConvWithState", OPAQUE, causal_conv_with_state) \
+  X(TENSOR_SCATTER, "TensorScatter", INJECTIVE, tensor_scatter)  \
+  X(RNN, "RNN", OPAQUE, rnn)                                     \
+  X(GRU, "GRU", OPAQUE, rnn)                                     \
+  X(LSTM, "LSTM", OPAQUE, rnn)                                   \
+  X(DET, "Det", OPAQUE, det)                                     \
+  X(BLACKMAN_WINDOW, "BlackmanWindow", OPAQUE, window)           \
+  X(HAMMING_WINDOW, "HammingWindow", OPAQUE, window)             \
+  X(HANN_WINDOW, "HannWindow", OPAQUE, window)                   \
+  X(DFT, "DFT", OPAQUE, dft)                                     \
+  X(STFT, "STFT", OPAQUE, stft)                                  \
+  X(MEL_WEIGHT_MATRIX, "MelWeightMatrix", OPAQUE, mel_weight_matrix) \
+  /* vision, sorting, data-dependent output shapes (topi/op_vision.c, op_sort.c, \
+   * op_dynamic.c; graph/infer_vision.c; compile/dynamic.c) */ \
+  X(GRID_SAMPLE, "GridSample", OPAQUE, grid_sample)                       \
+  X(AFFINE_GRID, "AffineGrid", INJECTIVE, affine_grid)                    \
+  X(ROI_ALIGN, "RoiAlign", OPAQUE, roi_align)                             \
+  X(DEFORM_CONV, "DeformConv", OPAQUE, deform_conv)                       \
+  X(BIT_CAST, "BitCast", ELEMWISE, bit_cast)                              \
+  X(TOP_K, "TopK", OPAQUE, top_k)                                         \
+  X(NON_ZERO, "NonZero", OPAQUE, non_zero)                                \
+  X(COMPRESS, "Compress", OPAQUE, compress)                               \
+  X(UNIQUE, "Unique", OPAQUE, unique)                                     \
+  X(NON_MAX_SUPPRESSION, "NonMaxSuppression", OPAQUE, non_max_suppression) \
+  /* Control flow: inlined or unrolled by the importer once the values that  \
+   * decide it are known (frontend/onnx/import_control.c); never compiled. */ \
+  X(IF, "If", OPAQUE, control_flow)                                       \
+  X(LOOP, "Loop", OPAQUE, control_flow)                                   \
+  X(SCAN, "Scan", OPAQUE, control_flow)                                   \
   /* Loom's own (pass_layout.c, infer_nchwc.c): blocked NCHWc layout */ \
   X(LAYOUT_TRANSFORM, "LayoutTransform", INJECTIVE, layout_transform) \
   X(CONV_NCHWC, "ConvNCHWc", OUT_ELEMWISE_FUSABLE, conv_nchwc)             \
@@ -128,6 +221,7 @@ typedef enum GraphAttrKind {
   GRAPH_ATTR_INTS,
   GRAPH_ATTR_FLOATS,
   GRAPH_ATTR_TENSOR,
+  GRAPH_ATTR_FRONTEND, /* p: the frontend's own node (control flow bodies) */
 } GraphAttrKind;
 
 typedef struct GraphTensor {
@@ -148,6 +242,7 @@ typedef struct GraphAttr {
   double *floats;
   int n; /* length of ints or floats */
   GraphTensor *t;
+  const void *p;
 } GraphAttr;
 
 typedef struct GraphValue {
@@ -180,6 +275,10 @@ typedef struct Graph {
   int nnodes, nodes_cap;
   ValueId *inputs, *outputs;
   int ninputs, noutputs;
+  /* What the frontend keeps alive for GRAPH_ATTR_FRONTEND attributes;
+   * graph_free calls frontend_free(frontend). */
+  void *frontend;
+  void (*frontend_free)(void *);
 } Graph;
 
 typedef loom_status (*GraphInferFn)(Graph *g, GraphNode *n, LoomError *err);
@@ -267,6 +366,9 @@ loom_status graph_pass_dce(Graph *g, LoomError *err);
 /* Deletes the nodes with remove[i] set, keeping the order of the rest and
  * fixing up producer indices. */
 void graph_remove_nodes(Graph *g, const bool *remove);
+/* Appends copies of nodes as they are (their arrays and attributes are
+ * shared, not copied); their outputs' producers follow. */
+void graph_append_nodes(Graph *g, const GraphNode *nodes, int n);
 /* Replaces every use of `from` (node inputs, graph outputs) with `to`. */
 void graph_replace_uses(Graph *g, ValueId from, ValueId to);
 /* Checks that nodes are in topological order and every input is defined. */

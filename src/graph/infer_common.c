@@ -115,9 +115,9 @@ loom_status infer_dropout(Graph *g, GraphNode *n, LoomError *err) {
   return LOOM_OK;
 }
 
-/* Binary ops take exactly two inputs; Sum, Max and Min are variadic. */
+/* Binary ops take exactly two inputs; Sum, Max, Min and Mean are variadic. */
 static loom_status check_arity(Graph *g, GraphNode *n, LoomError *err) {
-  bool variadic = n->op == GRAPH_OP_SUM || n->op == GRAPH_OP_MAX || n->op == GRAPH_OP_MIN;
+  bool variadic = n->op == GRAPH_OP_SUM || n->op == GRAPH_OP_MAX || n->op == GRAPH_OP_MIN || n->op == GRAPH_OP_MEAN;
   if (variadic ? n->ninputs < 1 : n->ninputs != 2)
     return infer_fail(g, n, err, "expected %s inputs, got %d", variadic ? "at least 1" : "2", n->ninputs);
   for (int k = 0; k < n->ninputs; k++)
@@ -163,5 +163,11 @@ loom_status infer_cast(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   if (!x) return infer_fail(g, n, err, "missing input");
   infer_set(g, n, 0, to, x->rank, x->dims);
+  return LOOM_OK;
+}
+
+/* If/Loop/Scan outputs are known once the importer has inlined them. */
+loom_status infer_control_flow(Graph *g, GraphNode *n, LoomError *err) {
+  (void)g, (void)n, (void)err;
   return LOOM_OK;
 }

@@ -38,11 +38,15 @@ static inline bool infer_mul(int64_t a, int64_t b, int64_t *r) { return !__built
 
 #define INFER_DECL(x) loom_status infer_##x(Graph *g, GraphNode *n, LoomError *err);
 INFER_DECL(unary)
+INFER_DECL(control_flow)
 INFER_DECL(broadcast)
 INFER_DECL(compare)
 INFER_DECL(where)
 INFER_DECL(cast)
 INFER_DECL(dropout)
+INFER_DECL(is_class) /* infer_math.c */
+INFER_DECL(cast_like)
+INFER_DECL(size)
 INFER_DECL(conv)
 INFER_DECL(pool)
 INFER_DECL(global_pool)
@@ -50,6 +54,8 @@ INFER_DECL(gemm)
 INFER_DECL(matmul)
 INFER_DECL(reduce)
 INFER_DECL(layer_norm)
+INFER_DECL(arg_reduce) /* infer_reduce.c */
+INFER_DECL(loss)
 INFER_DECL(flatten)
 INFER_DECL(reshape)
 INFER_DECL(transpose)
@@ -66,6 +72,28 @@ INFER_DECL(resize)
 INFER_DECL(shape)
 INFER_DECL(constant_of_shape)
 INFER_DECL(range)
+INFER_DECL(attention) /* infer_attention.c */
+INFER_DECL(rotary_embedding)
+INFER_DECL(swiglu)
+INFER_DECL(linear_attention)
+INFER_DECL(causal_conv_with_state)
+INFER_DECL(tensor_scatter)
+INFER_DECL(rnn) /* infer_rnn.c */
+INFER_DECL(window) /* infer_signal.c */
+INFER_DECL(dft)
+INFER_DECL(stft)
+INFER_DECL(mel_weight_matrix)
+INFER_DECL(det)
+INFER_DECL(grid_sample) /* infer_vision.c */
+INFER_DECL(affine_grid)
+INFER_DECL(roi_align)
+INFER_DECL(deform_conv)
+INFER_DECL(bit_cast)
+INFER_DECL(top_k)
+INFER_DECL(non_zero)
+INFER_DECL(compress)
+INFER_DECL(unique)
+INFER_DECL(non_max_suppression)
 INFER_DECL(layout_transform) /* infer_nchwc.c */
 INFER_DECL(conv_nchwc)
 INFER_DECL(pool_nchwc)

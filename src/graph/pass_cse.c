@@ -46,6 +46,7 @@ static bool attr_equal(const GraphAttr *a, const GraphAttr *b) {
   case GRAPH_ATTR_INTS: return a->n == b->n && (!a->n || !memcmp(a->ints, b->ints, sizeof(int64_t) * (size_t)a->n));
   case GRAPH_ATTR_FLOATS: return a->n == b->n && (!a->n || !memcmp(a->floats, b->floats, sizeof(double) * (size_t)a->n));
   case GRAPH_ATTR_TENSOR: return tensor_equal(a->t, b->t);
+  case GRAPH_ATTR_FRONTEND: return a->p == b->p;
   }
   return false;
 }

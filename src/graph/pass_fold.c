@@ -258,7 +258,7 @@ static bool is_foldable(GraphOp op) {
   case GRAPH_OP_MIN: case GRAPH_OP_EQUAL: case GRAPH_OP_LESS: case GRAPH_OP_GREATER: case GRAPH_OP_AND: case GRAPH_OP_OR:
   case GRAPH_OP_WHERE: case GRAPH_OP_NEG: case GRAPH_OP_ABS: case GRAPH_OP_NOT: case GRAPH_OP_SQRT: case GRAPH_OP_RELU:
   case GRAPH_OP_FLOOR: case GRAPH_OP_CEIL: case GRAPH_OP_CONSTANT_OF_SHAPE: case GRAPH_OP_EXPAND: case GRAPH_OP_RANGE:
-  case GRAPH_OP_TRANSPOSE:
+  case GRAPH_OP_TRANSPOSE: case GRAPH_OP_SIZE:
     return true;
   default:
     return is_reinterpret(op);
@@ -284,6 +284,15 @@ static bool fold_node(FoldCtx *c) {
       if (x->dims[start + k] < 0) return false;
     GraphTensor *o = out_t(c, 0);
     for (int64_t k = 0; k < count; k++) graph_tensor_set_i64(o, k, x->dims[start + k]);
+    g->values[n->outputs[0]].constant = o;
+    return true;
+  }
+  if (n->op == GRAPH_OP_SIZE) {
+    const GraphValue *x = infer_input(g, n, 0);
+    int64_t numel = x->rank >= 0 ? graph_shape_numel(x->rank, x->dims) : -1;
+    if (numel < 0) return false;
+    GraphTensor *o = out_t(c, 0);
+    graph_tensor_set_i64(o, 0, numel);
     g->values[n->outputs[0]].constant = o;
     return true;
   }

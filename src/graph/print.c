@@ -61,6 +61,7 @@ static void print_attr(const GraphAttr *a, StrBuf *sb) {
     if (graph_tensor_numel(a->t) <= PRINT_MAX_CONST_ELEMS) print_tensor_values(a->t, sb);
     break;
   }
+  case GRAPH_ATTR_FRONTEND: sb_puts(sb, "<subgraph>"); break;
   }
 }
 

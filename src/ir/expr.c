@@ -167,6 +167,7 @@ static const struct {
 const char *call_op_name(CallOp op) { return call_ops[op].name; }
 const char *call_op_c_name(CallOp op) { return call_ops[op].c_name; }
 int call_op_arity(CallOp op) { return call_ops[op].arity; }
+bool call_op_is_bitwise(CallOp op) { return op >= CALL_BITAND && op <= CALL_SHR; }
 
 bool call_op_parse(const char *name, CallOp *out) {
   for (int i = 0; i < CALL_OP_COUNT; i++)

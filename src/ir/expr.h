@@ -54,7 +54,24 @@ typedef enum ExprKind {
   X(CALL_ROUND, "round", "nearbyintf", 1) \
   X(CALL_SIN, "sin", "sinf", 1)        \
   X(CALL_COS, "cos", "cosf", 1)        \
-  X(CALL_POW, "pow", "powf", 2)
+  X(CALL_POW, "pow", "powf", 2)        \
+  X(CALL_TAN, "tan", "tanf", 1)        \
+  X(CALL_ASIN, "asin", "asinf", 1)     \
+  X(CALL_ACOS, "acos", "acosf", 1)     \
+  X(CALL_ATAN, "atan", "atanf", 1)     \
+  X(CALL_SINH, "sinh", "sinhf", 1)     \
+  X(CALL_COSH, "cosh", "coshf", 1)     \
+  X(CALL_ASINH, "asinh", "asinhf", 1)  \
+  X(CALL_ACOSH, "acosh", "acoshf", 1)  \
+  X(CALL_ATANH, "atanh", "atanhf", 1)  \
+  X(CALL_LOG1P, "log1p", "log1pf", 1)  \
+  /* integer operands and result (call_op_is_bitwise): C operators */ \
+  X(CALL_BITAND, "bitwise_and", "loom_bitwise_and", 2) \
+  X(CALL_BITOR, "bitwise_or", "loom_bitwise_or", 2)    \
+  X(CALL_BITXOR, "bitwise_xor", "loom_bitwise_xor", 2) \
+  X(CALL_BITNOT, "bitwise_not", "loom_bitwise_not", 1) \
+  X(CALL_SHL, "shift_left", "loom_shift_left", 2)      \
+  X(CALL_SHR, "shift_right", "loom_shift_right", 2)
 
 typedef enum CallOp {
 #define X(e, name, cfn, nargs) e,
@@ -158,6 +175,9 @@ const char *expr_kind_name(ExprKind k); /* "add", "floordiv", ... */
 const char *call_op_name(CallOp op);
 const char *call_op_c_name(CallOp op);
 int call_op_arity(CallOp op);
+/* The integer intrinsics (bitwise and/or/xor/not, shifts): C operators on
+ * integer operands, not libm functions. A shift count must be in [0, bits). */
+bool call_op_is_bitwise(CallOp op);
 bool call_op_parse(const char *name, CallOp *out);
 const char *reduce_op_name(ReduceOp op);
 /* The identity element of a reduction for dtype t (0, -inf/min, +inf/max, 1). */

@@ -14,6 +14,12 @@ static const DtypeName k_dtypes[] = {
     {"int32", kDLInt, 32},     {"int64", kDLInt, 64},     {"uint8", kDLUInt, 8},
     {"uint16", kDLUInt, 16},   {"uint32", kDLUInt, 32},   {"uint64", kDLUInt, 64},
     {"bool", DL_DTYPE_BOOL_CODE, 8},
+    /* DLPack 1.1 codes; ml_dtypes' names. One byte per element in memory,
+     * also for the 4- and 2-bit types (packed only in files). */
+    {"float8_e4m3fn", 10, 8},  {"float8_e4m3fnuz", 11, 8}, {"float8_e5m2", 12, 8},
+    {"float8_e5m2fnuz", 13, 8}, {"float8_e8m0fnu", 14, 8},  {"float4_e2m1fn", 17, 4},
+    {"int4", kDLInt, 4},       {"uint4", kDLUInt, 4},     {"int2", kDLInt, 2},
+    {"uint2", kDLUInt, 2},
 };
 
 const char *dl_dtype_name(DLDataType t) {
@@ -32,7 +38,7 @@ bool dl_dtype_parse(const char *name, DLDataType *out) {
   return false;
 }
 
-size_t dl_dtype_bytes(DLDataType t) { return dl_dtype_name(t) ? (size_t)t.bits / 8 : 0; }
+size_t dl_dtype_bytes(DLDataType t) { return dl_dtype_name(t) ? ((size_t)t.bits + 7) / 8 : 0; }
 
 bool dl_dtype_equal(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
 

@@ -1,7 +1,8 @@
 /* DLPack dtypes by name, as the artifact metadata and .npy files spell them.
  *
  * The runtime speaks DLDataType (it has no compiler types). Names follow
- * numpy: "float32", "int64", "uint8", "bool", plus "bfloat16". bool is
+ * numpy: "float32", "int64", "uint8", "bool", plus "bfloat16" and ml_dtypes'
+ * "float8_e4m3fn", "int4"... (DLPack 1.1 codes 10-17). bool is
  * DLPack's kDLBool (code 6, 8 bits): the installed dlpack.h predates the
  * enum member, so its value is spelled here. Only scalar (lanes == 1)
  * dtypes cross the runtime boundary. */
@@ -19,7 +20,8 @@ enum { DL_DTYPE_BOOL_CODE = 6 };
 const char *dl_dtype_name(DLDataType t);
 /* Parses a name from dl_dtype_name; false when unknown. */
 bool dl_dtype_parse(const char *name, DLDataType *out);
-/* Bytes per element (bits / 8); 0 for an unsupported dtype. */
+/* Bytes per element in memory (4- and 2-bit types take a whole byte); 0
+ * for an unsupported dtype. */
 size_t dl_dtype_bytes(DLDataType t);
 bool dl_dtype_equal(DLDataType a, DLDataType b);
 

@@ -332,6 +332,14 @@ static const char *dl_code_name(DType t) {
     case DT_UINT: return "kDLUInt";
     case DT_FLOAT: return "kDLFloat";
     case DT_BFLOAT: return "kDLBfloat";
+    /* DLPack 1.1's kDLFloat8_* / kDLFloat4_e2m1fn: the installed dlpack.h
+     * may predate them, so the numbers are spelled out */
+    case DT_F8E4M3FN: return "10 /* kDLFloat8_e4m3fn */";
+    case DT_F8E4M3FNUZ: return "11 /* kDLFloat8_e4m3fnuz */";
+    case DT_F8E5M2: return "12 /* kDLFloat8_e5m2 */";
+    case DT_F8E5M2FNUZ: return "13 /* kDLFloat8_e5m2fnuz */";
+    case DT_F8E8M0: return "14 /* kDLFloat8_e8m0fnu */";
+    case DT_F4E2M1: return "17 /* kDLFloat4_e2m1fn */";
     default: return NULL;
   }
 }

@@ -39,7 +39,8 @@ const char *cg_fresh_name(CodegenC *cg, const char *hint) {
   }
   base[k] = '\0';
   /* Our helpers and types own these prefixes; reserved C identifiers too. */
-  bool type_like = (strncmp(base, "int", 3) == 0 || strncmp(base, "uint", 4) == 0 || strncmp(base, "float", 5) == 0) &&
+  bool type_like = (strncmp(base, "int", 3) == 0 || strncmp(base, "uint", 4) == 0 || strncmp(base, "float", 5) == 0 ||
+                    strncmp(base, "bfloat", 6) == 0) &&
                    strchr(base, 'x');
   if (strncmp(base, "loom_", 5) == 0 || strncmp(base, "LOOM_", 5) == 0 || base[0] == '_' || type_like)
     base = arena_printf(cg->arena, "v%s", base);
@@ -86,8 +87,13 @@ static bool helper_done(CodegenC *cg, const char *name) {
 const char *cg_vector_type(CodegenC *cg, DType t) {
   if (dtype_is_bool(t)) t = dtype_make(DT_INT, 32, t.lanes);
   const char *elem = cg_scalar_type(cg, t, "a vector");
-  const char *kind = t.code == DT_INT ? "int" : t.code == DT_UINT ? "uint" : "float";
+  const char *kind = t.code == DT_INT ? "int" : t.code == DT_UINT ? "uint" : t.code == DT_BFLOAT ? "bfloat" : "float";
   const char *name = arena_printf(cg->arena, "%s%dx%d", kind, t.bits, t.lanes);
+  if (dtype_is_narrow_float_code(t.code)) {
+    /* f8e4m3fn -> float8e4m3fnx16: the storage bytes of the lanes */
+    char buf[16];
+    name = arena_printf(cg->arena, "float%sx%d", dtype_str(dtype_element(t), buf) + 1, t.lanes);
+  }
   if (t.lanes & (t.lanes - 1)) {
     cg_fail(cg, LOOM_ERR_UNSUPPORTED, "C codegen of \"%s\": vector %s has %d lanes, expected a power of two",
             cg->func_name, name, t.lanes);
@@ -95,7 +101,7 @@ const char *cg_vector_type(CodegenC *cg, DType t) {
   }
   if (!helper_done(cg, name))
     sb_printf(&cg->decls, "#ifndef LOOM_T_%s\n#define LOOM_T_%s\ntypedef %s %s __attribute__((vector_size(%d)));\n#endif\n",
-              name, name, elem, name, t.bits / 8 * t.lanes);
+              name, name, elem, name, dtype_bytes(t));
   return name;
 }
 
@@ -285,9 +291,48 @@ static void emit_binary(CodegenC *cg, StrBuf *sb, const Expr *e) {
   sb_printf(sb, "(%s%s %s %s)", both_const ? "(int64_t)" : "", expr_text(cg, e->bin.a), tok, expr_text(cg, e->bin.b));
 }
 
+/* A conversion to or from a narrow type (f16, bf16, fp8, fp4, int4...):
+ * after tir_legalize_narrow only S -> f32/i32 and f32/f64/ints -> S are
+ * left, done by loom_convert.h (vectors lane by lane). */
+static void emit_narrow_cast(CodegenC *cg, StrBuf *sb, DType to, DType from, const char *x) {
+  char b1[16], b2[16];
+  DType te = dtype_element(to), fe = dtype_element(from);
+  const char *fn = NULL;
+  if (dtype_is_narrow(fe) && dtype_eq(dtype_compute_type(fe), te))
+    fn = dtype_is_int(fe) ? arena_printf(cg->arena, "(%s)", cg_scalar_type(cg, te, "a cast"))
+                          : arena_printf(cg->arena, "loom_%s_to_f32", dtype_str(fe, b1));
+  else if (dtype_is_narrow(te) && dtype_is_int(te) && dtype_is_int(fe) && !dtype_is_narrow(fe))
+    fn = arena_printf(cg->arena, "loom_i64_to_%s", dtype_str(te, b1));
+  else if (dtype_is_narrow(te) && !dtype_is_int(te) && fe.code == DT_FLOAT &&
+           (fe.bits == 32 || (fe.bits == 64 && te.code == DT_FLOAT && te.bits == 16)))
+    fn = arena_printf(cg->arena, "loom_%s_to_%s", dtype_str(fe, b2), dtype_str(te, b1));
+  if (!fn) {
+    cg_fail(cg, LOOM_ERR_INTERNAL, "C codegen of \"%s\": cast from %s to %s; narrow types need tir_legalize_narrow first",
+            cg->func_name, dtype_str(from, b1), dtype_str(to, b2));
+    return;
+  }
+  cg_put_helper(cg, "loom_convert", "#include \"loom/loom_convert.h\"\n");
+  if (to.lanes == 1) {
+    sb_printf(sb, "%s(%s)", fn, x);
+    return;
+  }
+  const char *tv = cg_vector_type(cg, to), *fv = cg_vector_type(cg, from);
+  const char *name = arena_printf(cg->arena, "loom_cvt_%s_%s", tv, fv);
+  cg_put_helper(cg, name,
+                arena_printf(cg->arena,
+                             "LOOM_HELPER %s %s(%s a) {\n  %s r;\n  for (int l = 0; l < %d; ++l) r[l] = %s(a[l]);\n"
+                             "  return r;\n}\n",
+                             tv, name, fv, tv, to.lanes, fn));
+  sb_printf(sb, "%s(%s)", name, x);
+}
+
 static void emit_cast(CodegenC *cg, StrBuf *sb, const Expr *e) {
   DType to = e->dtype, from = e->un.a->dtype;
   const char *x = expr_text(cg, e->un.a);
+  if (dtype_is_narrow(to) || dtype_is_narrow(from)) {
+    emit_narrow_cast(cg, sb, to, from, x);
+    return;
+  }
   if (to.lanes == 1) {
     sb_printf(sb, "((%s)%s)", cg_scalar_type(cg, to, "a cast"), x);
     return;
@@ -325,14 +370,37 @@ static void emit_select(CodegenC *cg, StrBuf *sb, const Expr *e) {
   sb_printf(sb, "%s(%s, %s, %s)", name, c, t, f);
 }
 
+/* Bitwise intrinsics as C operators. Scalars are cast back to their type
+ * (C promotes narrow operands to int); vector types do not promote. */
+static void emit_bitwise(CodegenC *cg, StrBuf *sb, const Expr *e) {
+  DType t = e->dtype;
+  if (t.code != DT_INT && t.code != DT_UINT) {
+    char buf[16];
+    cg_fail(cg, LOOM_ERR_UNSUPPORTED, "C codegen of \"%s\": call %s on dtype %s, expected an integer", cg->func_name,
+            call_op_name(e->call.op), dtype_str(t, buf));
+    return;
+  }
+  static const char *const ops[] = {"&", "|", "^", "~", "<<", ">>"};
+  const char *op = ops[e->call.op - CALL_BITAND];
+  const char *x = expr_text(cg, e->call.args[0]);
+  const char *v = e->call.n == 1 ? arena_printf(cg->arena, "%s%s", op, x)
+                                 : arena_printf(cg->arena, "%s %s %s", x, op, expr_text(cg, e->call.args[1]));
+  if (t.lanes > 1) sb_printf(sb, "(%s)", v);
+  else sb_printf(sb, "((%s)(%s))", cg_scalar_type(cg, t, "a bitwise operation"), v);
+}
+
 static void emit_call(CodegenC *cg, StrBuf *sb, const Expr *e) {
   DType t = e->dtype;
-  const char *fn = call_c_name(cg, e->call.op, t);
   if (e->call.n != call_op_arity(e->call.op)) {
     cg_fail(cg, LOOM_ERR_INVALID_ARG, "C codegen of \"%s\": call %s with %d arguments, expected %d", cg->func_name,
             call_op_name(e->call.op), e->call.n, call_op_arity(e->call.op));
     return;
   }
+  if (call_op_is_bitwise(e->call.op)) {
+    emit_bitwise(cg, sb, e);
+    return;
+  }
+  const char *fn = call_c_name(cg, e->call.op, t);
   if (t.lanes > 1) {
     const char *vm = cg_vector_math(cg, e->call.op, t);
     if (vm) {
@@ -470,6 +538,12 @@ void cg_emit_store(CodegenC *cg, StrBuf *sb, const Stmt *s) {
 
 void cg_emit_expr(CodegenC *cg, StrBuf *sb, const Expr *e) {
   if (cg->status != LOOM_OK) return;
+  if (dtype_is_narrow(e->dtype) && e->kind != EXPR_LOAD && e->kind != EXPR_CAST && e->kind != EXPR_BROADCAST) {
+    char buf[16];
+    cg_fail(cg, LOOM_ERR_INTERNAL, "C codegen of \"%s\": %s of narrow dtype %s; run tir_legalize_narrow first",
+            cg->func_name, expr_kind_name(e->kind), dtype_str(e->dtype, buf));
+    return;
+  }
   switch (e->kind) {
     case EXPR_INT:
     case EXPR_FLOAT: {

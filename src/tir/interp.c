@@ -6,6 +6,7 @@
  * evaluate all lanes before writing any, as a vector store does. */
 #include "tir/interp.h"
 
+#include "loom/loom_convert.h"
 #include "support/ptrmap.h"
 
 #include <math.h>
@@ -59,9 +60,13 @@ static bool fail(Interp *in, loom_status st, const char *fmt, ...) {
   return false;
 }
 
-static bool is_f32(DType t) { return t.code == DT_FLOAT && t.bits == 32; }
+/* f32, and the narrow floats (f16, bf16, fp8, fp4), which compute in f32
+ * and round to their format after each operation. */
+static bool is_f32(DType t) { return (t.code == DT_FLOAT && t.bits == 32) || (dtype_is_float(t) && dtype_is_narrow(t)); }
+static bool is_float(DType t) { return dtype_is_float(t); }
 
 static bool dtype_supported(DType t) {
+  if (dtype_is_narrow(t)) return true;
   if (t.code == DT_FLOAT) return t.bits == 32 || t.bits == 64;
   if (t.code == DT_INT || t.code == DT_UINT)
     return t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
@@ -79,7 +84,10 @@ static int64_t wrap_int(DType t, int64_t v) {
   return (int64_t)(u ^ sign) - (int64_t)sign;
 }
 
-static double round_float(DType t, double v) { return is_f32(t) ? (double)(float)v : v; }
+static double round_float(DType t, double v) {
+  if (dtype_is_narrow(t)) return dtype_narrow_round(dtype_element(t), v);
+  return is_f32(t) ? (double)(float)v : v;
+}
 
 static bool is_u64(DType t) { return t.code == DT_UINT && t.bits == 64; }
 
@@ -171,10 +179,46 @@ static void bufstate_free(BufState *st) {
   }
 }
 
+static double narrow_read(DType t, const char *p) {
+  uint16_t h;
+  uint8_t c = *(const uint8_t *)p;
+  switch (t.code) {
+    case DT_FLOAT: memcpy(&h, p, 2); return loom_f16_to_f32(h);
+    case DT_BFLOAT: memcpy(&h, p, 2); return loom_bf16_to_f32(h);
+    case DT_F8E4M3FN: return loom_f8e4m3fn_to_f32(c);
+    case DT_F8E4M3FNUZ: return loom_f8e4m3fnuz_to_f32(c);
+    case DT_F8E5M2: return loom_f8e5m2_to_f32(c);
+    case DT_F8E5M2FNUZ: return loom_f8e5m2fnuz_to_f32(c);
+    case DT_F8E8M0: return loom_f8e8m0_to_f32(c);
+    default: return loom_f4e2m1_to_f32(c & 15);
+  }
+}
+
+static void narrow_write(DType t, char *p, double v) {
+  float f = (float)v;
+  uint16_t h;
+  uint8_t *c = (uint8_t *)p;
+  switch (t.code) {
+    case DT_FLOAT: h = loom_f64_to_f16(v); memcpy(p, &h, 2); return;
+    case DT_BFLOAT: h = loom_f32_to_bf16(f); memcpy(p, &h, 2); return;
+    case DT_F8E4M3FN: *c = loom_f32_to_f8e4m3fn(f); return;
+    case DT_F8E4M3FNUZ: *c = loom_f32_to_f8e4m3fnuz(f); return;
+    case DT_F8E5M2: *c = loom_f32_to_f8e5m2(f); return;
+    case DT_F8E5M2FNUZ: *c = loom_f32_to_f8e5m2fnuz(f); return;
+    case DT_F8E8M0: *c = loom_f32_to_f8e8m0(f); return;
+    default: *c = loom_f32_to_f4e2m1(f); return;
+  }
+}
+
 static Scalar elem_read(const BufState *st, int64_t k) {
   DType t = dtype_element(st->buffer->dtype);
   const char *p = st->data + k * st->elem_bytes;
   Scalar v = {0};
+  if (dtype_is_narrow(t)) {
+    if (dtype_is_int(t)) v.i = t.code == DT_INT ? *(const int8_t *)p : *(const uint8_t *)p;
+    else v.f = narrow_read(t, p);
+    return v;
+  }
   switch (t.code) {
     case DT_FLOAT:
       if (t.bits == 32) { float x; memcpy(&x, p, 4); v.f = x; }
@@ -204,7 +248,10 @@ static Scalar elem_read(const BufState *st, int64_t k) {
 static void elem_write(BufState *st, int64_t k, Scalar v) {
   DType t = dtype_element(st->buffer->dtype);
   char *p = st->data + k * st->elem_bytes;
-  if (t.code == DT_FLOAT) {
+  if (dtype_is_narrow(t)) {
+    if (dtype_is_int(t)) *(int8_t *)p = (int8_t)dtype_narrow_wrap(t, v.i);
+    else narrow_write(t, p, v.f);
+  } else if (t.code == DT_FLOAT) {
     if (t.bits == 32) { float x = (float)v.f; memcpy(p, &x, 4); }
     else memcpy(p, &v.f, 8);
   } else if (t.code == DT_BOOL) {
@@ -272,10 +319,39 @@ static Slot *slot_of(Interp *in, const Expr *var) {
   return s;
 }
 
+/* Bitwise intrinsics on integers; a shift count outside [0, bits) is an
+ * error, as in C. */
+static bool eval_bitwise(Interp *in, const Expr *e, int lane, Scalar *out) {
+  char tb[16];
+  DType t = e->dtype;
+  if (t.code != DT_INT && t.code != DT_UINT)
+    return fail(in, LOOM_ERR_UNSUPPORTED, "interpreter: %s on dtype %s is not supported",
+                call_op_name(e->call.op), dtype_str(t, tb));
+  Scalar x[2] = {{0}, {0}};
+  for (int i = 0; i < e->call.n && i < 2; i++)
+    if (!eval(in, e->call.args[i], lane, &x[i])) return false;
+  uint64_t a = (uint64_t)x[0].i, b = (uint64_t)x[1].i, r;
+  int bits = dtype_element(t).bits;
+  if ((e->call.op == CALL_SHL || e->call.op == CALL_SHR) && b >= (uint64_t)bits)
+    return fail(in, LOOM_ERR_RUNTIME, "interpreter: shift count %lld out of range in %s", (long long)x[1].i,
+                expr_to_string(in->a, e));
+  switch (e->call.op) {
+    case CALL_BITAND: r = a & b; break;
+    case CALL_BITOR: r = a | b; break;
+    case CALL_BITXOR: r = a ^ b; break;
+    case CALL_BITNOT: r = ~a; break;
+    case CALL_SHL: r = a << b; break;
+    default: r = t.code == DT_UINT ? a >> b : (uint64_t)(x[0].i >> b); break;
+  }
+  out->i = wrap_int(t, (int64_t)r);
+  return true;
+}
+
 static bool eval_call(Interp *in, const Expr *e, int lane, Scalar *out) {
   char tb[16];
   DType t = e->dtype;
-  if (t.code != DT_FLOAT)
+  if (call_op_is_bitwise(e->call.op)) return eval_bitwise(in, e, lane, out);
+  if (!is_float(t))
     return fail(in, LOOM_ERR_UNSUPPORTED, "interpreter: %s on dtype %s is not supported",
                 call_op_name(e->call.op), dtype_str(t, tb));
   Scalar x[2] = {{0}, {0}};
@@ -296,9 +372,19 @@ static bool eval_call(Interp *in, const Expr *e, int lane, Scalar *out) {
       case CALL_SIN: r = sinf(a); break;
       case CALL_COS: r = cosf(a); break;
       case CALL_POW: r = powf(a, b); break;
+      case CALL_TAN: r = tanf(a); break;
+      case CALL_ASIN: r = asinf(a); break;
+      case CALL_ACOS: r = acosf(a); break;
+      case CALL_ATAN: r = atanf(a); break;
+      case CALL_SINH: r = sinhf(a); break;
+      case CALL_COSH: r = coshf(a); break;
+      case CALL_ASINH: r = asinhf(a); break;
+      case CALL_ACOSH: r = acoshf(a); break;
+      case CALL_ATANH: r = atanhf(a); break;
+      case CALL_LOG1P: r = log1pf(a); break;
       default: return fail(in, LOOM_ERR_UNSUPPORTED, "interpreter: unknown call");
     }
-    out->f = r;
+    out->f = round_float(t, r);
   } else {
     double a = x[0].f, b = x[1].f, r = 0;
     switch (e->call.op) {
@@ -314,6 +400,16 @@ static bool eval_call(Interp *in, const Expr *e, int lane, Scalar *out) {
       case CALL_SIN: r = sin(a); break;
       case CALL_COS: r = cos(a); break;
       case CALL_POW: r = pow(a, b); break;
+      case CALL_TAN: r = tan(a); break;
+      case CALL_ASIN: r = asin(a); break;
+      case CALL_ACOS: r = acos(a); break;
+      case CALL_ATAN: r = atan(a); break;
+      case CALL_SINH: r = sinh(a); break;
+      case CALL_COSH: r = cosh(a); break;
+      case CALL_ASINH: r = asinh(a); break;
+      case CALL_ACOSH: r = acosh(a); break;
+      case CALL_ATANH: r = atanh(a); break;
+      case CALL_LOG1P: r = log1p(a); break;
       default: return fail(in, LOOM_ERR_UNSUPPORTED, "interpreter: unknown call");
     }
     out->f = r;
@@ -328,19 +424,27 @@ static bool eval_cast(Interp *in, DType to, DType from, Scalar x, Scalar *out) {
   if (!dtype_supported(to) || !dtype_supported(from))
     return fail(in, LOOM_ERR_UNSUPPORTED, "interpreter: cast to %s is not supported",
                 dtype_str(to, tb));
-  if (to.code == DT_FLOAT) {
+  if (is_float(to)) {
     double v;
-    if (from.code == DT_FLOAT) v = x.f;
+    if (is_float(from)) v = x.f;
     else if (is_u64(from)) v = is_f32(to) ? (double)(float)(uint64_t)x.i : (double)(uint64_t)x.i;
     else v = is_f32(to) ? (double)(float)x.i : (double)x.i;
     out->f = round_float(to, v);
     return true;
   }
   if (to.code == DT_BOOL) {
-    out->i = from.code == DT_FLOAT ? x.f != 0 : x.i != 0;
+    out->i = is_float(from) ? x.f != 0 : x.i != 0;
     return true;
   }
-  if (from.code == DT_FLOAT) {
+  if (is_float(from) && dtype_is_narrow(to)) {
+    /* int4/int2: truncate, then keep the low bits (ml_dtypes) */
+    double tr = trunc(x.f);
+    if (!(tr > -9.2e18 && tr < 9.2e18))
+      return fail(in, LOOM_ERR_RUNTIME, "interpreter: cast of %g to %s is out of range", x.f, dtype_str(to, tb));
+    out->i = dtype_narrow_wrap(to, (int64_t)tr);
+    return true;
+  }
+  if (is_float(from)) {
     double tr = trunc(x.f);
     double lo, hi; /* valid range [lo, hi) */
     if (to.code == DT_UINT) {
@@ -527,7 +631,7 @@ static bool eval(Interp *in, const Expr *e, int lane, Scalar *out) {
                     expr_kind_name(e->kind), dtype_str(t, tb));
       Scalar x, y;
       if (!eval(in, e->bin.a, lane, &x) || !eval(in, e->bin.b, lane, &y)) return false;
-      if (t.code == DT_FLOAT) return eval_binary_float(in, e, x.f, y.f, out);
+      if (is_float(t)) return eval_binary_float(in, e, x.f, y.f, out);
       return eval_binary_int(in, e, x.i, y.i, out);
     }
   }

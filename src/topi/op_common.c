@@ -15,11 +15,12 @@ const Expr *op_const(Arena *a, DType t, double v) {
 
 bool op_axis(const char *op, const char *what, int64_t axis, int rank, bool inclusive, int *out,
              LoomError *err) {
+  /* inclusive (Flatten): axis in [-rank, rank], a negative one counts from rank. */
   int64_t hi = inclusive ? rank + 1 : rank;
-  int64_t v = axis < 0 ? axis + hi : axis;
+  int64_t v = axis < 0 ? axis + rank : axis;
   if (v < 0 || v >= hi) {
     err_set(err, LOOM_ERR_INVALID_ARG, "%s: %s %lld is out of range for rank %d (expected %lld..%lld)",
-            op, what, (long long)axis, rank, (long long)-hi, (long long)hi - 1);
+            op, what, (long long)axis, rank, (long long)-rank, (long long)hi - 1);
     return false;
   }
   *out = (int)v;
@@ -60,9 +61,10 @@ bool op_check_tensor(const char *op, const char *what, const TeTensor *t, LoomEr
 
 bool op_check_float(const char *op, const char *what, const TeTensor *t, LoomError *err) {
   if (!op_check_tensor(op, what, t, err)) return false;
-  if (t->dtype.code != DT_FLOAT || (t->dtype.bits != 32 && t->dtype.bits != 64)) {
+  /* f16 and bf16 compute in f32 (tir_legalize_narrow) */
+  if (!(t->dtype.code == DT_FLOAT || t->dtype.code == DT_BFLOAT) || t->dtype.bits < 16) {
     char b[16];
-    err_set(err, LOOM_ERR_UNSUPPORTED, "%s: input %s (\"%s\") has dtype %s, expected f32", op,
+    err_set(err, LOOM_ERR_UNSUPPORTED, "%s: input %s (\"%s\") has dtype %s, expected f32, f64, f16 or bf16", op,
             what, t->name, dtype_str(t->dtype, b));
     return false;
   }
@@ -73,4 +75,10 @@ int64_t op_numel(int ndim, const int64_t *shape) {
   int64_t n = 1;
   for (int d = 0; d < ndim; d++) n *= shape[d];
   return n;
+}
+
+const Expr *op_index_wrap(Arena *a, const Expr *i, int64_t dim, bool clamp) {
+  if (!dtype_eq(i->dtype, DT_I64)) i = expr_cast(a, DT_I64, i);
+  i = expr_select(a, expr_lt(a, i, expr_i64(a, 0)), expr_add(a, i, expr_i64(a, dim)), i);
+  return clamp ? expr_min(a, expr_max(a, i, expr_i64(a, 0)), expr_i64(a, dim - 1)) : i;
 }

@@ -108,7 +108,7 @@ TeTensor *topi_unary(Arena *a, const char *name, TopiUnaryOp op, const TeTensor 
     case TOPI_NEG:
     case TOPI_ABS:
     case TOPI_CLIP: ok = dtype_is_float(t) || t.code == DT_INT; break;
-    default: ok = t.code == DT_FLOAT && (t.bits == 32 || t.bits == 64); break;
+    default: ok = dtype_is_float(t); break; /* f16, bf16...: computed in f32 */
   }
   if (!ok) {
     char b[16];
@@ -124,7 +124,20 @@ TeTensor *topi_unary(Arena *a, const char *name, TopiUnaryOp op, const TeTensor 
 typedef struct CastArgs {
   const TeTensor *x;
   DType to;
+  bool saturate;
 } CastArgs;
+
+/* The largest finite value of an 8-bit float that ONNX's saturate applies
+ * to; 0 for other types. */
+static double saturate_max(DType t) {
+  switch (t.code) {
+    case DT_F8E4M3FN: return 448.0;
+    case DT_F8E4M3FNUZ: return 240.0;
+    case DT_F8E5M2:
+    case DT_F8E5M2FNUZ: return 57344.0;
+    default: return 0.0;
+  }
+}
 
 static const Expr *cast_body(Arena *a, const Expr *const *ax, void *user) {
   CastArgs *c = user;
@@ -132,19 +145,30 @@ static const Expr *cast_body(Arena *a, const Expr *const *ax, void *user) {
   if (dtype_eq(v->dtype, c->to)) return v;
   if (dtype_is_bool(c->to))
     return expr_binary(a, EXPR_NE, v, op_const(a, v->dtype, 0));
+  double m = c->saturate ? saturate_max(c->to) : 0.0;
+  if (m > 0) {
+    /* saturate: clamp to the largest finite value first (inf too; NaN
+     * compares false and stays NaN), then convert, as ONNX's reference does */
+    if (!dtype_is_float(v->dtype)) v = expr_cast(a, DT_F32, v);
+    const Expr *hi = op_const(a, v->dtype, m), *lo = op_const(a, v->dtype, -m);
+    v = expr_select(a, expr_binary(a, EXPR_GT, v, hi), hi, expr_select(a, expr_lt(a, v, lo), lo, v));
+  }
   return expr_cast(a, c->to, v);
 }
 
-TeTensor *topi_cast(Arena *a, const char *name, const TeTensor *x, DType to, LoomError *err) {
+TeTensor *topi_cast_saturate(Arena *a, const char *name, const TeTensor *x, DType to, bool saturate, LoomError *err) {
   if (!op_check_name("Cast", name, err) || !op_check_tensor("Cast", "input", x, err)) return NULL;
-  if (to.lanes != 1 || !dtype_c_type(to) || to.code == DT_HANDLE || to.code == DT_BFLOAT ||
-      (to.code == DT_FLOAT && to.bits == 16)) {
+  if (to.lanes != 1 || !dtype_c_type(to) || to.code == DT_HANDLE) {
     char b[16];
     err_set(err, LOOM_ERR_UNSUPPORTED, "Cast: target dtype %s is not supported", dtype_str(to, b));
     return NULL;
   }
-  CastArgs c = {x, to};
+  CastArgs c = {x, to, saturate};
   return te_compute(a, name, x->ndim, x->shape, cast_body, &c, err);
+}
+
+TeTensor *topi_cast(Arena *a, const char *name, const TeTensor *x, DType to, LoomError *err) {
+  return topi_cast_saturate(a, name, x, to, true, err);
 }
 
 bool topi_broadcast_shape(const char *op, int rx, const int64_t *x, int ry, const int64_t *y,
@@ -178,8 +202,16 @@ static const Expr *binary_expr(Arena *a, TopiBinaryOp op, const Expr *x, const E
     case TOPI_MUL: return expr_mul(a, x, y);
     case TOPI_DIV: return expr_binary(a, EXPR_DIV, x, y);
     case TOPI_POW: {
-      const Expr *args[2] = {x, y};
-      return expr_call(a, CALL_POW, x->dtype, args, 2);
+      if (dtype_is_float(x->dtype)) {
+        const Expr *args[2] = {x, dtype_eq(y->dtype, x->dtype) ? y : expr_cast(a, x->dtype, y)};
+        return expr_call(a, CALL_POW, x->dtype, args, 2);
+      }
+      /* Integer base: pow in f64, back to the base's type (numpy's rule);
+       * an integer power is rounded first, as libm's may be off by an ulp. */
+      const Expr *args[2] = {expr_cast(a, DT_F64, x), expr_cast(a, DT_F64, y)};
+      const Expr *p = expr_call(a, CALL_POW, DT_F64, args, 2);
+      if (!dtype_is_float(y->dtype)) p = expr_call(a, CALL_ROUND, DT_F64, &p, 1);
+      return expr_cast(a, x->dtype, p);
     }
     case TOPI_MAX: return expr_max(a, x, y);
     case TOPI_MIN: return expr_min(a, x, y);
@@ -205,7 +237,7 @@ static const Expr *nary_body(Arena *a, const Expr *const *ax, void *user) {
   const Expr *acc = op_load_broadcast(a, g->xs[0], ax, g->rank);
   for (int i = 1; i < g->n; i++) {
     const Expr *v = op_load_broadcast(a, g->xs[i], ax, g->rank);
-    if (!dtype_eq(v->dtype, acc->dtype)) v = expr_cast(a, acc->dtype, v);
+    if (!dtype_eq(v->dtype, acc->dtype) && g->op != TOPI_POW) v = expr_cast(a, acc->dtype, v);
     acc = binary_expr(a, g->op, acc, v);
   }
   return acc;
@@ -228,7 +260,7 @@ static bool binary_dtypes_ok(const char *on, TopiBinaryOp op, const TeTensor *co
     case TOPI_AND:
     case TOPI_OR: ok = dtype_is_bool(t); break;
     case TOPI_EQUAL: ok = true; break;
-    case TOPI_POW: ok = dtype_is_float(t) && !dtype_is_bool(xs[1]->dtype); break;
+    case TOPI_POW: ok = !dtype_is_bool(t) && !dtype_is_bool(xs[1]->dtype); break;
     case TOPI_PRELU: ok = dtype_is_float(t); break;
     default: ok = !dtype_is_bool(t); break;
   }

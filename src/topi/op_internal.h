@@ -26,5 +26,9 @@ bool op_check_name(const char *op, const char *name, LoomError *err);
 /* f32 or f64 (the float ops). */
 bool op_check_float(const char *op, const char *what, const TeTensor *t, LoomError *err);
 int64_t op_numel(int ndim, const int64_t *shape);
+/* An index operand (any integer dtype) as i64, negative values counted
+ * from dim (i + dim); with clamp, then clamped into [0, dim) so a load
+ * stays in bounds whatever the data says. */
+const Expr *op_index_wrap(Arena *a, const Expr *i, int64_t dim, bool clamp);
 
 #endif

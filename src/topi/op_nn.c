@@ -68,24 +68,6 @@ typedef struct ConvArgs {
   IterVar rc, ry, rx, rci;
 } ConvArgs;
 
-static const Expr *conv_body(Arena *a, const Expr *const *ax, void *user) {
-  ConvArgs *c = user;
-  const Expr *ch = c->rc.var;
-  if (c->d.group > 1) {
-    const Expr *g = expr_floordiv(a, ax[1], expr_i64(a, c->kg));
-    ch = expr_add(a, expr_mul(a, g, expr_i64(a, c->cg)), ch);
-  }
-  const Expr *ih = expr_add(a, expr_mul(a, ax[2], expr_i64(a, c->d.sh)),
-                            expr_mul(a, c->ry.var, expr_i64(a, c->d.dh)));
-  const Expr *iw = expr_add(a, expr_mul(a, ax[3], expr_i64(a, c->d.sw)),
-                            expr_mul(a, c->rx.var, expr_i64(a, c->d.dw)));
-  const Expr *xi[4] = {ax[0], ch, ih, iw};
-  const Expr *wi[4] = {ax[1], c->rc.var, c->ry.var, c->rx.var};
-  const Expr *prod = expr_mul(a, te_load(a, c->x, xi), te_load(a, c->w, wi));
-  IterVar axes[3] = {c->rc, c->ry, c->rx};
-  return te_sum(a, prod, axes, 3, NULL);
-}
-
 static const Expr *bias_body(Arena *a, const Expr *const *ax, void *user) {
   ConvArgs *c = user;
   const Expr *k = ax[1];
@@ -107,39 +89,19 @@ static bool check_bias(const char *on, const TeTensor *bias, int64_t K, LoomErro
 static const char *const nchw_names[4] = {"n", "c", "h", "w"};
 static const char *const nchwc_names[5] = {"n", "c", "h", "w", "cb"};
 
+/* 2-D NCHW: the N-D convolution (op_conv_nd.c) with two spatial axes. */
 TeTensor *topi_conv2d_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
                            const TeTensor *bias, const TopiConvParams *p, LoomError *err) {
-  const char *on = "Conv";
-  if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err) ||
-      !op_check_float(on, "W", w, err))
-    return NULL;
-  if (x->ndim != 4 || w->ndim != 4) {
-    err_set(err, LOOM_ERR_UNSUPPORTED, "Conv: only 2-D NCHW convolutions (X rank %d, W rank %d; expected 4)",
-            x->ndim, w->ndim);
-    return NULL;
+  TopiWindowParams wp;
+  memset(&wp, 0, sizeof wp);
+  wp.nsp = 2;
+  if (p) {
+    memcpy(wp.strides, p->strides, sizeof p->strides);
+    memcpy(wp.dilations, p->dilations, sizeof p->dilations);
+    memcpy(wp.pads, p->pads, sizeof p->pads);
+    wp.group = p->group;
   }
-  ConvDims d;
-  if (!conv_dims(on, p, x->shape[2], x->shape[3], w->shape[2], w->shape[3], &d, err)) return NULL;
-  int64_t C = x->shape[1], K = w->shape[0];
-  if (C % d.group != 0 || K % d.group != 0 || w->shape[1] != C / d.group) {
-    err_set(err, LOOM_ERR_INVALID_ARG,
-            "Conv: X has %lld channels, W is [%lld, %lld, ...], group %lld: expected channels "
-            "divisible by group and W[1] == C / group",
-            (long long)C, (long long)K, (long long)w->shape[1], (long long)d.group);
-    return NULL;
-  }
-  if (!check_bias(on, bias, K, err)) return NULL;
-  const TeTensor *px = pad_hw(a, name, x, 2, d.pt, d.pl, d.pb, d.pr, op_const(a, x->dtype, 0), err);
-  if (!px) return NULL;
-  ConvArgs c = {.x = px, .w = w, .bias = bias, .d = d, .cg = C / d.group, .kg = K / d.group,
-                .rc = te_reduce_axis(a, "rc", C / d.group), .ry = te_reduce_axis(a, "ry", w->shape[2]),
-                .rx = te_reduce_axis(a, "rx", w->shape[3])};
-  int64_t oshape[4] = {x->shape[0], K, d.oh, d.ow};
-  TeTensor *conv = te_compute_named(a, bias ? op_stage(a, name, "conv") : name, 4, oshape,
-                                    nchw_names, conv_body, &c, err);
-  if (!conv || !bias) return conv;
-  c.conv = conv;
-  return te_compute_named(a, name, 4, oshape, nchw_names, bias_body, &c, err);
+  return topi_conv_nd_onnx(a, name, x, w, bias, &wp, err);
 }
 
 static const Expr *conv_nchwc_body(Arena *a, const Expr *const *ax, void *user) {

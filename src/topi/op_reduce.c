@@ -1,22 +1,24 @@
-/* Reductions (ReduceSum/Mean/Max, pools' global form lives in op_nn.c),
- * Softmax along any axis and LayerNormalization. The reduction of each is a
- * stage whose body is the reduction alone; the arithmetic after it (mean's
- * division, exp, normalization) is a separate elementwise stage, so the
- * fuser can attach elementwise consumers to it. */
+/* Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/
+ * SumSquare; the pools' global form lives in op_nn.c) and Softmax /
+ * LogSoftmax along any axis. The reduction of each is a stage whose body is
+ * the reduction alone; the arithmetic after it (mean's division, exp,
+ * normalization) is a separate elementwise stage, so the fuser can attach
+ * elementwise consumers to it. Normalizations are in op_norm.c. */
 #include "topi/op_internal.h"
 
 #include <math.h>
 #include <string.h>
 
 typedef struct ReduceArgs {
-  const TeTensor *x, *sum, *max, *exp, *var, *scale, *bias;
+  const TeTensor *x, *sum, *max, *exp;
   TopiReduceOp op;
+  DType acc; /* the reduction's dtype (i32 for bool Max/Min) */
   bool reduced[TOPI_MAX_RANK];
-  bool keepdims;
+  bool keepdims, log; /* log: LogSoftmax */
   IterVar k[TOPI_MAX_RANK];
   int nk;
-  int axis; /* softmax, layer norm */
-  double count, eps;
+  int axis; /* softmax */
+  double count;
 } ReduceArgs;
 
 /* The input index for output index ax: reduced dims read the reduction
@@ -35,15 +37,44 @@ static const Expr *reduce_load(Arena *a, const ReduceArgs *r, const Expr *const 
   return te_load(a, r->x, idx);
 }
 
+static const Expr *call1(Arena *a, CallOp op, const Expr *v) { return expr_call(a, op, v->dtype, &v, 1); }
+
 static const Expr *reduce_body(Arena *a, const Expr *const *ax, void *user) {
   ReduceArgs *r = user;
   const Expr *v = reduce_load(a, r, ax);
-  return r->op == TOPI_REDUCE_MAX ? te_max(a, v, r->k, r->nk, NULL) : te_sum(a, v, r->k, r->nk, NULL);
+  if (!dtype_eq(v->dtype, r->acc)) v = expr_cast(a, r->acc, v);
+  switch (r->op) {
+    case TOPI_REDUCE_MAX: return te_max(a, v, r->k, r->nk, NULL);
+    case TOPI_REDUCE_MIN: return te_min(a, v, r->k, r->nk, NULL);
+    case TOPI_REDUCE_PROD: return te_prod(a, v, r->k, r->nk, NULL);
+    case TOPI_REDUCE_L1:
+      if (dtype_is_float(v->dtype)) v = call1(a, CALL_FABS, v);
+      else v = expr_select(a, expr_lt(a, v, op_const(a, v->dtype, 0)), expr_sub(a, op_const(a, v->dtype, 0), v), v);
+      break;
+    case TOPI_REDUCE_L2:
+    case TOPI_REDUCE_SUM_SQUARE: v = expr_mul(a, v, v); break;
+    case TOPI_REDUCE_LOG_SUM_EXP: v = call1(a, CALL_EXP, expr_sub(a, v, te_load(a, r->max, ax))); break;
+    default: break;
+  }
+  return te_sum(a, v, r->k, r->nk, NULL);
 }
 
-static const Expr *mean_body(Arena *a, const Expr *const *ax, void *user) {
+static const Expr *max_body(Arena *a, const Expr *const *ax, void *user) {
   ReduceArgs *r = user;
-  return expr_binary(a, EXPR_DIV, te_load(a, r->sum, ax), op_const(a, r->sum->dtype, r->count));
+  return te_max(a, reduce_load(a, r, ax), r->k, r->nk, NULL);
+}
+
+/* The elementwise stage after the reduction. */
+static const Expr *post_body(Arena *a, const Expr *const *ax, void *user) {
+  ReduceArgs *r = user;
+  const Expr *v = te_load(a, r->sum, ax);
+  switch (r->op) {
+    case TOPI_REDUCE_MEAN: return expr_binary(a, EXPR_DIV, v, op_const(a, v->dtype, r->count));
+    case TOPI_REDUCE_L2: return call1(a, CALL_SQRT, v);
+    case TOPI_REDUCE_LOG_SUM: return call1(a, CALL_LOG, v);
+    case TOPI_REDUCE_LOG_SUM_EXP: return expr_add(a, call1(a, CALL_LOG, v), te_load(a, r->max, ax));
+    default: return expr_cast(a, r->x->dtype, v); /* bool Max / Min */
+  }
 }
 
 static const Expr *copy_body(Arena *a, const Expr *const *ax, void *user) {
@@ -51,13 +82,28 @@ static const Expr *copy_body(Arena *a, const Expr *const *ax, void *user) {
   return te_load(a, r->x, ax);
 }
 
+static const char *const reduce_names[] = {
+    [TOPI_REDUCE_SUM] = "ReduceSum",       [TOPI_REDUCE_MEAN] = "ReduceMean",
+    [TOPI_REDUCE_MAX] = "ReduceMax",       [TOPI_REDUCE_MIN] = "ReduceMin",
+    [TOPI_REDUCE_PROD] = "ReduceProd",     [TOPI_REDUCE_L1] = "ReduceL1",
+    [TOPI_REDUCE_L2] = "ReduceL2",         [TOPI_REDUCE_LOG_SUM] = "ReduceLogSum",
+    [TOPI_REDUCE_LOG_SUM_EXP] = "ReduceLogSumExp", [TOPI_REDUCE_SUM_SQUARE] = "ReduceSumSquare",
+};
+
 TeTensor *topi_reduce(Arena *a, const char *name, TopiReduceOp op, const TeTensor *x,
                       const int64_t *axes, int n_axes, bool keepdims, bool noop_with_empty_axes,
                       LoomError *err) {
-  const char *on = op == TOPI_REDUCE_SUM ? "ReduceSum" : op == TOPI_REDUCE_MEAN ? "ReduceMean" : "ReduceMax";
+  if ((unsigned)op > TOPI_REDUCE_SUM_SQUARE) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "topi_reduce: unknown reduction %d", (int)op);
+    return NULL;
+  }
+  const char *on = reduce_names[op];
   if (!op_check_name(on, name, err) || !op_check_tensor(on, "data", x, err)) return NULL;
   char b[16];
-  if (dtype_is_bool(x->dtype) || (op == TOPI_REDUCE_MEAN && !dtype_is_float(x->dtype))) {
+  bool float_only = op == TOPI_REDUCE_MEAN || op == TOPI_REDUCE_L2 || op == TOPI_REDUCE_LOG_SUM ||
+                    op == TOPI_REDUCE_LOG_SUM_EXP;
+  bool bool_ok = op == TOPI_REDUCE_MAX || op == TOPI_REDUCE_MIN;
+  if ((dtype_is_bool(x->dtype) && !bool_ok) || (float_only && !dtype_is_float(x->dtype))) {
     err_set(err, LOOM_ERR_UNSUPPORTED, "%s: data (\"%s\") has unsupported dtype %s", on, x->name,
             dtype_str(x->dtype, b));
     return NULL;
@@ -69,6 +115,7 @@ TeTensor *topi_reduce(Arena *a, const char *name, TopiReduceOp op, const TeTenso
   ReduceArgs r;
   memset(&r, 0, sizeof r);
   r.x = x, r.op = op, r.keepdims = keepdims, r.count = 1;
+  r.acc = dtype_is_bool(x->dtype) ? DT_I32 : x->dtype;
   if (n_axes == 0 && noop_with_empty_axes)
     return te_compute(a, name, x->ndim, x->shape, copy_body, &r, err);
   for (int i = 0; i < n_axes; i++) {
@@ -92,11 +139,16 @@ TeTensor *topi_reduce(Arena *a, const char *name, TopiReduceOp op, const TeTenso
       oshape[orank++] = x->shape[d];
     }
   }
-  if (r.nk == 0) return te_compute(a, name, x->ndim, x->shape, copy_body, &r, err);
-  if (op != TOPI_REDUCE_MEAN) return te_compute(a, name, orank, oshape, reduce_body, &r, err);
-  TeTensor *sum = te_compute(a, op_stage(a, name, "sum"), orank, oshape, reduce_body, &r, err);
-  if (!(r.sum = sum)) return NULL;
-  return te_compute(a, name, orank, oshape, mean_body, &r, err);
+  /* Nothing to reduce (a 0-d input): the reduction of one element. */
+  if (r.nk == 0) r.k[r.nk++] = te_reduce_axis(a, "k", 1);
+  bool post = float_only || !dtype_eq(r.acc, x->dtype);
+  if (!post) return te_compute(a, name, orank, oshape, reduce_body, &r, err);
+  if (op == TOPI_REDUCE_LOG_SUM_EXP &&
+      !(r.max = te_compute(a, op_stage(a, name, "max"), orank, oshape, max_body, &r, err)))
+    return NULL;
+  const char *red = op_stage(a, name, dtype_eq(r.acc, x->dtype) ? "sum" : "red");
+  if (!(r.sum = te_compute(a, red, orank, oshape, reduce_body, &r, err))) return NULL;
+  return te_compute(a, name, orank, oshape, post_body, &r, err);
 }
 
 /* ---- softmax: the reduced tensors drop the softmax axis ---- */
@@ -138,19 +190,22 @@ static const Expr *sm_sum_body(Arena *a, const Expr *const *ax, void *user) {
 
 static const Expr *sm_out_body(Arena *a, const Expr *const *ax, void *user) {
   ReduceArgs *r = user;
-  return expr_binary(a, EXPR_DIV, te_load(a, r->exp, ax),
-                     te_load(a, r->sum, drop_at(a, ax, r->x->ndim, r->axis)));
+  const Expr *const *rax = drop_at(a, ax, r->x->ndim, r->axis);
+  if (r->log)
+    return expr_sub(a, expr_sub(a, te_load(a, r->x, ax), te_load(a, r->max, rax)),
+                    call1(a, CALL_LOG, te_load(a, r->sum, rax)));
+  return expr_binary(a, EXPR_DIV, te_load(a, r->exp, ax), te_load(a, r->sum, rax));
 }
 
-TeTensor *topi_softmax_axis(Arena *a, const char *name, const TeTensor *x, int64_t axis,
-                            LoomError *err) {
-  const char *on = "Softmax";
+static TeTensor *softmax_impl(Arena *a, const char *name, const TeTensor *x, int64_t axis, bool log,
+                              LoomError *err) {
+  const char *on = log ? "LogSoftmax" : "Softmax";
   if (!op_check_name(on, name, err) || !op_check_float(on, "input", x, err)) return NULL;
   ReduceArgs r;
   memset(&r, 0, sizeof r);
-  r.x = x;
+  r.x = x, r.log = log;
   if (x->ndim < 1) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "Softmax: input (\"%s\") must have rank >= 1", x->name);
+    err_set(err, LOOM_ERR_INVALID_ARG, "%s: input (\"%s\") must have rank >= 1", on, x->name);
     return NULL;
   }
   if (!op_axis(on, "axis", axis, x->ndim, false, &r.axis, err)) return NULL;
@@ -167,83 +222,12 @@ TeTensor *topi_softmax_axis(Arena *a, const char *name, const TeTensor *x, int64
   return te_compute(a, name, x->ndim, x->shape, sm_out_body, &r, err);
 }
 
-/* ---- layer norm: statistics over axes [axis, rank) ---- */
-
-static const Expr *ln_load(Arena *a, const ReduceArgs *r, const Expr *const *outer) {
-  const Expr *idx[TOPI_MAX_RANK];
-  for (int d = 0; d < r->x->ndim; d++) idx[d] = d < r->axis ? outer[d] : r->k[d - r->axis].var;
-  return te_load(a, r->x, idx);
+TeTensor *topi_softmax_axis(Arena *a, const char *name, const TeTensor *x, int64_t axis,
+                            LoomError *err) {
+  return softmax_impl(a, name, x, axis, false, err);
 }
 
-static const Expr *ln_mean(Arena *a, const ReduceArgs *r, const Expr *const *outer) {
-  return expr_binary(a, EXPR_DIV, te_load(a, r->sum, outer), op_const(a, r->x->dtype, r->count));
-}
-
-static const Expr *ln_sum_body(Arena *a, const Expr *const *ax, void *user) {
-  ReduceArgs *r = user;
-  return te_sum(a, ln_load(a, r, ax), r->k, r->nk, NULL);
-}
-
-static const Expr *ln_var_body(Arena *a, const Expr *const *ax, void *user) {
-  ReduceArgs *r = user;
-  const Expr *d = expr_sub(a, ln_load(a, r, ax), ln_mean(a, r, ax));
-  return te_sum(a, expr_mul(a, d, d), r->k, r->nk, NULL);
-}
-
-static const Expr *ln_out_body(Arena *a, const Expr *const *ax, void *user) {
-  ReduceArgs *r = user;
-  DType t = r->x->dtype;
-  int rank = r->x->ndim;
-  const Expr *var = expr_binary(a, EXPR_DIV, te_load(a, r->var, ax), op_const(a, t, r->count));
-  const Expr *den = expr_add(a, var, op_const(a, t, r->eps));
-  den = expr_call(a, CALL_SQRT, t, &den, 1);
-  const Expr *v = expr_binary(a, EXPR_DIV, expr_sub(a, te_load(a, r->x, ax), ln_mean(a, r, ax)), den);
-  v = expr_mul(a, v, op_load_broadcast(a, r->scale, ax, rank));
-  if (r->bias) v = expr_add(a, v, op_load_broadcast(a, r->bias, ax, rank));
-  return v;
-}
-
-static bool broadcasts_to(const TeTensor *p, const TeTensor *x) {
-  if (p->ndim > x->ndim) return false;
-  for (int d = 0; d < p->ndim; d++) {
-    int64_t want = x->shape[d + x->ndim - p->ndim];
-    if (p->shape[d] != 1 && p->shape[d] != want) return false;
-  }
-  return true;
-}
-
-TeTensor *topi_layer_norm_onnx(Arena *a, const char *name, const TeTensor *x,
-                               const TeTensor *scale, const TeTensor *bias, int64_t axis,
-                               double eps, LoomError *err) {
-  const char *on = "LayerNormalization";
-  if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err) ||
-      !op_check_float(on, "Scale", scale, err) || (bias && !op_check_float(on, "B", bias, err)))
-    return NULL;
-  ReduceArgs r;
-  memset(&r, 0, sizeof r);
-  r.x = x, r.scale = scale, r.bias = bias, r.eps = eps, r.count = 1;
-  if (x->ndim < 1) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "%s: X (\"%s\") must have rank >= 1", on, x->name);
-    return NULL;
-  }
-  if (!op_axis(on, "axis", axis, x->ndim, false, &r.axis, err)) return NULL;
-  if (!broadcasts_to(scale, x) || (bias && !broadcasts_to(bias, x)) ||
-      !dtype_eq(scale->dtype, x->dtype) || (bias && !dtype_eq(bias->dtype, x->dtype))) {
-    err_set(err, LOOM_ERR_INVALID_ARG,
-            "%s: Scale%s must have X's dtype and broadcast to X's shape", on, bias ? " and B" : "");
-    return NULL;
-  }
-  if (!(eps >= 0)) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "%s: epsilon %g must be >= 0", on, eps);
-    return NULL;
-  }
-  for (int d = r.axis; d < x->ndim; d++) {
-    r.k[r.nk++] = te_reduce_axis(a, arena_printf(a, "k%d", d), x->shape[d]);
-    r.count *= (double)x->shape[d];
-  }
-  TeTensor *sum = te_compute(a, op_stage(a, name, "sum"), r.axis, x->shape, ln_sum_body, &r, err);
-  if (!(r.sum = sum)) return NULL;
-  TeTensor *var = te_compute(a, op_stage(a, name, "var"), r.axis, x->shape, ln_var_body, &r, err);
-  if (!(r.var = var)) return NULL;
-  return te_compute(a, name, x->ndim, x->shape, ln_out_body, &r, err);
+TeTensor *topi_log_softmax_axis(Arena *a, const char *name, const TeTensor *x, int64_t axis,
+                                LoomError *err) {
+  return softmax_impl(a, name, x, axis, true, err);
 }

@@ -325,11 +325,7 @@ static const Expr *gather_body(Arena *a, const Expr *const *ax, void *user) {
   int q = m->idx->ndim;
   const Expr *ii[TOPI_MAX_RANK];
   for (int d = 0; d < q; d++) ii[d] = ax[m->axis + d];
-  const Expr *i = te_load(a, m->idx, ii);
-  if (!dtype_eq(i->dtype, DT_I64)) i = expr_cast(a, DT_I64, i);
-  int64_t dim = m->x->shape[m->axis];
-  i = expr_select(a, expr_lt(a, i, expr_i64(a, 0)), expr_add(a, i, expr_i64(a, dim)), i);
-  i = expr_min(a, expr_max(a, i, expr_i64(a, 0)), expr_i64(a, dim - 1));
+  const Expr *i = op_index_wrap(a, te_load(a, m->idx, ii), m->x->shape[m->axis], true);
   const Expr *idx[TOPI_MAX_RANK];
   for (int d = 0; d < m->x->ndim; d++) {
     if (d < m->axis) idx[d] = ax[d];
@@ -479,6 +475,8 @@ static const Expr *pad_body(Arena *a, const Expr *const *ax, void *user) {
       }
     } else if (m->mode == TOPI_PAD_EDGE) {
       i = expr_min(a, expr_max(a, i, expr_i64(a, 0)), expr_i64(a, dim - 1));
+    } else if (m->mode == TOPI_PAD_WRAP) {
+      if (m->v[d] > 0 || m->step[d] > 0) i = expr_floormod(a, i, expr_i64(a, dim));
     } else if (dim > 1) {
       /* reflect: -i below 0, 2(dim-1) - i above dim-1 (pads < dim) */
       i = expr_select(a, expr_lt(a, i, expr_i64(a, 0)), expr_sub(a, expr_i64(a, 0), i), i);
@@ -517,7 +515,7 @@ TeTensor *topi_pad_onnx(Arena *a, const char *name, const TeTensor *x, const int
     m.v[d] = b;     /* may be negative: a crop */
     m.step[d] = e;  /* only its sign matters to the body */
   }
-  if ((unsigned)mode > TOPI_PAD_EDGE) {
+  if ((unsigned)mode > TOPI_PAD_WRAP) {
     err_set(err, LOOM_ERR_INVALID_ARG, "Pad: unknown mode %d", (int)mode);
     return NULL;
   }

@@ -70,6 +70,11 @@ TeTensor *topi_unary(Arena *a, const char *name, TopiUnaryOp op, const TeTensor 
 /* Cast to `to`: float -> int truncates toward zero (C), anything -> bool is
  * x != 0, bool -> number is 0 or 1. */
 TeTensor *topi_cast(Arena *a, const char *name, const TeTensor *x, DType to, LoomError *err);
+/* ONNX Cast with its saturate attribute (topi_cast: saturate = 1, ONNX's
+ * default). Float -> 8-bit float clamps to the largest finite value first
+ * when saturating; otherwise out-of-range values become inf or NaN. To
+ * int4/int2: truncate and keep the low bits. f8e8m0: round_mode "up". */
+TeTensor *topi_cast_saturate(Arena *a, const char *name, const TeTensor *x, DType to, bool saturate, LoomError *err);
 
 typedef enum TopiBinaryOp {
   TOPI_ADD,
@@ -108,6 +113,64 @@ TeTensor *topi_batch_norm(Arena *a, const char *name, const TeTensor *x, const T
  * they do not broadcast. out must hold max(rx, ry) entries. */
 bool topi_broadcast_shape(const char *op, int rx, const int64_t *x, int ry, const int64_t *y,
                           int *rout, int64_t *out, LoomError *err);
+
+/* ---------------- elementwise math (op_math.c) ---------------- */
+
+typedef enum TopiMathOp {
+  TOPI_SIN, TOPI_COS, TOPI_TAN, TOPI_ASIN, TOPI_ACOS, TOPI_ATAN,
+  TOPI_SINH, TOPI_COSH, TOPI_ASINH, TOPI_ACOSH, TOPI_ATANH,
+  TOPI_ROUND,            /* half to even */
+  TOPI_SIGN,             /* -1, 0 or 1 (NaN stays NaN); floats and integers */
+  TOPI_IS_NAN,           /* bool result */
+  TOPI_IS_INF,           /* bool result; detect_positive / detect_negative */
+  TOPI_ELU,              /* alpha */
+  TOPI_SELU,             /* alpha, gamma */
+  TOPI_CELU,             /* alpha */
+  TOPI_SOFTPLUS,         /* log(1 + exp(x)), computed without overflow */
+  TOPI_SOFTSIGN,         /* x / (1 + |x|) */
+  TOPI_SWISH,            /* x * sigmoid(alpha * x) */
+  TOPI_MISH,             /* x * tanh(softplus(x)) */
+  TOPI_SHRINK,           /* lambd, bias; floats and integers */
+  TOPI_THRESHOLDED_RELU, /* alpha */
+  TOPI_BITWISE_NOT,      /* integers */
+} TopiMathOp;
+
+typedef struct TopiMathParams {
+  double alpha, gamma, lambd, bias;
+  bool detect_positive, detect_negative;
+} TopiMathParams;
+
+/* ONNX's attribute defaults for op (Elu alpha 1, Selu's alpha and gamma,
+ * Shrink lambd 0.5, IsInf detects both signs...). */
+TopiMathParams topi_math_defaults(TopiMathOp op);
+/* One stage. Float ops need f32 or f64; p NULL = defaults. */
+TeTensor *topi_math_unary(Arena *a, const char *name, TopiMathOp op, const TeTensor *x,
+                          const TopiMathParams *p, LoomError *err);
+
+typedef enum TopiMathBinaryOp {
+  TOPI_GREATER_EQUAL, /* bool result */
+  TOPI_LESS_EQUAL,    /* bool result */
+  TOPI_XOR,           /* bool operands */
+  TOPI_MOD,           /* floor mod: the sign of the divisor (ONNX fmod = 0) */
+  TOPI_FMOD,          /* C fmod / %: the sign of the dividend (fmod = 1) */
+  TOPI_BITWISE_AND,   /* integers */
+  TOPI_BITWISE_OR,
+  TOPI_BITWISE_XOR,
+  TOPI_SHIFT_LEFT,    /* integers; a count >= the bit width gives 0 */
+  TOPI_SHIFT_RIGHT,
+} TopiMathBinaryOp;
+
+/* Numpy broadcasting, operands of one dtype, one stage. An integer Mod by 0
+ * gives 0 (numpy's result; C would trap). */
+TeTensor *topi_math_binary(Arena *a, const char *name, TopiMathBinaryOp op, const TeTensor *x,
+                           const TeTensor *y, LoomError *err);
+/* Mean of n >= 1 float operands broadcast together. One stage. */
+TeTensor *topi_mean(Arena *a, const char *name, const TeTensor *const *xs, int n, LoomError *err);
+/* Clip by runtime bounds: min(max(x, lo), hi) (so lo > hi gives hi); lo and
+ * hi are tensors of x's dtype that broadcast to x (ONNX: scalars), or NULL
+ * for no bound. One stage. */
+TeTensor *topi_clip_tensors(Arena *a, const char *name, const TeTensor *x, const TeTensor *lo,
+                            const TeTensor *hi, LoomError *err);
 
 /* ---------------- nn (op_nn.c) ---------------- */
 
@@ -180,11 +243,25 @@ TeTensor *topi_matmul_nd(Arena *a, const char *name, const TeTensor *A, const Te
 
 /* ---------------- reductions and normalizations (op_reduce.c) ------- */
 
-typedef enum TopiReduceOp { TOPI_REDUCE_SUM, TOPI_REDUCE_MEAN, TOPI_REDUCE_MAX } TopiReduceOp;
+typedef enum TopiReduceOp {
+  TOPI_REDUCE_SUM,
+  TOPI_REDUCE_MEAN,
+  TOPI_REDUCE_MAX,
+  TOPI_REDUCE_MIN,
+  TOPI_REDUCE_PROD,
+  TOPI_REDUCE_L1,          /* sum |x| */
+  TOPI_REDUCE_L2,          /* sqrt(sum x^2) */
+  TOPI_REDUCE_LOG_SUM,     /* log(sum x) */
+  TOPI_REDUCE_LOG_SUM_EXP, /* log(sum exp(x - max)) + max */
+  TOPI_REDUCE_SUM_SQUARE,  /* sum x^2 */
+} TopiReduceOp;
 
 /* Reduce over axes (n_axes == 0: all axes, unless noop_with_empty_axes, in
- * which case the input is copied). f32 (Sum/Max also integers). Mean is
- * "<name>_sum" then name (the division). */
+ * which case the input is copied). Mean, L2, LogSum, LogSumExp need floats;
+ * Sum, Max, Min, Prod, L1, SumSquare also take integers; Max and Min also
+ * bool. The reduction is name, or "<name>_red" followed by name (Mean's
+ * division, L2's sqrt, LogSum's log, bool's cast back); LogSumExp is
+ * "<name>_max", "<name>_red", name. */
 TeTensor *topi_reduce(Arena *a, const char *name, TopiReduceOp op, const TeTensor *x,
                       const int64_t *axes, int n_axes, bool keepdims, bool noop_with_empty_axes,
                       LoomError *err);
@@ -198,6 +275,72 @@ TeTensor *topi_softmax_axis(Arena *a, const char *name, const TeTensor *x, int64
 TeTensor *topi_layer_norm_onnx(Arena *a, const char *name, const TeTensor *x,
                                const TeTensor *scale, const TeTensor *bias, int64_t axis,
                                double eps, LoomError *err);
+
+/* ---------- arg-reductions, softmax family, scans (op_reduce2.c) ---------- */
+
+/* ArgMax (is_min false) / ArgMin along axis: i64 indices of the first (or
+ * with select_last the last) extreme element; keepdims keeps the axis as
+ * extent 1. Stages "<name>_ext" (the max / min) and name. */
+TeTensor *topi_arg_reduce(Arena *a, const char *name, bool is_min, const TeTensor *x, int64_t axis,
+                          bool keepdims, bool select_last, LoomError *err);
+/* LogSoftmax along one axis (opset 13): x - max - log(sum(exp(x - max))).
+ * Stages "<name>_max", "<name>_exp", "<name>_sum", name. Float. */
+TeTensor *topi_log_softmax_axis(Arena *a, const char *name, const TeTensor *x, int64_t axis,
+                                LoomError *err);
+/* Hardmax along one axis (opset 13): 1 at the first maximum, 0 elsewhere.
+ * Stages "<name>_ext", "<name>_idx", name. */
+TeTensor *topi_hardmax_axis(Arena *a, const char *name, const TeTensor *x, int64_t axis,
+                            LoomError *err);
+/* CumSum (prod false) / CumProd along axis; exclusive leaves out the
+ * element itself, reverse runs from the end. One stage, a reduction over
+ * the axis with the positions outside the prefix masked to the identity
+ * (quadratic in the axis extent). Floats and integers. */
+TeTensor *topi_cumulative(Arena *a, const char *name, bool prod, const TeTensor *x, int64_t axis,
+                          bool exclusive, bool reverse, LoomError *err);
+
+/* ---------------- normalizations and losses (op_norm.c) ---------------- */
+
+/* LayerNormalization (rms false) or RMSNormalization (rms true: the mean is
+ * not subtracted, no bias) over axes [axis, rank). mean / inv_std, when not
+ * NULL, receive the statistics (extent 1 on the normalized axes; mean is
+ * the sum's mean also for rms). Stages "<name>_sum" (not for rms),
+ * "<name>_var", "<name>_mean", "<name>_inv_std", "<name>_norm", name. */
+TeTensor *topi_layer_norm_full(Arena *a, const char *name, const TeTensor *x, const TeTensor *scale,
+                               const TeTensor *bias, int64_t axis, double eps, bool rms,
+                               TeTensor **mean, TeTensor **inv_std, LoomError *err);
+/* GroupNormalization: x [N, C, ...] in num_groups groups of C / num_groups
+ * channels, normalized over each group and the spatial axes; scale and
+ * bias are per channel [C] (opset 21) or per group [num_groups] (opset 18).
+ * InstanceNormalization is num_groups = C. */
+TeTensor *topi_group_norm(Arena *a, const char *name, const TeTensor *x, const TeTensor *scale,
+                          const TeTensor *bias, int64_t num_groups, double eps, LoomError *err);
+/* LpNormalization: x / ||x||_p along axis, p 1 or 2. Stages "<name>_norm", name. */
+TeTensor *topi_lp_norm(Arena *a, const char *name, const TeTensor *x, int64_t axis, int64_t p,
+                       LoomError *err);
+/* MeanVarianceNormalization over axes (NULL: 0, 2, 3):
+ * (x - E[x]) / (sqrt(E[(x - E[x])^2]) + 1e-9). */
+TeTensor *topi_mvn(Arena *a, const char *name, const TeTensor *x, const int64_t *axes, int n_axes,
+                   LoomError *err);
+/* LRN across channels (axis 1): x / (bias + alpha / size * sum of squares
+ * over the window)^beta. Stages "<name>_sq", name. */
+TeTensor *topi_lrn(Arena *a, const char *name, const TeTensor *x, int64_t size, double alpha,
+                   double beta, double bias, LoomError *err);
+
+typedef enum TopiLossReduction { TOPI_LOSS_NONE, TOPI_LOSS_SUM, TOPI_LOSS_MEAN } TopiLossReduction;
+/* NegativeLogLikelihoodLoss: input [N, C, d...], target [N, d...] (i32 or
+ * i64), weight [C] or NULL. Elements whose target is ignore_index (when
+ * has_ignore) count 0 and weigh 0. mean divides by the sum of the weights.
+ * The loss is [N, d...] (none) or a scalar. Targets out of range are
+ * clamped (memory safety; ONNX calls them an error). */
+TeTensor *topi_nll_loss(Arena *a, const char *name, const TeTensor *input, const TeTensor *target,
+                        const TeTensor *weight, TopiLossReduction reduction, bool has_ignore,
+                        int64_t ignore_index, LoomError *err);
+/* SoftmaxCrossEntropyLoss: topi_nll_loss of LogSoftmax(scores, axis 1);
+ * *log_prob (when not NULL) receives the LogSoftmax. */
+TeTensor *topi_softmax_cross_entropy(Arena *a, const char *name, const TeTensor *scores,
+                                     const TeTensor *labels, const TeTensor *weights,
+                                     TopiLossReduction reduction, bool has_ignore,
+                                     int64_t ignore_index, TeTensor **log_prob, LoomError *err);
 
 /* ---------------- data movement (op_transform.c) ---------------- */
 
@@ -239,7 +382,7 @@ TeTensor *topi_unsqueeze(Arena *a, const char *name, const TeTensor *x, const in
 TeTensor *topi_expand(Arena *a, const char *name, const TeTensor *x, const int64_t *shape, int n,
                       LoomError *err);
 
-typedef enum TopiPadMode { TOPI_PAD_CONSTANT, TOPI_PAD_REFLECT, TOPI_PAD_EDGE } TopiPadMode;
+typedef enum TopiPadMode { TOPI_PAD_CONSTANT, TOPI_PAD_REFLECT, TOPI_PAD_EDGE, TOPI_PAD_WRAP } TopiPadMode;
 /* pads: 2 * rank values, all begins then all ends; negative pads crop.
  * Reflect needs pads < extent. value is cast to x's dtype. */
 TeTensor *topi_pad_onnx(Arena *a, const char *name, const TeTensor *x, const int64_t *pads,
@@ -269,5 +412,8 @@ typedef enum TopiResizeNearest {
 TeTensor *topi_resize(Arena *a, const char *name, const TeTensor *x, const int64_t *out_shape,
                       const double *scales, TopiResizeMode mode, TopiResizeCoord coord,
                       TopiResizeNearest nearest, LoomError *err);
+
+/* Indexing, rearrangements, einsum and the N-D window ops. */
+#include "topi/topi_ops_tensor.h"
 
 #endif

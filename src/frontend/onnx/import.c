@@ -39,7 +39,7 @@ static void name_anonymous_nodes(Importer *im, OnnxGraph *og) {
 }
 
 /* One message naming every unsupported op and node, not just the first. */
-static loom_status check_supported(Importer *im, const OnnxGraph *og) {
+loom_status onnx_check_supported(Importer *im, const OnnxGraph *og) {
   StrBuf sb;
   sb_init(&sb);
   int count = 0;
@@ -208,10 +208,20 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
   OnnxModel *m = onnx_model_decode(im.scratch, data, size, err);
   if (!m) st = err && err->status ? err->status : LOOM_ERR_PARSE;
   if (!st) st = find_opset(&im, m);
+  /* Control-flow bodies are converted after import (import_control.c):
+   * the decoded model must outlive this call, with its own copy of the
+   * bytes that raw_data points into. */
+  bool keep = false;
+  for (int i = 0; !st && i < m->graph->nnodes && !keep; i++) keep = onnx_is_control_flow(m->graph->nodes[i].op_type);
+  if (keep) {
+    const uint8_t *copy = arena_memdup(im.scratch, data, size);
+    m = onnx_model_decode(im.scratch, copy, size, err);
+    LOOM_ASSERT(m); /* decoded the same bytes once already */
+  }
   if (!st) {
     im.g = graph_new(m->graph->name[0] ? m->graph->name : "main");
     name_anonymous_nodes(&im, m->graph);
-    st = check_supported(&im, m->graph);
+    st = onnx_check_supported(&im, m->graph);
   }
   if (!st) st = add_initializers(&im, m->graph);
   if (!st) st = add_inputs(&im, m->graph);
@@ -226,7 +236,8 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
   if (!st) st = graph_verify(im.g, err);
   free(order);
   namemap_free(&im.names);
-  arena_free(im.scratch);
+  if (!st && keep) onnx_keep_model(im.g, im.scratch);
+  else arena_free(im.scratch);
   if (st) {
     graph_free(im.g);
     return NULL;
@@ -279,7 +290,8 @@ Graph *onnx_import_file(const char *path, LoomError *err) {
 }
 
 loom_status onnx_prepare_graph(Graph *g, const char *path, LoomError *err) {
-  loom_status st = graph_pass_fold_constants(g, err);
+  loom_status st = onnx_inline_control_flow(g, err);
+  if (!st) st = graph_pass_fold_constants(g, err);
   if (!st) st = graph_pass_remove_identity(g, err);
   if (!st) st = graph_pass_dce(g, err);
   if (!st) st = graph_pass_infer(g, err);

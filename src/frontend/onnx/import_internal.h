@@ -33,10 +33,27 @@ const char *onnx_dtype_name(int onnx_type);
 /* Decodes a TensorProto's data into a graph tensor in the graph arena.
  * `what` names the tensor in messages ("initializer \"w\""). */
 GraphTensor *onnx_tensor_to_graph(Importer *im, const OnnxTensor *t, const char *what);
+/* 4- and 2-bit types (int4, uint4, float4e2m1, int2, uint2): packed in files
+ * (first element in the low bits), one byte per element in memory (signed
+ * ones sign-extended). `packed` holds ceil(numel * bits / 8) bytes. */
+void onnx_unpack_bits(DType dt, const uint8_t *packed, int64_t numel, void *out);
+void onnx_pack_bits(DType dt, const void *in, int64_t numel, uint8_t *packed);
 
 /* Converts one node (already checked to be supported) and adds it to the
  * graph; inputs and outputs are resolved by name through im->names. */
 loom_status onnx_convert_node(Importer *im, const OnnxNode *n);
+/* Every op of og (not its bodies) has a converter; else one message naming
+ * all unsupported ops and their nodes. */
+loom_status onnx_check_supported(Importer *im, const OnnxGraph *og);
+
+/* ---- control flow (import_control.c) ---- */
+bool onnx_is_control_flow(const char *op_type);
+/* Records If/Loop/Scan node n (inputs already resolved) as a graph node
+ * that keeps n for onnx_inline_control_flow. */
+loom_status onnx_convert_control(Importer *im, const OnnxNode *n, const ValueId *ins, int nins);
+/* Hands the importer's arena (the decoded model and its bytes) to g. */
+void onnx_keep_model(Graph *g, Arena *scratch);
+
 /* True when the op type (default domain) has a converter. */
 bool onnx_op_supported(const char *op_type);
 

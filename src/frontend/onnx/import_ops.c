@@ -43,6 +43,12 @@ static const AttrSpec attr_specs[] = {
     DEF_F("Gemm", "alpha", 1.0), DEF_F("Gemm", "beta", 1.0), DEF_I("Gemm", "transA", 0), DEF_I("Gemm", "transB", 0),
     DEF_F("LeakyRelu", "alpha", 0.01), DEF_F("HardSigmoid", "alpha", 0.2), DEF_F("HardSigmoid", "beta", 0.5),
     DEF_S("Gelu", "approximate", "none"),
+    /* elementwise math (topi/op_math.c) */
+    DEF_F("Elu", "alpha", 1.0), DEF_F("Selu", "alpha", 1.67326319217681884765625),
+    DEF_F("Selu", "gamma", 1.05070102214813232421875), DEF_F("Celu", "alpha", 1.0),
+    DEF_F("ThresholdedRelu", "alpha", 1.0), DEF_F("Shrink", "bias", 0.0), DEF_F("Shrink", "lambd", 0.5),
+    DEF_F("Swish", "alpha", 1.0), DEF_I("IsInf", "detect_negative", 1), DEF_I("IsInf", "detect_positive", 1),
+    DEF_I("Mod", "fmod", 0), REQ("BitShift", "direction", A_STRING),
     DEF_I("Flatten", "axis", 1), OPT("Transpose", "perm", A_INTS), REQ("Concat", "axis", A_INT),
     DEF_I("Split", "axis", 0), OPT("Split", "num_outputs", A_INT), DEF_I("Gather", "axis", 0),
     OPT("Shape", "start", A_INT), OPT("Shape", "end", A_INT), OPT("ConstantOfShape", "value", A_TENSOR),
@@ -53,10 +59,58 @@ static const AttrSpec attr_specs[] = {
     {"Softmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12}, {"Softmax", "axis", A_INT, false, true, -1, 0, NULL, 13, 99},
     DEF_I("LayerNormalization", "axis", -1), DEF_F("LayerNormalization", "epsilon", 1e-5),
     DEF_I("LayerNormalization", "stash_type", 1),
-    REQ("Cast", "to", A_INT), DEF_S("Pad", "mode", "constant"),
+    /* reductions, softmax family, normalizations, losses */
+    DEF_I("ReduceMin", "keepdims", 1), DEF_I("ReduceProd", "keepdims", 1), DEF_I("ReduceL1", "keepdims", 1),
+    DEF_I("ReduceL2", "keepdims", 1), DEF_I("ReduceLogSum", "keepdims", 1), DEF_I("ReduceLogSumExp", "keepdims", 1),
+    DEF_I("ReduceSumSquare", "keepdims", 1), DEF_I("ReduceMin", "noop_with_empty_axes", 0),
+    DEF_I("ReduceProd", "noop_with_empty_axes", 0), DEF_I("ReduceL1", "noop_with_empty_axes", 0),
+    DEF_I("ReduceL2", "noop_with_empty_axes", 0), DEF_I("ReduceLogSum", "noop_with_empty_axes", 0),
+    DEF_I("ReduceLogSumExp", "noop_with_empty_axes", 0), DEF_I("ReduceSumSquare", "noop_with_empty_axes", 0),
+    OPT("ReduceMin", "axes", A_INTS), OPT("ReduceProd", "axes", A_INTS), OPT("ReduceL1", "axes", A_INTS),
+    OPT("ReduceL2", "axes", A_INTS), OPT("ReduceLogSum", "axes", A_INTS), OPT("ReduceLogSumExp", "axes", A_INTS),
+    OPT("ReduceSumSquare", "axes", A_INTS),
+    DEF_I("ArgMax", "axis", 0), DEF_I("ArgMax", "keepdims", 1), DEF_I("ArgMax", "select_last_index", 0),
+    DEF_I("ArgMin", "axis", 0), DEF_I("ArgMin", "keepdims", 1), DEF_I("ArgMin", "select_last_index", 0),
+    {"LogSoftmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12}, {"LogSoftmax", "axis", A_INT, false, true, -1, 0, NULL, 13, 99},
+    {"Hardmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12}, {"Hardmax", "axis", A_INT, false, true, -1, 0, NULL, 13, 99},
+    DEF_I("CumSum", "exclusive", 0), DEF_I("CumSum", "reverse", 0), DEF_I("CumProd", "exclusive", 0),
+    DEF_I("CumProd", "reverse", 0),
+    DEF_I("RMSNormalization", "axis", -1), DEF_F("RMSNormalization", "epsilon", 1e-5),
+    DEF_I("RMSNormalization", "stash_type", 1),
+    REQ("GroupNormalization", "num_groups", A_INT), DEF_F("GroupNormalization", "epsilon", 1e-5),
+    DEF_I("GroupNormalization", "stash_type", 1), DEF_F("InstanceNormalization", "epsilon", 1e-5),
+    DEF_I("LpNormalization", "axis", -1), DEF_I("LpNormalization", "p", 2),
+    OPT("MeanVarianceNormalization", "axes", A_INTS),
+    REQ("LRN", "size", A_INT), DEF_F("LRN", "alpha", 1e-4), DEF_F("LRN", "beta", 0.75), DEF_F("LRN", "bias", 1.0),
+    DEF_S("NegativeLogLikelihoodLoss", "reduction", "mean"), OPT("NegativeLogLikelihoodLoss", "ignore_index", A_INT),
+    DEF_S("SoftmaxCrossEntropyLoss", "reduction", "mean"), OPT("SoftmaxCrossEntropyLoss", "ignore_index", A_INT),
+    REQ("Cast", "to", A_INT), DEF_I("Cast", "saturate", 1), DEF_S("Cast", "round_mode", "up"),
+    DEF_S("Pad", "mode", "constant"),
     DEF_S("Resize", "mode", "nearest"), DEF_S("Resize", "coordinate_transformation_mode", "half_pixel"),
     DEF_S("Resize", "nearest_mode", "round_prefer_floor"), DEF_F("Resize", "cubic_coeff_a", -0.75),
     DEF_I("Resize", "exclude_outside", 0), DEF_F("Resize", "extrapolation_value", 0.0),
+    /* sequence models and signal processing (graph/infer_attention.c, infer_rnn.c, infer_signal.c) */
+    DEF_I("Attention", "is_causal", 0), OPT("Attention", "q_num_heads", A_INT), OPT("Attention", "kv_num_heads", A_INT),
+    DEF_I("Attention", "qk_matmul_output_mode", 0), OPT("Attention", "scale", A_FLOAT), DEF_F("Attention", "softcap", 0.0),
+    OPT("Attention", "softmax_precision", A_INT),
+    DEF_I("RotaryEmbedding", "interleaved", 0), DEF_I("RotaryEmbedding", "rotary_embedding_dim", 0),
+    DEF_I("RotaryEmbedding", "num_heads", 0), DEF_F("SwiGLU", "alpha", 1.0),
+    REQ("LinearAttention", "q_num_heads", A_INT), REQ("LinearAttention", "kv_num_heads", A_INT),
+    DEF_S("LinearAttention", "update_rule", "gated_delta"), OPT("LinearAttention", "scale", A_FLOAT),
+    OPT("LinearAttention", "chunk_size", A_INT), DEF_S("CausalConvWithState", "activation", "none"),
+    DEF_S("TensorScatter", "mode", "linear"), DEF_I("TensorScatter", "axis", -2),
+    OPT("RNN", "hidden_size", A_INT), DEF_I("RNN", "layout", 0), DEF_S("RNN", "direction", "forward"),
+    OPT("RNN", "clip", A_FLOAT), OPT("RNN", "activation_alpha", A_FLOATS), OPT("RNN", "activation_beta", A_FLOATS),
+    OPT("GRU", "hidden_size", A_INT), DEF_I("GRU", "layout", 0), DEF_S("GRU", "direction", "forward"),
+    OPT("GRU", "clip", A_FLOAT), OPT("GRU", "activation_alpha", A_FLOATS), OPT("GRU", "activation_beta", A_FLOATS),
+    DEF_I("GRU", "linear_before_reset", 0),
+    OPT("LSTM", "hidden_size", A_INT), DEF_I("LSTM", "layout", 0), DEF_S("LSTM", "direction", "forward"),
+    OPT("LSTM", "clip", A_FLOAT), OPT("LSTM", "activation_alpha", A_FLOATS), OPT("LSTM", "activation_beta", A_FLOATS),
+    DEF_I("LSTM", "input_forget", 0),
+    DEF_I("BlackmanWindow", "periodic", 1), DEF_I("HammingWindow", "periodic", 1), DEF_I("HannWindow", "periodic", 1),
+    OPT("BlackmanWindow", "output_datatype", A_INT), OPT("HammingWindow", "output_datatype", A_INT),
+    OPT("HannWindow", "output_datatype", A_INT), OPT("MelWeightMatrix", "output_datatype", A_INT),
+    DEF_I("DFT", "inverse", 0), DEF_I("DFT", "onesided", 0), OPT("DFT", "axis", A_INT), DEF_I("STFT", "onesided", 1),
     /* Attributes of old opsets that become inputs; read by the rewrites. */
     OPT("Slice", "starts", A_INTS), OPT("Slice", "ends", A_INTS), OPT("Slice", "axes", A_INTS),
     OPT("Squeeze", "axes", A_INTS), OPT("Unsqueeze", "axes", A_INTS), OPT("ReduceMean", "axes", A_INTS),
@@ -328,7 +382,8 @@ static loom_status rewrite_opset_forms(NodeCtx *c, const char **op_type) {
     if ((st = attr_to_input(c, "axes", 1, !strcmp(op, "Unsqueeze")))) return st;
   } else if (!strcmp(op, "ReduceSum") && opset < 13) {
     if ((st = attr_to_input(c, "axes", 1, false))) return st;
-  } else if ((!strcmp(op, "ReduceMean") || !strcmp(op, "ReduceMax")) && opset < 18) {
+  } else if (!strncmp(op, "Reduce", 6) && strcmp(op, "ReduceSum") && opset < 18) {
+    /* Every Reduce* but ReduceSum (above) took axes as an attribute before 18. */
     if ((st = attr_to_input(c, "axes", 1, false))) return st;
   } else if (!strcmp(op, "Split") && opset < 13) {
     if ((st = attr_to_input(c, "split", 1, false))) return st;
@@ -377,8 +432,8 @@ static loom_status rewrite_opset_forms(NodeCtx *c, const char **op_type) {
     drop_attr(c, "nearest_mode");
     c->attrs[c->nattrs++] = nm;
     *op_type = "Resize";
-  } else if (!strcmp(op, "Softmax") && opset < 13) {
-    /* Before opset 13, Softmax flattened to 2-D at `axis`. */
+  } else if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "Hardmax")) && opset < 13) {
+    /* Before opset 13, Softmax, LogSoftmax and Hardmax flattened to 2-D at `axis`. */
     GraphAttr a = {0};
     a.name = "coerce_2d";
     a.kind = GRAPH_ATTR_INT;
@@ -400,14 +455,69 @@ static loom_status rewrite_opset_forms(NodeCtx *c, const char **op_type) {
   return LOOM_OK;
 }
 
-static loom_status convert_cast(NodeCtx *c) {
-  GraphAttr *to = take_attr(c, "to");
+/* An ONNX dtype-number attribute (Cast's "to") becomes a Loom dtype name;
+ * an absent one becomes `dflt` (NULL: left absent). `what` starts the
+ * message for an unsupported dtype. */
+static loom_status convert_dtype_attr(NodeCtx *c, const char *name, const char *dflt, const char *what) {
+  GraphAttr *to = take_attr(c, name);
+  if (!to) {
+    if (!dflt || c->nattrs >= 32) return LOOM_OK;
+    GraphAttr a = {0};
+    a.name = name;
+    a.kind = GRAPH_ATTR_STRING;
+    a.s = dflt;
+    c->attrs[c->nattrs++] = a;
+    return LOOM_OK;
+  }
   DType dt;
   if (!onnx_dtype_to_loom((int)to->i, &dt))
-    return node_fail(c, LOOM_ERR_UNSUPPORTED, "cast to %s (%lld) is not supported", onnx_dtype_name((int)to->i), (long long)to->i);
+    return node_fail(c, LOOM_ERR_UNSUPPORTED, "%s %s (%lld) is not supported", what, onnx_dtype_name((int)to->i),
+                     (long long)to->i);
   char buf[16];
   to->kind = GRAPH_ATTR_STRING;
   to->s = arena_strdup(c->im->g->arena, dtype_str(dt, buf));
+  return LOOM_OK;
+}
+
+static loom_status convert_cast(NodeCtx *c) { return convert_dtype_attr(c, "to", NULL, "cast to"); }
+
+/* Sequence-model and signal ops: output_datatype becomes a Loom dtype name,
+ * DFT's axis attribute (before opset 20) becomes input 2, and the RNN
+ * family's activations (STRINGS) one comma-separated string. */
+static loom_status rewrite_seq_forms(NodeCtx *c, const char *op) {
+  if (!strcmp(op, "BlackmanWindow") || !strcmp(op, "HammingWindow") || !strcmp(op, "HannWindow") ||
+      !strcmp(op, "MelWeightMatrix"))
+    return convert_dtype_attr(c, "output_datatype", "f32", "output_datatype");
+  if (!strcmp(op, "DFT") && c->im->opset < 20) {
+    GraphAttr *ax = take_attr(c, "axis");
+    int64_t axis = ax ? ax->i : 1;
+    drop_attr(c, "axis");
+    if (c->nins > 2) return node_fail(c, LOOM_ERR_INVALID_ARG, "opset %lld DFT takes at most 2 inputs", (long long)c->im->opset);
+    while (c->nins < 2) c->ins[c->nins++] = GRAPH_NO_VALUE;
+    c->ins[c->nins++] = const_ints(c, "axis", &axis, 1);
+    return LOOM_OK;
+  }
+  if (strcmp(op, "RNN") && strcmp(op, "GRU") && strcmp(op, "LSTM")) return LOOM_OK;
+  const OnnxAttr *a = find_attr(c->n, "activations");
+  if (!a) return LOOM_OK;
+  if (effective_type(a) != ONNX_ATTR_STRINGS)
+    return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute \"activations\" has type %s, expected STRINGS",
+                     attr_type_name(effective_type(a)));
+  size_t len = 1;
+  for (int k = 0; k < a->nstrings; k++) len += a->strings[k].len + 1;
+  char *s = ARENA_ARRAY(c->im->g->arena, char, len), *p = s;
+  for (int k = 0; k < a->nstrings; k++) {
+    if (k) *p++ = ',';
+    if (a->strings[k].len) memcpy(p, a->strings[k].data, a->strings[k].len);
+    p += a->strings[k].len;
+  }
+  *p = 0;
+  if (c->nattrs >= 32) return node_fail(c, LOOM_ERR_UNSUPPORTED, "more than 32 attributes");
+  GraphAttr g = {0};
+  g.name = "activations";
+  g.kind = GRAPH_ATTR_STRING;
+  g.s = s;
+  c->attrs[c->nattrs++] = g;
   return LOOM_OK;
 }
 
@@ -431,6 +541,7 @@ loom_status onnx_convert_node(Importer *im, const OnnxNode *n) {
     LOOM_ASSERT(ins[k] >= 0); /* import.c checked every name */
   }
   c.nins = n->ninputs;
+  if (onnx_is_control_flow(n->op_type)) return onnx_convert_control(im, n, ins, n->ninputs);
   /* Trailing omitted inputs carry no information. */
   while (c.nins > 0 && ins[c.nins - 1] == GRAPH_NO_VALUE) c.nins--;
   loom_status st = convert_attrs(&c);
@@ -441,6 +552,7 @@ loom_status onnx_convert_node(Importer *im, const OnnxNode *n) {
     if (st) return st;
   }
   if (!strcmp(op_type, "Cast") && (st = convert_cast(&c))) return st;
+  if (n->ninputs <= 12 && (st = rewrite_seq_forms(&c, op_type))) return st;
   GraphOp op;
   LOOM_ASSERT(graph_op_lookup(op_type, &op));
   ValueId outs[16];

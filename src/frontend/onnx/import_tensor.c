@@ -71,13 +71,25 @@ bool onnx_dtype_to_loom(int t, DType *out) {
   case ONNX_UINT32: *out = dtype_make(DT_UINT, 32, 1); return true;
   case ONNX_UINT64: *out = dtype_make(DT_UINT, 64, 1); return true;
   case ONNX_BOOL: *out = DT_BOOL1; return true;
+  case ONNX_FLOAT8E4M3FN: *out = dtype_make(DT_F8E4M3FN, 8, 1); return true;
+  case ONNX_FLOAT8E4M3FNUZ: *out = dtype_make(DT_F8E4M3FNUZ, 8, 1); return true;
+  case ONNX_FLOAT8E5M2: *out = dtype_make(DT_F8E5M2, 8, 1); return true;
+  case ONNX_FLOAT8E5M2FNUZ: *out = dtype_make(DT_F8E5M2FNUZ, 8, 1); return true;
+  case ONNX_FLOAT8E8M0: *out = dtype_make(DT_F8E8M0, 8, 1); return true;
+  case ONNX_FLOAT4E2M1: *out = dtype_make(DT_F4E2M1, 4, 1); return true;
+  case ONNX_UINT4: *out = dtype_make(DT_UINT, 4, 1); return true;
+  case ONNX_INT4: *out = dtype_make(DT_INT, 4, 1); return true;
+  case ONNX_UINT2: *out = dtype_make(DT_UINT, 2, 1); return true;
+  case ONNX_INT2: *out = dtype_make(DT_INT, 2, 1); return true;
   default: return false;
   }
 }
 
 const char *onnx_dtype_name(int t) {
   static const char *names[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
-                                "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+                                "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+                                "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",
+                                "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
   if (t >= 0 && t < (int)(sizeof names / sizeof names[0])) return names[t];
   return "an unknown type";
 }
@@ -127,6 +139,24 @@ static bool read_external(Importer *im, const OnnxTensor *t, const char *what, s
   return ok;
 }
 
+void onnx_unpack_bits(DType dt, const uint8_t *packed, int64_t numel, void *out) {
+  int bits = dt.bits, per_byte = 8 / bits;
+  uint8_t mask = (uint8_t)((1u << bits) - 1), sign = (uint8_t)(1u << (bits - 1));
+  for (int64_t k = 0; k < numel; k++) {
+    uint8_t v = (uint8_t)(packed[k / per_byte] >> (k % per_byte * bits) & mask);
+    if (dt.code == DT_INT && (v & sign)) v |= (uint8_t)~mask; /* sign-extend */
+    ((uint8_t *)out)[k] = v;
+  }
+}
+
+void onnx_pack_bits(DType dt, const void *in, int64_t numel, uint8_t *packed) {
+  int bits = dt.bits, per_byte = 8 / bits;
+  uint8_t mask = (uint8_t)((1u << bits) - 1);
+  memset(packed, 0, (size_t)((numel * bits + 7) / 8));
+  for (int64_t k = 0; k < numel; k++)
+    packed[k / per_byte] |= (uint8_t)((((const uint8_t *)in)[k] & mask) << (k % per_byte * bits));
+}
+
 GraphTensor *onnx_tensor_to_graph(Importer *im, const OnnxTensor *t, const char *what) {
   DType dt;
   if (!onnx_dtype_to_loom(t->data_type, &dt)) {
@@ -152,6 +182,10 @@ GraphTensor *onnx_tensor_to_graph(Importer *im, const OnnxTensor *t, const char 
     return NULL;
   }
   size_t nbytes = (size_t)numel * (size_t)eb;
+  /* 4- and 2-bit types are packed in files (two or four to a byte, the
+   * first element in the low bits) and take a byte each in memory. */
+  int packed_bits = dt.bits < 8 && !dtype_is_bool(dt) ? dt.bits : 0;
+  size_t file_bytes = packed_bits ? ((size_t)numel * (size_t)packed_bits + 7) / 8 : nbytes;
   /* Check where the data comes from before allocating, so a forged shape
    * with no data behind it fails without a huge allocation. */
   int count = -1;
@@ -159,9 +193,9 @@ GraphTensor *onnx_tensor_to_graph(Importer *im, const OnnxTensor *t, const char 
   if (t->data_location == 1) {
     field = "external";
   } else if (t->has_raw_data) {
-    if (t->raw_data.len != nbytes) {
+    if (t->raw_data.len != file_bytes) {
       err_set(im->err, LOOM_ERR_INVALID_ARG, "%s: raw_data has %zu bytes, expected %zu for %lld elements of %s", what,
-              t->raw_data.len, nbytes, (long long)numel, onnx_dtype_name(t->data_type));
+              t->raw_data.len, file_bytes, (long long)numel, onnx_dtype_name(t->data_type));
       return NULL;
     }
     field = "raw_data";
@@ -173,18 +207,33 @@ GraphTensor *onnx_tensor_to_graph(Importer *im, const OnnxTensor *t, const char 
     case ONNX_UINT32: case ONNX_UINT64: count = t->uint64_data.n, field = "uint64_data"; break;
     default: count = t->int32_data.n, field = "int32_data"; break;
     }
-    if ((int64_t)count != numel) {
-      err_set(im->err, LOOM_ERR_INVALID_ARG, "%s: %s has %d elements, expected %lld", what, field, count, (long long)numel);
+    /* int32_data holds one byte's worth of packed elements per entry */
+    int64_t want = packed_bits ? (numel * packed_bits + 7) / 8 : numel;
+    if ((int64_t)count != want) {
+      err_set(im->err, LOOM_ERR_INVALID_ARG, "%s: %s has %d elements, expected %lld", what, field, count, (long long)want);
       return NULL;
     }
   }
   int64_t dims[64];
   for (int k = 0; k < t->ndims; k++) dims[k] = t->dims[k];
   GraphTensor *out = graph_tensor_new(im->g->arena, dt, t->ndims, dims);
-  if (t->data_location == 1) {
+  if (packed_bits) {
+    uint8_t *bytes = arena_alloc(im->scratch, file_bytes ? file_bytes : 1);
+    if (t->data_location == 1) {
+      if (!read_external(im, t, what, file_bytes, bytes)) return NULL;
+    } else if (t->has_raw_data) {
+      if (file_bytes) memcpy(bytes, t->raw_data.data, file_bytes);
+    } else {
+      for (size_t k = 0; k < file_bytes; k++) bytes[k] = (uint8_t)t->int32_data.items[k];
+    }
+    onnx_unpack_bits(dt, bytes, numel, out->data);
+  } else if (t->data_location == 1) {
     if (!read_external(im, t, what, nbytes, out->data)) return NULL;
   } else if (t->has_raw_data) {
     if (nbytes) memcpy(out->data, t->raw_data.data, nbytes); /* little-endian host, as raw_data */
+  } else if (dtype_is_narrow(dt) && dt.bits == 8) {
+    /* fp8: int32_data carries the 8-bit patterns */
+    for (int64_t k = 0; k < numel; k++) ((uint8_t *)out->data)[k] = (uint8_t)t->int32_data.items[k];
   } else {
     for (int64_t k = 0; k < numel; k++) {
       switch (t->data_type) {

@@ -31,6 +31,10 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
 /* The import followed by the standard cleanup: constant folding with shape
  * inference, Identity/Dropout removal and dead code elimination. */
 Graph *onnx_import_file_prepared(const char *path, LoomError *err);
+/* Replaces If/Loop/Scan nodes by their inlined or unrolled bodies, folding
+ * constants until each one's deciding values are known
+ * (import_control.c). LOOM_ERR_UNSUPPORTED naming the node otherwise. */
+loom_status onnx_inline_control_flow(Graph *g, LoomError *err);
 /* That cleanup alone, for a graph from onnx_import_file that the caller
  * changed first (specialization); errors are prefixed with path. */
 loom_status onnx_prepare_graph(Graph *g, const char *path, LoomError *err);

@@ -58,16 +58,11 @@ GraphTensor *onnx_tensor_pb_read(Graph *g, const char *path, LoomError *err) {
 }
 
 static int onnx_type_of(DType t) {
-  static const int8_t by_bits[][4] = {/* bits 8, 16, 32, 64 */
-                                      [DT_INT] = {ONNX_INT8, ONNX_INT16, ONNX_INT32, ONNX_INT64},
-                                      [DT_UINT] = {ONNX_UINT8, ONNX_UINT16, ONNX_UINT32, ONNX_UINT64},
-                                      [DT_FLOAT] = {0, ONNX_FLOAT16, ONNX_FLOAT, ONNX_DOUBLE},
-                                      [DT_BFLOAT] = {0, ONNX_BFLOAT16, 0, 0}};
-  if (t.lanes != 1) return ONNX_UNDEFINED;
-  if (t.code == DT_BOOL) return ONNX_BOOL;
-  int col = t.bits == 8 ? 0 : t.bits == 16 ? 1 : t.bits == 32 ? 2 : t.bits == 64 ? 3 : -1;
-  if (col < 0 || t.code > DT_BFLOAT || t.code == DT_HANDLE) return ONNX_UNDEFINED;
-  return by_bits[t.code][col];
+  for (int k = ONNX_FLOAT; t.lanes == 1 && k <= ONNX_INT2; k++) {
+    DType d;
+    if (onnx_dtype_to_loom(k, &d) && dtype_eq(d, t)) return k;
+  }
+  return ONNX_UNDEFINED;
 }
 
 static size_t put_varint(uint8_t *p, uint64_t v) {
@@ -86,7 +81,9 @@ loom_status onnx_tensor_pb_encode(const char *name, DType dtype, int rank, const
     return err_set(err, LOOM_ERR_UNSUPPORTED, "tensor \"%s\": its dtype has no ONNX TensorProto type", name);
   size_t numel = 1;
   for (int k = 0; k < rank; k++) numel *= (size_t)dims[k];
-  size_t nbytes = numel * (size_t)(dtype.bits == 1 ? 1 : dtype.bits / 8);
+  /* 4- and 2-bit types are packed (one byte each in memory) */
+  bool packed = dtype.bits < 8 && !dtype_is_bool(dtype);
+  size_t nbytes = packed ? (numel * dtype.bits + 7) / 8 : numel * (size_t)dtype_bytes(dtype);
   size_t nlen = strlen(name);
   /* Each field: tag (1 byte) + length/value varint (<= 10 bytes) + payload. */
   size_t cap = (size_t)rank * 11 + 11 + 11 + nlen + 11 + nbytes + 16;
@@ -105,7 +102,8 @@ loom_status onnx_tensor_pb_encode(const char *name, DType dtype, int rank, const
   at += nlen;
   p[at++] = 9 << 3 | 2; /* raw_data */
   at += put_varint(p + at, nbytes);
-  if (nbytes) memcpy(p + at, data, nbytes);
+  if (packed) onnx_pack_bits(dtype, data, (int64_t)numel, p + at);
+  else if (nbytes) memcpy(p + at, data, nbytes);
   at += nbytes;
   *out = p;
   *size = at;

@@ -19,6 +19,7 @@ const PrimFunc *tir_lower(Arena *a, const PrimFunc *f, const LowerOptions *opt, 
   if (opt->partition_loops) f = tir_loop_partition(a, f);
   f = tir_flatten_buffers(a, f, err);
   if (!f) return NULL;
+  f = tir_legalize_narrow(a, f);
   /* Vectorize sees folded flat indices (ramp strides must come out as 1). */
   f = tir_simplify(a, f);
   f = tir_vectorize(a, f);

@@ -13,6 +13,8 @@
  *                         the loop variable into a guard-free main part and a tail
  *   tir_flatten_buffers   N-d buffers -> 1-d (row-major, honouring storage_align);
  *                         PrimFunc.orig_params keeps the N-d parameters
+ *   tir_legalize_narrow   f16/bf16/fp8/fp4/int4 are stored, not computed: loads
+ *                         widen to f32 (i32), stores round back
  *   tir_simplify          fold flat indices (vectorize needs constant strides)
  *   tir_vectorize         FOR_VECTORIZED loops -> ramp/broadcast vector
  *                         expressions; what cannot be vectorized falls back
@@ -45,6 +47,7 @@ const PrimFunc *tir_flatten_buffers(Arena *a, const PrimFunc *f, LoomError *err)
 const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_unroll(Arena *a, const PrimFunc *f, int max_extent);
 const PrimFunc *tir_storage_rewrite(Arena *a, const PrimFunc *f);
+const PrimFunc *tir_legalize_narrow(Arena *a, const PrimFunc *f);
 
 /* The whole pipeline; NULL with a message in err on failure. */
 const PrimFunc *tir_lower(Arena *a, const PrimFunc *f, const LowerOptions *opt, LoomError *err);

@@ -89,8 +89,9 @@ static const Expr *vec_expr(VecCtx *c, const Expr *e) {
     }
     case EXPR_CALL: {
       /* Math calls go lane-wise or through the code generator's vector
-       * versions (exp, erf, tanh); only float results, where those exist. */
-      if (!dtype_is_float(e->dtype) || e->call.n > 4) return NULL;
+       * versions (exp, erf, tanh); only float results, where those exist.
+       * Bitwise calls are C operators, which vector types have. */
+      if ((!dtype_is_float(e->dtype) && !call_op_is_bitwise(e->call.op)) || e->call.n > 4) return NULL;
       const Expr *args[4];
       for (int i = 0; i < e->call.n; i++)
         if (!(args[i] = vec_expr(c, e->call.args[i]))) return NULL;

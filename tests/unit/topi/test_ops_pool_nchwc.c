@@ -101,8 +101,8 @@ static void test_pool2d_nchwc_errors(void **state) {
   bad.pads[0] = 3;
   U_EXPECT_ERR(topi_pool2d_nchwc_onnx(a, "Y", TOPI_POOL_MAX, X5, &bad, &err), err, "smaller than the kernel");
   bad = ok;
-  bad.dilations[0] = 2;
-  U_EXPECT_ERR(topi_pool2d_nchwc_onnx(a, "Y", TOPI_POOL_AVG, X5, &bad, &err), err, "AveragePoolNCHWc: dilations");
+  bad.dilations[0] = -1;
+  U_EXPECT_ERR(topi_pool2d_nchwc_onnx(a, "Y", TOPI_POOL_AVG, X5, &bad, &err), err, "AveragePoolNCHWc: kernel_shape, strides and dilations");
   bad = ok;
   bad.kernel[0] = 9;
   U_EXPECT_ERR(topi_pool2d_nchwc_onnx(a, "Y", TOPI_POOL_MAX, X5, &bad, &err), err, "larger than the padded input");
