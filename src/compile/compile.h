@@ -29,6 +29,30 @@ bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input);
 loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *prefix, TeTensor **outs, LoomError *err);
 
+/* Constant integer operand `input` of n into out (at most 64 values): the
+ * count, -1 when omitted, -2 when not a compile-time constant. */
+int compile_const_ints(const Graph *g, const GraphNode *n, int input, int64_t *out);
+/* INTS attribute `name` into out (at most 64 values): the count, -1 when absent. */
+int compile_attr_ints(const GraphNode *n, const char *name, int64_t *out);
+
+/* ---- op_compute_tensor.c: indexing, rearrangements, N-D windows, Pad, Dropout ---- */
+bool compile_tensor_op(GraphOp op);
+bool compile_tensor_input_is_data(const GraphNode *n, int input);
+loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                        const char *name, TeTensor **outs, LoomError *err);
+
+/* op_compute_vision.c: the same for GridSample, AffineGrid, RoiAlign,
+ * DeformConv, BitCast, TopK, NonZero, Compress, Unique, NonMaxSuppression
+ * (the last four also write their extent tensors, graph/graph_dynamic.h). */
+loom_status compile_vision_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                   const char *name, TeTensor **outs, LoomError *err);
+
+/* ---- op_compute_seq.c: attention, recurrent and signal-processing ops ---- */
+bool compile_seq_op(GraphOp op);
+bool compile_seq_input_is_data(const GraphNode *n, int input);
+loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                     const char *name, TeTensor **outs, LoomError *err);
+
 /* ---- specialize.c ---- */
 /* Specializes a freshly imported graph (before folding) to concrete input
  * tensors: their shapes, and as constants the values that decide shapes.

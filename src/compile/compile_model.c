@@ -68,7 +68,8 @@ static loom_status run_graph_passes(Graph *g, int opt_level, LoomError *err) {
 static void materialize_outputs(Graph *g) {
   for (int i = 0; i < g->noutputs; i++) {
     ValueId out = g->outputs[i];
-    if (g->values[out].producer >= 0) continue;
+    const GraphValue *ov = &g->values[out];
+    if (ov->producer >= 0 || graph_shape_numel(ov->rank, ov->dims) == 0) continue;
     ValueId src = graph_add_value(g, arena_printf(g->arena, "%s_source", g->values[out].name));
     GraphValue *o = &g->values[out], *s = &g->values[src];
     GraphValue keep = *s;
@@ -98,6 +99,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   loom_status st = LOOM_OK;
   if (opt && opt->num_inputs > 0) st = compile_specialize_inputs(c->graph, opt->inputs, opt->num_inputs, err);
   if (!st) st = onnx_prepare_graph(c->graph, path, err);
+  if (!st) st = graph_pass_fold_empty(c->graph, err);
   if (!st) st = run_graph_passes(c->graph, opt_level, err);
   if (st || (upto && !strcmp(upto, "graph"))) return st;
   materialize_outputs(c->graph);
@@ -159,7 +161,7 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
   for (int i = 0; i < g->ninputs; i++) ins[i] = tensor_of(&g->values[g->inputs[i]]);
   for (int i = 0; i < g->noutputs; i++) {
     const GraphValue *v = &g->values[g->outputs[i]];
-    if (v->producer < 0)
+    if (v->producer < 0 && graph_shape_numel(v->rank, v->dims) != 0)
       return err_set(err, LOOM_ERR_UNSUPPORTED, "graph output \"%s\" is not computed by any node (a constant or an input)",
                      v->name);
     outs[i] = tensor_of(v);

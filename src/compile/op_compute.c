@@ -43,15 +43,25 @@ bool compile_input_is_data(const GraphNode *n, int input) {
       return input == 0;
     case GRAPH_OP_DROPOUT:
       return input == 0;
+    case GRAPH_OP_AFFINE_GRID: /* the size */
+    case GRAPH_OP_TOP_K:       /* K */
+      return input == 0;
     case GRAPH_OP_CONSTANT_OF_SHAPE:
     case GRAPH_OP_RANGE:
       return false;
+    case GRAPH_OP_BLACKMAN_WINDOW: /* sizes, axes, frame lengths (op_compute_seq.c) */
+    case GRAPH_OP_HAMMING_WINDOW:
+    case GRAPH_OP_HANN_WINDOW:
+    case GRAPH_OP_DFT:
+    case GRAPH_OP_STFT:
+    case GRAPH_OP_MEL_WEIGHT_MATRIX:
+      return compile_seq_input_is_data(n, input);
     case GRAPH_OP_IF: /* the condition, the trip count decide what is compiled */
       return input != 0;
     case GRAPH_OP_LOOP:
       return input > 1;
     default:
-      return true;
+      return compile_tensor_input_is_data(n, input);
   }
 }
 
@@ -88,6 +98,9 @@ static int attr_ints(const GraphNode *n, const char *name, int64_t *out) {
   memcpy(out, at->ints, sizeof(int64_t) * (size_t)at->n);
   return at->n;
 }
+
+int compile_const_ints(const Graph *g, const GraphNode *n, int input, int64_t *out) { return const_ints(g, n, input, out); }
+int compile_attr_ints(const GraphNode *n, const char *name, int64_t *out) { return attr_ints(n, name, out); }
 
 static const GraphValue *in_value(const Graph *g, const GraphNode *n, int i) {
   return i < n->ninputs && n->inputs[i] != GRAPH_NO_VALUE ? &g->values[n->inputs[i]] : NULL;
@@ -269,6 +282,8 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
   int cnt;
   TopiUnaryParams up;
   TopiMathParams mp;
+  if (compile_tensor_op(n->op)) return compile_tensor_node_compute(a, g, n, ins, name, outs, err);
+  if (compile_seq_op(n->op)) return compile_seq_node_compute(a, g, n, ins, name, outs, err);
   switch (n->op) {
 #define UNARY(OP, TOPI)                                                  \
   case GRAPH_OP_##OP:                                                    \
@@ -289,7 +304,6 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
     UNARY(SIGMOID, TOPI_SIGMOID)
     UNARY(HARD_SWISH, TOPI_HARD_SWISH)
     UNARY(IDENTITY, TOPI_IDENTITY)
-    UNARY(DROPOUT, TOPI_IDENTITY)
 #undef UNARY
     case GRAPH_OP_LEAKY_RELU:
       up = topi_unary_defaults(TOPI_LEAKY_RELU);
@@ -404,7 +418,6 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       outs[0] = topi_batch_norm(a, name, ins[0], ins[1], ins[2], ins[3], ins[4],
                                 graph_attr_float(n, "epsilon", 1e-5), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_CONV: return conv(a, n, ins, name, outs, false, err);
     case GRAPH_OP_CONV_NCHWC:
       if (graph_attr_int(n, "group", 1) > 1) {
         TopiConvParams p;
@@ -436,8 +449,6 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
     case GRAPH_OP_MATMUL:
       outs[0] = topi_matmul_nd(a, name, ins[0], ins[1], err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MAX_POOL: return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
-    case GRAPH_OP_AVERAGE_POOL: return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
     case GRAPH_OP_MAX_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
     case GRAPH_OP_AVERAGE_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
     case GRAPH_OP_GLOBAL_AVERAGE_POOL:
@@ -559,22 +570,18 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "repeats must be compile-time constants");
       outs[0] = topi_tile(a, name, ins[0], v, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_PAD: {
-      cnt = const_ints(g, n, 1, v);
-      if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "pads must be compile-time constants");
-      if (n->ninputs > 3 && n->inputs[3] != GRAPH_NO_VALUE)
-        return node_fail(n, err, "%s (node \"%s\"): %s", "the axes operand is not supported");
-      double value = 0;
-      if (n->ninputs > 2 && n->inputs[2] != GRAPH_NO_VALUE && !const_scalar(g, n, 2, &value))
-        return node_fail(n, err, "%s (node \"%s\"): %s", "constant_value must be a compile-time constant");
-      const char *mode = graph_attr_string(n, "mode", "constant");
-      TopiPadMode m = !strcmp(mode, "reflect") ? TOPI_PAD_REFLECT : !strcmp(mode, "edge") ? TOPI_PAD_EDGE : TOPI_PAD_CONSTANT;
-      if (m == TOPI_PAD_CONSTANT && strcmp(mode, "constant"))
-        return node_fail(n, err, "%s (node \"%s\"): pad mode \"%s\" is not supported", mode);
-      outs[0] = topi_pad_onnx(a, name, ins[0], v, m, value, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
     case GRAPH_OP_RESIZE: return resize(a, g, n, ins, name, outs, err);
+    case GRAPH_OP_GRID_SAMPLE: /* op_compute_vision.c */
+    case GRAPH_OP_AFFINE_GRID:
+    case GRAPH_OP_ROI_ALIGN:
+    case GRAPH_OP_DEFORM_CONV:
+    case GRAPH_OP_BIT_CAST:
+    case GRAPH_OP_TOP_K:
+    case GRAPH_OP_NON_ZERO:
+    case GRAPH_OP_COMPRESS:
+    case GRAPH_OP_UNIQUE:
+    case GRAPH_OP_NON_MAX_SUPPRESSION:
+      return compile_vision_compute(a, g, n, ins, name, outs, err);
     default: break;
   }
   return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");

@@ -55,7 +55,10 @@ loom_status driver_build(Arena *a, const PrimFunc *const *funcs, int n, const Dr
                          DriverModule **out, LoomError *err) {
   if (!a || !funcs || !out)
     return err_set(err, LOOM_ERR_INVALID_ARG, "driver_build: arena, funcs and out must be non-NULL");
-  if (n < 1) return err_set(err, LOOM_ERR_INVALID_ARG, "driver_build: need at least one function, got %d", n);
+  /* No kernels is fine when an epilogue is the module (a model whose
+   * outputs are all empty still has a run entry). */
+  if (n < (opt && opt->epilogue ? 0 : 1))
+    return err_set(err, LOOM_ERR_INVALID_ARG, "driver_build: need at least one function, got %d", n);
   loom_status st = check_unique_names(funcs, n, err);
   if (st) return st;
 

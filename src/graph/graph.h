@@ -196,6 +196,24 @@ typedef enum GraphOpPattern {
   X(COMPRESS, "Compress", OPAQUE, compress)                               \
   X(UNIQUE, "Unique", OPAQUE, unique)                                     \
   X(NON_MAX_SUPPRESSION, "NonMaxSuppression", OPAQUE, non_max_suppression) \
+  /* indexing, rearrangements, N-D windows (topi/op_index.c, op_space.c,    \
+   * op_einsum.c, op_conv_nd.c, op_pool.c; graph/infer_index.c, infer_window.c) */ \
+  X(GATHER_ELEMENTS, "GatherElements", INJECTIVE, gather_elements)        \
+  X(GATHER_ND, "GatherND", INJECTIVE, gather_nd)                          \
+  X(SCATTER_ELEMENTS, "ScatterElements", OPAQUE, scatter)                 \
+  X(SCATTER_ND, "ScatterND", OPAQUE, scatter)                             \
+  X(ONE_HOT, "OneHot", INJECTIVE, one_hot)                                \
+  X(TRILU, "Trilu", INJECTIVE, trilu)                                     \
+  X(EYE_LIKE, "EyeLike", INJECTIVE, eye_like)                             \
+  X(DEPTH_TO_SPACE, "DepthToSpace", INJECTIVE, depth_to_space)            \
+  X(SPACE_TO_DEPTH, "SpaceToDepth", INJECTIVE, depth_to_space)            \
+  X(REVERSE_SEQUENCE, "ReverseSequence", INJECTIVE, reverse_sequence)     \
+  X(CENTER_CROP_PAD, "CenterCropPad", INJECTIVE, center_crop_pad)         \
+  X(EINSUM, "Einsum", OPAQUE, einsum)                                     \
+  X(CONV_TRANSPOSE, "ConvTranspose", OUT_ELEMWISE_FUSABLE, conv_transpose) \
+  X(COL2IM, "Col2Im", OPAQUE, col2im)                                     \
+  X(LP_POOL, "LpPool", OUT_ELEMWISE_FUSABLE, pool)                        \
+  X(MAX_UNPOOL, "MaxUnpool", OPAQUE, max_unpool)                          \
   /* Control flow: inlined or unrolled by the importer once the values that  \
    * decide it are known (frontend/onnx/import_control.c); never compiled. */ \
   X(IF, "If", OPAQUE, control_flow)                                       \

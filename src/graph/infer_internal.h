@@ -28,6 +28,10 @@ loom_status infer_broadcast_shapes(const Graph *g, const GraphNode *n, LoomError
 /* Integer list attribute, or NULL/0 when absent. */
 const int64_t *infer_attr_ints(const GraphNode *n, const char *name, int *count);
 
+/* fold_reduce.c: the constant a Reduce* node gives when it reduces an empty
+ * set (a reduced extent of 0, a non-empty result), or NULL. */
+GraphTensor *graph_fold_empty_reduce(Graph *g, const GraphNode *n);
+
 /* Clamps one axis of Slice bounds as the ONNX spec does (shared with the
  * constant folder); count is the number of elements taken. */
 void graph_slice_bounds(int64_t extent, int64_t step, int64_t *start, int64_t *end, int64_t *count);
@@ -94,6 +98,19 @@ INFER_DECL(non_zero)
 INFER_DECL(compress)
 INFER_DECL(unique)
 INFER_DECL(non_max_suppression)
+INFER_DECL(gather_elements) /* infer_index.c */
+INFER_DECL(gather_nd)
+INFER_DECL(scatter)
+INFER_DECL(one_hot)
+INFER_DECL(trilu)
+INFER_DECL(eye_like)
+INFER_DECL(depth_to_space)
+INFER_DECL(reverse_sequence)
+INFER_DECL(center_crop_pad)
+INFER_DECL(einsum)
+INFER_DECL(conv_transpose) /* infer_window.c */
+INFER_DECL(col2im)
+INFER_DECL(max_unpool)
 INFER_DECL(layout_transform) /* infer_nchwc.c */
 INFER_DECL(conv_nchwc)
 INFER_DECL(pool_nchwc)

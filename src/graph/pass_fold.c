@@ -296,6 +296,11 @@ static bool fold_node(FoldCtx *c) {
     g->values[n->outputs[0]].constant = o;
     return true;
   }
+  GraphTensor *empty = graph_fold_empty_reduce(g, n); /* fold_reduce.c */
+  if (empty) {
+    g->values[n->outputs[0]].constant = empty;
+    return true;
+  }
   for (int k = 0; k < n->ninputs; k++)
     if (n->inputs[k] >= 0 && !graph_value_constant(g, n->inputs[k])) return false;
   if (n->ninputs < 1 && n->op != GRAPH_OP_CONSTANT_OF_SHAPE) return false;

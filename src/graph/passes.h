@@ -25,6 +25,11 @@ loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err);
  * weights and bias; chains fold one after another. */
 loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err);
 
+/* ---- pass_empty.c ---- */
+/* Ops with only empty outputs become empty constants; Concat drops empty
+ * operands; reductions over an empty set become their identity constant. */
+loom_status graph_pass_fold_empty(Graph *g, LoomError *err);
+
 /* ---- pass_canonicalize.c ---- */
 /* Exact rewrites into the forms kernels handle best: a Gemm's constant
  * transposed B is transposed at compile time (transB becomes 0); Pow by a

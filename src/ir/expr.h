@@ -71,7 +71,9 @@ typedef enum ExprKind {
   X(CALL_BITXOR, "bitwise_xor", "loom_bitwise_xor", 2) \
   X(CALL_BITNOT, "bitwise_not", "loom_bitwise_not", 1) \
   X(CALL_SHL, "shift_left", "loom_shift_left", 2)      \
-  X(CALL_SHR, "shift_right", "loom_shift_right", 2)
+  X(CALL_SHR, "shift_right", "loom_shift_right", 2)      \
+  /* the argument's bits as the call's dtype (same width; BitCast) */ \
+  X(CALL_REINTERPRET, "reinterpret", "loom_reinterpret", 1)
 
 typedef enum CallOp {
 #define X(e, name, cfn, nargs) e,

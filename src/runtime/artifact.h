@@ -24,8 +24,17 @@
  *                                              of each weight it assumes
  *   ARG = {"kind": "input"|"output"|"weight", "index": i, "dtype", "shape"}
  *       | {"kind": "arena", "offset": bytes, "dtype", "shape"}
+ *       | {"kind": "output_shape", "index": i, "dtype": "int64", "shape": [ndim]}
  * An input/output/weight argument may view its tensor with another shape of
  * the same dtype and element count (a folded reshape).
+ *
+ * Dynamic extents: an output may carry "dynamic": true (NonZero, Unique...:
+ * its extents depend on the data). Its "shape" is then an upper bound
+ * (ndim >= 1); the buffer is that large, and a run leaves the real tensor
+ * in it row-major from byte 0. Exactly the calls that compute it get an
+ * "output_shape" argument: the output's shape array (i64[ndim]), where the
+ * kernel writes the real extents; the runtime checks each against the
+ * bound before reporting it (loom_model_get_output).
  *
  * The loader trusts nothing: every offset and size is checked against the
  * file, the JSON against the schema, every plan reference against the tables,
@@ -62,6 +71,7 @@ typedef struct ArtifactTensor {
   int32_t ndim;
   const int64_t *shape;
   uint64_t nbytes; /* loader: computed; writer: ignored */
+  bool dynamic;    /* outputs only: shape is an upper bound, the real one is written by an output_shape argument */
 } ArtifactTensor;
 
 typedef struct ArtifactWeight {
@@ -75,6 +85,7 @@ typedef enum ArtifactArgKind {
   ARTIFACT_ARG_OUTPUT,
   ARTIFACT_ARG_WEIGHT,
   ARTIFACT_ARG_ARENA,
+  ARTIFACT_ARG_OUTPUT_SHAPE, /* index: a dynamic output; the tensor is i64[its ndim], its shape array */
 } ArtifactArgKind;
 
 typedef struct ArtifactArg {

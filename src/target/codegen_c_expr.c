@@ -389,11 +389,42 @@ static void emit_bitwise(CodegenC *cg, StrBuf *sb, const Expr *e) {
   else sb_printf(sb, "((%s)(%s))", cg_scalar_type(cg, t, "a bitwise operation"), v);
 }
 
+/* reinterpret<T>(x): x's bits as T (same width). Scalars through memcpy
+ * (no aliasing or union rules to trip on), vectors by a vector cast, which
+ * is a bit cast for vector types of one size. Bool is a 1-byte 0/1 value
+ * in memory but a lane mask in vectors: only scalar. */
+static void emit_reinterpret(CodegenC *cg, StrBuf *sb, const Expr *e) {
+  DType t = e->dtype, s = e->call.args[0]->dtype;
+  int tb = dtype_is_bool(t) ? 8 : t.bits, sbits = dtype_is_bool(s) ? 8 : s.bits;
+  if (tb != sbits || t.lanes != s.lanes || (t.lanes > 1 && (dtype_is_bool(t) || dtype_is_bool(s)))) {
+    char b1[16], b2[16];
+    cg_fail(cg, LOOM_ERR_UNSUPPORTED, "C codegen of \"%s\": reinterpret of %s as %s (the widths differ)", cg->func_name,
+            dtype_str(s, b1), dtype_str(t, b2));
+    return;
+  }
+  const char *x = expr_text(cg, e->call.args[0]);
+  if (t.lanes > 1) {
+    sb_printf(sb, "((%s)(%s))", cg_vector_type(cg, t), x);
+    return;
+  }
+  const char *tn = cg_scalar_type(cg, t, "a reinterpret"), *sn = cg_scalar_type(cg, s, "a reinterpret");
+  char b1[16], b2[16];
+  const char *name = arena_printf(cg->arena, "loom_reinterpret_%s_%s", dtype_str(s, b1), dtype_str(t, b2));
+  cg_put_helper(cg, name,
+                arena_printf(cg->arena, "LOOM_HELPER %s %s(%s x) {\n  %s r;\n  __builtin_memcpy(&r, &x, sizeof r);\n  return r;\n}\n",
+                             tn, name, sn, tn));
+  sb_printf(sb, "%s(%s)", name, x);
+}
+
 static void emit_call(CodegenC *cg, StrBuf *sb, const Expr *e) {
   DType t = e->dtype;
   if (e->call.n != call_op_arity(e->call.op)) {
     cg_fail(cg, LOOM_ERR_INVALID_ARG, "C codegen of \"%s\": call %s with %d arguments, expected %d", cg->func_name,
             call_op_name(e->call.op), e->call.n, call_op_arity(e->call.op));
+    return;
+  }
+  if (e->call.op == CALL_REINTERPRET) {
+    emit_reinterpret(cg, sb, e);
     return;
   }
   if (call_op_is_bitwise(e->call.op)) {

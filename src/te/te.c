@@ -236,7 +236,8 @@ static bool check_expr(Lower *L, const TeTensor *owner, const Expr *e, bool top)
         return false;
       }
       for (int i = 0; i < e->call.n; i++) {
-        if (!dtype_eq(e->call.args[i]->dtype, e->dtype)) {
+        /* reinterpret changes the dtype (same width; codegen checks it) */
+        if (e->call.op != CALL_REINTERPRET && !dtype_eq(e->call.args[i]->dtype, e->dtype)) {
           err_set(L->err, LOOM_ERR_INVALID_ARG,
                   "compute \"%s\": argument of %s has dtype %s, expected %s", owner->name,
                   call_op_name(e->call.op), dtype_str(e->call.args[i]->dtype, b1),

@@ -347,10 +347,47 @@ static bool eval_bitwise(Interp *in, const Expr *e, int lane, Scalar *out) {
   return true;
 }
 
+/* reinterpret<T>(x): the bits of x (same width) as T. */
+static bool eval_reinterpret(Interp *in, const Expr *e, int lane, Scalar *out) {
+  char tb[16], sb[16];
+  DType t = dtype_element(e->dtype), s = dtype_element(e->call.args[0]->dtype);
+  int tbits = dtype_is_bool(t) ? 8 : t.bits, sbits = dtype_is_bool(s) ? 8 : s.bits;
+  bool ok = tbits == sbits && (tbits == 8 || tbits == 16 || tbits == 32 || tbits == 64) &&
+            (!is_float(t) || t.bits >= 32) && (!is_float(s) || s.bits >= 32);
+  if (!ok)
+    return fail(in, LOOM_ERR_UNSUPPORTED, "interpreter: reinterpret of %s as %s is not supported", dtype_str(s, sb),
+                dtype_str(t, tb));
+  Scalar x;
+  if (!eval(in, e->call.args[0], lane, &x)) return false;
+  uint64_t bits;
+  if (is_float(s) && s.bits == 32) {
+    float f = (float)x.f;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    bits = u;
+  } else if (is_float(s)) {
+    memcpy(&bits, &x.f, 8);
+  } else {
+    bits = sbits == 64 ? (uint64_t)x.i : (uint64_t)x.i & ((1ULL << sbits) - 1);
+  }
+  if (is_float(t) && t.bits == 32) {
+    uint32_t u = (uint32_t)bits;
+    float f;
+    memcpy(&f, &u, 4);
+    out->f = f;
+  } else if (is_float(t)) {
+    memcpy(&out->f, &bits, 8);
+  } else {
+    out->i = wrap_int(t, (int64_t)bits);
+  }
+  return true;
+}
+
 static bool eval_call(Interp *in, const Expr *e, int lane, Scalar *out) {
   char tb[16];
   DType t = e->dtype;
   if (call_op_is_bitwise(e->call.op)) return eval_bitwise(in, e, lane, out);
+  if (e->call.op == CALL_REINTERPRET) return eval_reinterpret(in, e, lane, out);
   if (!is_float(t))
     return fail(in, LOOM_ERR_UNSUPPORTED, "interpreter: %s on dtype %s is not supported",
                 call_op_name(e->call.op), dtype_str(t, tb));

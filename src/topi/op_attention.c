@@ -9,6 +9,7 @@
 #include "topi/op_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const Expr *I(Arena *a, int64_t v) { return expr_i64(a, v); }
@@ -318,7 +319,6 @@ static const Expr *rope_body(Arena *a, const Expr *const *ax, void *user) {
     s = ax[1], h = expr_floordiv(a, ax[2], I(a, t->d)), c = expr_floormod(a, ax[2], I(a, t->d));
   }
   const Expr *x = load_head(a, t->x, b, h, s, c, t->d);
-  if (t->rd == 0) return x;
   /* Pair (c1, c2) rotated by angle index i: halves, or adjacent channels. */
   const Expr *i, *c1, *c2, *first;
   if (t->interleaved) {

@@ -1,16 +1,17 @@
-/* Einsum (numpy.einsum semantics): the equation names every axis of every
- * operand with a letter; letters kept in the output are its axes (in the
- * output's order), the others are summed. The whole contraction is one te
- * stage: out[output letters] = sum over the other letters of the product
- * of the operands, each loaded at its letters' variables (a letter repeated
- * within one operand reads its diagonal). "..." stands for the same
- * broadcast batch axes in every term. */
+/* Einsum: the equation names every axis of every operand with a letter;
+ * letters kept in the output are its axes (in the output's order), the
+ * others are summed. The whole contraction is one te stage: out[output
+ * letters] = sum over the other letters of the product of the operands,
+ * each loaded at its letters' variables (a letter repeated within one
+ * operand reads its diagonal; an extent-1 axis broadcasts). The equation is
+ * the explicit, letters-only form graph inference writes back ("..." and
+ * implicit outputs resolved). */
 #include "topi/op_internal.h"
 
 #include <ctype.h>
 #include <string.h>
 
-enum { EIN_LETTERS = 52, EIN_LABELS = EIN_LETTERS + TOPI_MAX_RANK, EIN_MAX_OPERANDS = 16 };
+enum { EIN_LABELS = 52, EIN_MAX_OPERANDS = 16 };
 
 typedef struct EinTerm {
   int labels[TOPI_MAX_RANK];
@@ -26,45 +27,18 @@ typedef struct EinArgs {
   int nr;
 } EinArgs;
 
-static int letter_label(char c) { return islower((unsigned char)c) ? c - 'a' : 26 + (c - 'A'); }
-
-/* One term ("ij", "...ii"): labels with the ellipsis expanded for a rank-r
- * operand whose ellipsis spans e axes (labels EIN_LETTERS + ne - e ...). */
-static bool parse_term(const char *s, size_t len, int rank, int *ne, EinTerm *t, bool output, LoomError *err) {
-  int letters = 0;
-  bool ell = false;
-  for (size_t k = 0; k < len; k++) {
-    if (s[k] == '.') {
-      if (ell || k + 2 >= len || s[k + 1] != '.' || s[k + 2] != '.') goto bad;
-      ell = true;
-      k += 2;
-    } else if (isalpha((unsigned char)s[k])) {
-      letters++;
-    } else {
-      goto bad;
-    }
-  }
-  int e = output ? *ne : rank - letters;
-  if (!ell) e = 0;
-  if (e < 0 || (!output && !ell && letters != rank) || letters + e > TOPI_MAX_RANK) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "Einsum: term \"%.*s\" does not match an operand of rank %d", (int)len, s,
-            rank);
-    return false;
-  }
-  if (!output && e > *ne) *ne = e;
+/* Letters up to `stop` (',', '-' or the end) into t; the end of the term. */
+static const char *parse_term(const char *s, EinTerm *t, const char *eq, LoomError *err) {
   t->n = 0;
-  for (size_t k = 0; k < len; k++) {
-    if (s[k] == '.') {
-      for (int j = 0; j < e; j++) t->labels[t->n++] = EIN_LETTERS + TOPI_MAX_RANK - e + j;
-      k += 2;
-    } else {
-      t->labels[t->n++] = letter_label(s[k]);
+  for (; *s && *s != ',' && *s != '-'; s++) {
+    if (!isalpha((unsigned char)*s) || t->n == TOPI_MAX_RANK) {
+      err_set(err, LOOM_ERR_INVALID_ARG, "Einsum: equation \"%s\" is not of the explicit letters-only form (\"ij,jk->ik\")",
+              eq);
+      return NULL;
     }
+    t->labels[t->n++] = islower((unsigned char)*s) ? *s - 'a' : 26 + (*s - 'A');
   }
-  return true;
-bad:
-  err_set(err, LOOM_ERR_INVALID_ARG, "Einsum: cannot parse term \"%.*s\"", (int)len, s);
-  return false;
+  return s;
 }
 
 static const Expr *einsum_body(Arena *a, const Expr *const *ax, void *user) {
@@ -99,62 +73,46 @@ TeTensor *topi_einsum(Arena *a, const char *name, const char *equation, const Te
       return NULL;
     }
   }
-  /* The equation without spaces. */
-  size_t len = strlen(equation);
-  char *eq = arena_alloc(a, len + 1);
-  size_t m = 0;
-  for (size_t k = 0; k < len; k++)
-    if (!isspace((unsigned char)equation[k])) eq[m++] = equation[k];
-  eq[m] = 0;
-  const char *arrow = strstr(eq, "->");
-  size_t lhs_len = arrow ? (size_t)(arrow - eq) : m;
-
   EinArgs e = {.xs = xs, .nx = n};
-  int ne = 0, count[EIN_LABELS] = {0};
+  int count[EIN_LABELS] = {0};
   int64_t extent[EIN_LABELS];
   for (int l = 0; l < EIN_LABELS; l++) extent[l] = 1;
-  const char *p = eq;
+  const char *p = equation;
   for (int i = 0; i < n; i++) {
-    const char *end = memchr(p, ',', lhs_len - (size_t)(p - eq));
-    bool last = i == n - 1;
-    if (last != (end == NULL)) {
-      err_set(err, LOOM_ERR_INVALID_ARG, "%s: equation \"%s\" has a different number of terms than %d inputs", on,
-              equation, n);
+    if (!(p = parse_term(p, &e.in[i], equation, err))) return NULL;
+    if (*p != (i == n - 1 ? '-' : ',') || e.in[i].n != xs[i]->ndim) {
+      err_set(err, LOOM_ERR_INVALID_ARG, "Einsum: term %d of \"%s\" does not match input %d (rank %d)", i, equation, i,
+              xs[i]->ndim);
       return NULL;
     }
-    size_t tl = last ? lhs_len - (size_t)(p - eq) : (size_t)(end - p);
-    if (!parse_term(p, tl, xs[i]->ndim, &ne, &e.in[i], false, err)) return NULL;
+    p++;
     for (int d = 0; d < xs[i]->ndim; d++) {
       int l = e.in[i].labels[d];
       int64_t ext = xs[i]->shape[d];
-      bool batch = l >= EIN_LETTERS;
-      if (ext != extent[l] && extent[l] != 1 && !(batch && ext == 1)) {
-        err_set(err, LOOM_ERR_INVALID_ARG, "%s: axis \"%c\" has extents %lld and %lld", on,
-                batch ? '.' : (l < 26 ? 'a' + l : 'A' + l - 26), (long long)extent[l], (long long)ext);
+      if (ext != extent[l] && extent[l] != 1 && ext != 1) {
+        err_set(err, LOOM_ERR_INVALID_ARG, "%s: axis '%c' has extents %lld and %lld", on, l < 26 ? 'a' + l : 'A' + l - 26,
+                (long long)extent[l], (long long)ext);
         return NULL;
       }
-      if (ext != 1 || !count[l]) extent[l] = ext > extent[l] ? ext : extent[l];
+      if (ext > extent[l]) extent[l] = ext;
       count[l]++;
     }
-    p = last ? p : end + 1;
   }
-  /* The output: explicit, or numpy's implicit one ("..." then the letters
-   * used once, alphabetically). */
-  EinTerm out = {.n = 0};
-  if (arrow) {
-    if (!parse_term(arrow + 2, strlen(arrow + 2), 0, &ne, &out, true, err)) return NULL;
-  } else {
-    for (int j = 0; j < ne; j++) out.labels[out.n++] = EIN_LETTERS + TOPI_MAX_RANK - ne + j;
-    for (int l = 0; l < EIN_LETTERS; l++) {
-      int ll = l < 26 ? 26 + l : l - 26; /* uppercase sorts first in ASCII */
-      if (count[ll] == 1 && out.n < TOPI_MAX_RANK) out.labels[out.n++] = ll;
-    }
+  EinTerm out;
+  if (*p != '>') {
+    err_set(err, LOOM_ERR_INVALID_ARG, "Einsum: equation \"%s\" has no explicit output", equation);
+    return NULL;
+  }
+  if (!(p = parse_term(p + 1, &out, equation, err))) return NULL;
+  if (*p) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "Einsum: equation \"%s\" has more than one output", equation);
+    return NULL;
   }
   for (int l = 0; l < EIN_LABELS; l++) e.slot[l] = -1;
   int64_t oshape[TOPI_MAX_RANK];
   for (int d = 0; d < out.n; d++) {
     int l = out.labels[d];
-    if (e.slot[l] != -1 || (!count[l] && l < EIN_LETTERS)) {
+    if (e.slot[l] != -1 || !count[l]) {
       err_set(err, LOOM_ERR_INVALID_ARG, "%s: output axis %d is repeated or not in any input", on, d);
       return NULL;
     }

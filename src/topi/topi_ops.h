@@ -415,5 +415,9 @@ TeTensor *topi_resize(Arena *a, const char *name, const TeTensor *x, const int64
 
 /* Indexing, rearrangements, einsum and the N-D window ops. */
 #include "topi/topi_ops_tensor.h"
+/* Attention, recurrent and signal-processing ops (op_attention.c, op_rnn.c, op_signal.c). */
+#include "topi/topi_ops_seq.h"
+/* Vision ops, BitCast, TopK and the data-dependent-extent ops. */
+#include "topi/topi_ops_vision.h"
 
 #endif

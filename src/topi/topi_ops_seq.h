@@ -113,6 +113,12 @@ typedef struct TopiRnnParams {
 TopiRnnParams topi_rnn_defaults(TopiRnnKind kind);
 /* Parses an ONNX activation name ("Sigmoid", "Tanh", ...). */
 bool topi_rnn_act_parse(const char *s, TopiRnnAct *out);
+/* Sets p's activations (count <= 6: the per-direction list, times the
+ * directions) with ONNX's alpha/beta defaults, overridden by alpha[] /
+ * beta[] consumed in order by the activations that take them (as ONNX
+ * Runtime does). */
+void topi_rnn_set_activations(TopiRnnParams *p, const TopiRnnAct *acts, int count, const double *alpha, int n_alpha,
+                              const double *beta, int n_beta);
 
 /* RNN / GRU / LSTM (ONNX gate orders: GRU z r h, LSTM i o f c) unrolled
  * over the T time steps, one group of stages per step. x, w [D, G*H, I], r

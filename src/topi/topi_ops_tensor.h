@@ -74,10 +74,11 @@ TeTensor *topi_center_crop_pad(Arena *a, const char *name, const TeTensor *x, co
 
 /* ---------------- einsum (op_einsum.c) ---------------- */
 
-/* numpy.einsum for an explicit ("ij,jk->ik") or implicit ("ij,jk")
- * equation, with "..." and repeated letters (diagonals). One stage: a
- * te_sum of the product of the operands over the letters not in the output
- * (or a plain product when there are none). */
+/* Einsum for an explicit, letters-only equation ("bij,bjk->bik"; graph
+ * inference rewrites "..." and implicit outputs into that form). Repeated
+ * letters read diagonals; extent-1 axes broadcast. One stage: a te_sum of
+ * the product of the operands over the letters not in the output (or the
+ * plain product when there are none). */
 TeTensor *topi_einsum(Arena *a, const char *name, const char *equation, const TeTensor *const *xs, int n,
                       LoomError *err);
 

@@ -209,7 +209,7 @@ def bad_models(outdir):
     # Two unsupported ops (and one supported) in one model.
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"], name="ok"),
                            helper.make_node("FancyOp", ["a"], ["b"], name="fancy1"),
-                           helper.make_node("Einsum", ["b"], ["y"], name="einsum1", equation="ij->ij")],
+                           helper.make_node("StringNormalizer", ["b"], ["y"], name="strnorm1")],
                           "unsupported", [x], [y])
     save(model(g, 13), outdir, "unsupported.onnx", check=False)
     # A cycle: a -> b -> a.

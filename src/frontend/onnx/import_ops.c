@@ -111,6 +111,32 @@ static const AttrSpec attr_specs[] = {
     OPT("BlackmanWindow", "output_datatype", A_INT), OPT("HammingWindow", "output_datatype", A_INT),
     OPT("HannWindow", "output_datatype", A_INT), OPT("MelWeightMatrix", "output_datatype", A_INT),
     DEF_I("DFT", "inverse", 0), DEF_I("DFT", "onesided", 0), OPT("DFT", "axis", A_INT), DEF_I("STFT", "onesided", 1),
+    /* vision, sorting, data-dependent shapes (topi/op_vision.c, op_sort.c, op_dynamic.c) */
+    REQ("BitCast", "to", A_INT), DEF_I("GridSample", "align_corners", 0), DEF_S("GridSample", "padding_mode", "zeros"),
+    {"GridSample", "mode", A_STRING, false, true, 0, 0, "bilinear", 0, 19},
+    {"GridSample", "mode", A_STRING, false, true, 0, 0, "linear", 20, 99}, DEF_I("AffineGrid", "align_corners", 0),
+    {"RoiAlign", "coordinate_transformation_mode", A_STRING, false, true, 0, 0, "output_half_pixel", 0, 15},
+    {"RoiAlign", "coordinate_transformation_mode", A_STRING, false, true, 0, 0, "half_pixel", 16, 99},
+    DEF_S("RoiAlign", "mode", "avg"), DEF_I("RoiAlign", "output_height", 1), DEF_I("RoiAlign", "output_width", 1),
+    DEF_I("RoiAlign", "sampling_ratio", 0), DEF_F("RoiAlign", "spatial_scale", 1.0), DEF_I("DeformConv", "group", 1),
+    DEF_I("DeformConv", "offset_group", 1), OPT("DeformConv", "kernel_shape", A_INTS), OPT("DeformConv", "pads", A_INTS),
+    OPT("DeformConv", "strides", A_INTS), OPT("DeformConv", "dilations", A_INTS), DEF_I("TopK", "axis", -1),
+    DEF_I("TopK", "largest", 1), DEF_I("TopK", "sorted", 1), OPT("TopK", "k", A_INT), DEF_I("Unique", "sorted", 1),
+    OPT("Unique", "axis", A_INT), OPT("Compress", "axis", A_INT), DEF_I("NonMaxSuppression", "center_point_box", 0),
+    /* indexing, rearrangements, N-D windows (topi/op_index.c, op_space.c, op_einsum.c, op_conv_nd.c, op_pool.c) */
+    DEF_I("GatherElements", "axis", 0), DEF_I("GatherND", "batch_dims", 0), DEF_I("ScatterElements", "axis", 0),
+    DEF_S("ScatterElements", "reduction", "none"), DEF_I("Scatter", "axis", 0), DEF_S("ScatterND", "reduction", "none"),
+    DEF_I("OneHot", "axis", -1), DEF_I("Trilu", "upper", 1), OPT("EyeLike", "dtype", A_INT), DEF_I("EyeLike", "k", 0),
+    REQ("DepthToSpace", "blocksize", A_INT), DEF_S("DepthToSpace", "mode", "DCR"), REQ("SpaceToDepth", "blocksize", A_INT),
+    DEF_I("ReverseSequence", "batch_axis", 1), DEF_I("ReverseSequence", "time_axis", 0), OPT("CenterCropPad", "axes", A_INTS),
+    REQ("Einsum", "equation", A_STRING), DEF_S("ConvTranspose", "auto_pad", "NOTSET"), DEF_I("ConvTranspose", "group", 1),
+    OPT("ConvTranspose", "kernel_shape", A_INTS), OPT("ConvTranspose", "strides", A_INTS), OPT("ConvTranspose", "pads", A_INTS),
+    OPT("ConvTranspose", "dilations", A_INTS), OPT("ConvTranspose", "output_padding", A_INTS),
+    OPT("ConvTranspose", "output_shape", A_INTS), OPT("Col2Im", "dilations", A_INTS), OPT("Col2Im", "pads", A_INTS),
+    OPT("Col2Im", "strides", A_INTS), DEF_S("LpPool", "auto_pad", "NOTSET"), REQ("LpPool", "kernel_shape", A_INTS),
+    OPT("LpPool", "strides", A_INTS), OPT("LpPool", "pads", A_INTS), OPT("LpPool", "dilations", A_INTS),
+    DEF_I("LpPool", "ceil_mode", 0), DEF_I("LpPool", "p", 2), REQ("MaxUnpool", "kernel_shape", A_INTS),
+    OPT("MaxUnpool", "strides", A_INTS), OPT("MaxUnpool", "pads", A_INTS),
     /* Attributes of old opsets that become inputs; read by the rewrites. */
     OPT("Slice", "starts", A_INTS), OPT("Slice", "ends", A_INTS), OPT("Slice", "axes", A_INTS),
     OPT("Squeeze", "axes", A_INTS), OPT("Unsqueeze", "axes", A_INTS), OPT("ReduceMean", "axes", A_INTS),
@@ -121,6 +147,7 @@ static const AttrSpec attr_specs[] = {
 
 static const char *const supported_ops[] = {
     "Constant", "Upsample", /* converted, no graph op of their own */
+    "Scatter",              /* ScatterElements */
 };
 
 bool onnx_op_supported(const char *op_type) {
@@ -432,6 +459,17 @@ static loom_status rewrite_opset_forms(NodeCtx *c, const char **op_type) {
     drop_attr(c, "nearest_mode");
     c->attrs[c->nattrs++] = nm;
     *op_type = "Resize";
+  } else if (!strcmp(op, "Scatter")) {
+    /* Scatter (opsets 9-10) is ScatterElements without a reduction. */
+    *op_type = "ScatterElements";
+  } else if (!strcmp(op, "TopK") && opset < 10) {
+    /* TopK-1 took K as an attribute. */
+    GraphAttr *k = take_attr(c, "k");
+    if (!k) return node_fail(c, LOOM_ERR_INVALID_ARG, "required attribute \"k\" is missing");
+    int64_t kv = k->i;
+    drop_attr(c, "k");
+    if (c->nins != 1) return node_fail(c, LOOM_ERR_INVALID_ARG, "opset %lld TopK takes 1 input", (long long)opset);
+    c->ins[c->nins++] = const_ints(c, "k", &kv, 1);
   } else if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "Hardmax")) && opset < 13) {
     /* Before opset 13, Softmax, LogSoftmax and Hardmax flattened to 2-D at `axis`. */
     GraphAttr a = {0};
@@ -551,7 +589,8 @@ loom_status onnx_convert_node(Importer *im, const OnnxNode *n) {
     st = rewrite_opset_forms(&c, &op_type);
     if (st) return st;
   }
-  if (!strcmp(op_type, "Cast") && (st = convert_cast(&c))) return st;
+  if ((!strcmp(op_type, "Cast") || !strcmp(op_type, "BitCast")) && (st = convert_cast(&c))) return st;
+  if (!strcmp(op_type, "EyeLike") && (st = convert_dtype_attr(&c, "dtype", NULL, "dtype"))) return st;
   if (n->ninputs <= 12 && (st = rewrite_seq_forms(&c, op_type))) return st;
   GraphOp op;
   LOOM_ASSERT(graph_op_lookup(op_type, &op));

@@ -1,0 +1,233 @@
+/* The compute half of the op strategy for indexing, rearrangement and the
+ * N-D sliding-window ops (topi_ops_tensor.h): GatherElements, GatherND,
+ * ScatterElements, ScatterND, OneHot, Trilu, EyeLike, DepthToSpace,
+ * SpaceToDepth, ReverseSequence, CenterCropPad, Einsum, Conv (NCHW, any
+ * spatial rank), ConvTranspose, Col2Im, MaxPool (with Indices) /
+ * AveragePool / LpPool over any spatial rank, MaxUnpool, Pad (modes and
+ * axes) and Dropout (with its mask). op_compute.c dispatches here. */
+#include "compile/compile.h"
+
+#include "topi/topi_ops.h"
+
+#include <string.h>
+
+enum { MAX_INTS = 64 };
+
+static loom_status fail(const GraphNode *n, LoomError *err, const char *detail) {
+  return err_set(err, LOOM_ERR_UNSUPPORTED, "%s (node \"%s\"): %s", graph_op_info(n->op)->name, n->name ? n->name : "?",
+                 detail);
+}
+
+static loom_status done(TeTensor *t) { return t ? LOOM_OK : LOOM_ERR_INVALID_ARG; }
+
+bool compile_tensor_input_is_data(const GraphNode *n, int input) {
+  switch (n->op) {
+    case GRAPH_OP_ONE_HOT: return input != 1;         /* depth */
+    case GRAPH_OP_TRILU: return input == 0;           /* k */
+    case GRAPH_OP_CENTER_CROP_PAD: return input == 0; /* shape */
+    case GRAPH_OP_COL2IM: return input == 0;          /* image_shape, block_shape */
+    case GRAPH_OP_MAX_UNPOOL: return input < 2;       /* output_shape */
+    default: return true;
+  }
+}
+
+/* strides, dilations, pads (and the kernel, output_padding) of an N-D
+ * window op over nsp spatial axes. */
+static loom_status window_params(const GraphNode *n, int nsp, TopiWindowParams *p, LoomError *err) {
+  memset(p, 0, sizeof *p);
+  if (nsp < 1 || nsp > TOPI_MAX_SPATIAL) return fail(n, err, "only 1 to 6 spatial axes are supported");
+  p->nsp = nsp;
+  struct {
+    const char *name;
+    int64_t *dst;
+    int count;
+  } lists[] = {{"kernel_shape", p->kernel, nsp},     {"strides", p->strides, nsp},
+               {"dilations", p->dilations, nsp},     {"pads", p->pads, 2 * nsp},
+               {"output_padding", p->output_padding, nsp}};
+  for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
+    int64_t v[MAX_INTS];
+    int c = compile_attr_ints(n, lists[k].name, v);
+    if (c < 0) continue;
+    /* Old exporters spell some of these with the N and C axes too. */
+    int skip = c == lists[k].count + 2 && lists[k].count == nsp ? 2 : 0;
+    if (c - skip != lists[k].count)
+      return err_set(err, LOOM_ERR_INVALID_ARG, "%s (node \"%s\"): %s has %d entries, expected %d",
+                     graph_op_info(n->op)->name, n->name, lists[k].name, c, lists[k].count);
+    memcpy(lists[k].dst, v + skip, sizeof(int64_t) * (size_t)lists[k].count);
+  }
+  p->group = graph_attr_int(n, "group", 1);
+  p->ceil_mode = graph_attr_int(n, "ceil_mode", 0) != 0;
+  p->count_include_pad = graph_attr_int(n, "count_include_pad", 0) != 0;
+  p->p = graph_attr_int(n, "p", 2);
+  return LOOM_OK;
+}
+
+static TopiScatterReduce scatter_reduction(const GraphNode *n) {
+  const char *r = graph_attr_string(n, "reduction", "none");
+  return !strcmp(r, "add") ? TOPI_SCATTER_ADD
+         : !strcmp(r, "mul") ? TOPI_SCATTER_MUL
+         : !strcmp(r, "max") ? TOPI_SCATTER_MAX
+         : !strcmp(r, "min") ? TOPI_SCATTER_MIN
+                             : TOPI_SCATTER_NONE;
+}
+
+static bool output_used(const GraphNode *n, int k) { return k < n->noutputs && n->outputs[k] != GRAPH_NO_VALUE; }
+
+static loom_status pools(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
+                         LoomError *err) {
+  TopiWindowParams p;
+  loom_status st = window_params(n, ins[0]->ndim - 2, &p, err);
+  if (st) return st;
+  if (n->op == GRAPH_OP_LP_POOL) return done(outs[0] = topi_lp_pool_nd(a, name, ins[0], &p, err));
+  TopiPoolKind kind = n->op == GRAPH_OP_MAX_POOL ? TOPI_POOL_MAX : TOPI_POOL_AVG;
+  if (!(outs[0] = topi_pool_nd_onnx(a, name, kind, ins[0], &p, false, err))) return LOOM_ERR_INVALID_ARG;
+  if (kind == TOPI_POOL_MAX && output_used(n, 1))
+    return done(outs[1] = topi_max_pool_indices(a, arena_printf(a, "%s_idx", name), ins[0], outs[0], &p,
+                                                (int)graph_attr_int(n, "storage_order", 0), err));
+  return LOOM_OK;
+}
+
+static loom_status pad(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                       TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS], axes[MAX_INTS], pads[2 * TOPI_MAX_SPATIAL + 4] = {0};
+  int r = ins[0]->ndim;
+  int cnt = compile_const_ints(g, n, 1, v), na = compile_const_ints(g, n, 3, axes);
+  if (cnt < 0 || na == -2) return fail(n, err, "pads and axes must be compile-time constants");
+  if (r > 8) return fail(n, err, "rank above 8");
+  if (na < 0) {
+    na = r;
+    for (int k = 0; k < r; k++) axes[k] = k;
+  }
+  if (cnt != 2 * na)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "Pad (node \"%s\"): %d pads for %d axes", n->name, cnt, na);
+  for (int k = 0; k < na; k++) {
+    int64_t ax = axes[k] < 0 ? axes[k] + r : axes[k];
+    if (ax < 0 || ax >= r)
+      return err_set(err, LOOM_ERR_INVALID_ARG, "Pad (node \"%s\"): axis %lld is out of range for rank %d", n->name,
+                     (long long)axes[k], r);
+    pads[ax] = v[k], pads[r + ax] = v[na + k];
+  }
+  double value = 0;
+  if (n->ninputs > 2 && n->inputs[2] != GRAPH_NO_VALUE) {
+    const GraphTensor *t = graph_value_constant(g, n->inputs[2]);
+    if (!t || graph_tensor_numel(t) != 1) return fail(n, err, "constant_value must be a compile-time constant");
+    value = graph_tensor_get_f64(t, 0);
+  }
+  const char *mode = graph_attr_string(n, "mode", "constant");
+  TopiPadMode m = !strcmp(mode, "reflect") ? TOPI_PAD_REFLECT
+                  : !strcmp(mode, "edge")  ? TOPI_PAD_EDGE
+                  : !strcmp(mode, "wrap")  ? TOPI_PAD_WRAP
+                                           : TOPI_PAD_CONSTANT;
+  if (m == TOPI_PAD_CONSTANT && strcmp(mode, "constant"))
+    return err_set(err, LOOM_ERR_UNSUPPORTED, "Pad (node \"%s\"): pad mode \"%s\" is not supported", n->name, mode);
+  return done(outs[0] = topi_pad_onnx(a, name, ins[0], pads, m, value, err));
+}
+
+/* A compile-time scalar operand (default dflt when omitted). */
+static bool scalar_operand(const Graph *g, const GraphNode *n, int input, double dflt, double *out) {
+  *out = dflt;
+  if (input >= n->ninputs || n->inputs[input] == GRAPH_NO_VALUE) return true;
+  const GraphTensor *t = graph_value_constant(g, n->inputs[input]);
+  if (!t || graph_tensor_numel(t) != 1) return false;
+  *out = graph_tensor_get_f64(t, 0);
+  return true;
+}
+
+loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                        const char *name, TeTensor **outs, LoomError *err) {
+  TopiWindowParams p;
+  int64_t v[MAX_INTS], w[MAX_INTS];
+  double s;
+  loom_status st;
+  switch (n->op) {
+    case GRAPH_OP_DROPOUT: /* inference: the identity, and an all-true mask */
+      if (!(outs[0] = topi_unary(a, name, TOPI_IDENTITY, ins[0], NULL, err))) return LOOM_ERR_INVALID_ARG;
+      if (output_used(n, 1))
+        return done(outs[1] = topi_full_like(a, arena_printf(a, "%s_mask", name), ins[0],
+                                             g->values[n->outputs[1]].dtype, 1, err));
+      return LOOM_OK;
+    case GRAPH_OP_CONV:
+      if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
+      return done(outs[0] = topi_conv_nd_onnx(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, &p, err));
+    case GRAPH_OP_CONV_TRANSPOSE:
+      if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
+      return done(outs[0] = topi_conv_transpose_nd(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, &p, err));
+    case GRAPH_OP_COL2IM: {
+      int ni = compile_const_ints(g, n, 1, v), nb = compile_const_ints(g, n, 2, w);
+      if (ni < 1 || ni != nb) return fail(n, err, "image_shape and block_shape must be compile-time constants of one length");
+      if ((st = window_params(n, ni, &p, err))) return st;
+      memcpy(p.kernel, w, sizeof(int64_t) * (size_t)nb);
+      return done(outs[0] = topi_col2im(a, name, ins[0], v, &p, err));
+    }
+    case GRAPH_OP_MAX_POOL:
+    case GRAPH_OP_AVERAGE_POOL:
+    case GRAPH_OP_LP_POOL: return pools(a, n, ins, name, outs, err);
+    case GRAPH_OP_MAX_UNPOOL: {
+      const GraphValue *out = &g->values[n->outputs[0]];
+      return done(outs[0] = topi_max_unpool(a, name, ins[0], ins[1], out->dims + 2, err));
+    }
+    case GRAPH_OP_PAD: return pad(a, g, n, ins, name, outs, err);
+    case GRAPH_OP_GATHER_ELEMENTS:
+      return done(outs[0] = topi_gather_elements(a, name, ins[0], ins[1], graph_attr_int(n, "axis", 0), err));
+    case GRAPH_OP_GATHER_ND:
+      return done(outs[0] = topi_gather_nd(a, name, ins[0], ins[1], graph_attr_int(n, "batch_dims", 0), err));
+    case GRAPH_OP_SCATTER_ELEMENTS:
+      return done(outs[0] = topi_scatter_elements(a, name, ins[0], ins[1], ins[2], graph_attr_int(n, "axis", 0),
+                                                  scatter_reduction(n), err));
+    case GRAPH_OP_SCATTER_ND:
+      return done(outs[0] = topi_scatter_nd(a, name, ins[0], ins[1], ins[2], scatter_reduction(n), err));
+    case GRAPH_OP_ONE_HOT:
+      if (!scalar_operand(g, n, 1, 0, &s)) return fail(n, err, "depth must be a compile-time constant");
+      return done(outs[0] = topi_one_hot(a, name, ins[0], (int64_t)s, ins[2], graph_attr_int(n, "axis", -1), err));
+    case GRAPH_OP_TRILU:
+      if (!scalar_operand(g, n, 1, 0, &s)) return fail(n, err, "k must be a compile-time constant");
+      return done(outs[0] = topi_trilu(a, name, ins[0], (int64_t)s, graph_attr_int(n, "upper", 1) != 0, err));
+    case GRAPH_OP_EYE_LIKE:
+      return done(outs[0] = topi_eye_like(a, name, ins[0], g->values[n->outputs[0]].dtype, graph_attr_int(n, "k", 0),
+                                          err));
+    case GRAPH_OP_DEPTH_TO_SPACE:
+      return done(outs[0] = topi_depth_to_space(a, name, ins[0], graph_attr_int(n, "blocksize", 0),
+                                                !strcmp(graph_attr_string(n, "mode", "DCR"), "CRD"), err));
+    case GRAPH_OP_SPACE_TO_DEPTH:
+      return done(outs[0] = topi_space_to_depth(a, name, ins[0], graph_attr_int(n, "blocksize", 0), err));
+    case GRAPH_OP_REVERSE_SEQUENCE:
+      return done(outs[0] = topi_reverse_sequence(a, name, ins[0], ins[1], graph_attr_int(n, "batch_axis", 1),
+                                                  graph_attr_int(n, "time_axis", 0), err));
+    case GRAPH_OP_CENTER_CROP_PAD: {
+      int ns = compile_const_ints(g, n, 1, v), na = compile_attr_ints(n, "axes", w);
+      if (ns < 0) return fail(n, err, "shape must be a compile-time constant");
+      return done(outs[0] = topi_center_crop_pad(a, name, ins[0], v, na >= 0 ? w : NULL, ns, err));
+    }
+    case GRAPH_OP_EINSUM:
+      return done(outs[0] = topi_einsum(a, name, graph_attr_string(n, "equation", ""), (const TeTensor *const *)ins,
+                                        n->ninputs, err));
+    default: return fail(n, err, "not an indexing or window op");
+  }
+}
+
+bool compile_tensor_op(GraphOp op) {
+  switch (op) {
+    case GRAPH_OP_DROPOUT:
+    case GRAPH_OP_CONV:
+    case GRAPH_OP_CONV_TRANSPOSE:
+    case GRAPH_OP_COL2IM:
+    case GRAPH_OP_MAX_POOL:
+    case GRAPH_OP_AVERAGE_POOL:
+    case GRAPH_OP_LP_POOL:
+    case GRAPH_OP_MAX_UNPOOL:
+    case GRAPH_OP_PAD:
+    case GRAPH_OP_GATHER_ELEMENTS:
+    case GRAPH_OP_GATHER_ND:
+    case GRAPH_OP_SCATTER_ELEMENTS:
+    case GRAPH_OP_SCATTER_ND:
+    case GRAPH_OP_ONE_HOT:
+    case GRAPH_OP_TRILU:
+    case GRAPH_OP_EYE_LIKE:
+    case GRAPH_OP_DEPTH_TO_SPACE:
+    case GRAPH_OP_SPACE_TO_DEPTH:
+    case GRAPH_OP_REVERSE_SEQUENCE:
+    case GRAPH_OP_CENTER_CROP_PAD:
+    case GRAPH_OP_EINSUM: return true;
+    default: return false;
+  }
+}
