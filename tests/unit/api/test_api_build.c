@@ -114,11 +114,11 @@ static void test_parse_and_build_errors(void **state) {
   expect_error(ctx, LOOM_ERR_INVALID_ARG, "loom_build", "scale");
   assert_null(loom_func_c_source(ctx, NULL));
   expect_error(ctx, LOOM_ERR_INVALID_ARG, "loom_func_c_source");
-  /* A function codegen cannot express: f16 elements. */
+  /* A function the C back end cannot express: a GPU thread-bound loop. */
   loom_func *h = loom_func_parse(ctx,
-      "func half(X: f16[4], Y: f16[4]) {\n"
+      "func half(X: f32[4], Y: f32[4]) {\n"
       "  block root() {\n"
-      "    for i in 0:4 {\n"
+      "    for i in 0:4 thread(\"threadIdx.x\") {\n"
       "      block Y(vi: spatial[0:4] = i) {\n"
       "        reads X[vi]\n"
       "        writes Y[vi]\n"
