@@ -163,8 +163,12 @@ loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNod
     case GRAPH_OP_AVERAGE_POOL:
     case GRAPH_OP_LP_POOL: return pools(a, n, ins, name, outs, err);
     case GRAPH_OP_MAX_UNPOOL: {
+      /* The indices address the unpooled shape; output_shape may extend it. */
+      if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
+      for (int i = 0; i < p.nsp; i++)
+        v[i] = (ins[0]->shape[2 + i] - 1) * (p.strides[i] ? p.strides[i] : 1) - p.pads[i] - p.pads[p.nsp + i] + p.kernel[i];
       const GraphValue *out = &g->values[n->outputs[0]];
-      return done(outs[0] = topi_max_unpool(a, name, ins[0], ins[1], out->dims + 2, err));
+      return done(outs[0] = topi_max_unpool(a, name, ins[0], ins[1], v, out->dims + 2, err));
     }
     case GRAPH_OP_PAD: return pad(a, g, n, ins, name, outs, err);
     case GRAPH_OP_GATHER_ELEMENTS:

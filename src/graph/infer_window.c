@@ -8,9 +8,9 @@
 #include <string.h>
 
 /* An INTS attribute of nsp entries (or of 2 + nsp, the leading N and C
- * skipped), else dflt everywhere. */
+ * skipped) within [lo, 2^31], else dflt everywhere. */
 static loom_status spatial_ints(Graph *g, GraphNode *n, LoomError *err, const char *name, int nsp, int per_axis,
-                                int64_t dflt, int64_t *out) {
+                                int64_t dflt, int64_t lo, int64_t *out) {
   int cnt;
   const int64_t *v = infer_attr_ints(n, name, &cnt);
   int skip = v && cnt == per_axis * nsp + 2 && per_axis == 1 ? 2 : 0;
@@ -18,7 +18,7 @@ static loom_status spatial_ints(Graph *g, GraphNode *n, LoomError *err, const ch
     return infer_fail(g, n, err, "%s has %d entries, expected %d", name, cnt, per_axis * nsp);
   for (int k = 0; k < per_axis * nsp; k++) {
     out[k] = v ? v[skip + k] : dflt;
-    if (v && (out[k] < 0 || out[k] > ((int64_t)1 << 31)))
+    if (v && (out[k] < lo || out[k] > ((int64_t)1 << 31)))
       return infer_fail(g, n, err, "%s[%d] = %lld is out of range", name, k, (long long)out[k]);
   }
   return LOOM_OK;
@@ -39,9 +39,9 @@ loom_status infer_conv_transpose(Graph *g, GraphNode *n, LoomError *err) {
   int64_t s[INFER_MAX_RANK], d[INFER_MAX_RANK], op[INFER_MAX_RANK], pads[2 * INFER_MAX_RANK], k[INFER_MAX_RANK],
       oshape[INFER_MAX_RANK];
   loom_status st;
-  if ((st = spatial_ints(g, n, err, "strides", nsp, 1, 1, s)) || (st = spatial_ints(g, n, err, "dilations", nsp, 1, 1, d)) ||
-      (st = spatial_ints(g, n, err, "output_padding", nsp, 1, 0, op)) ||
-      (st = spatial_ints(g, n, err, "pads", nsp, 2, 0, pads)) || (st = spatial_ints(g, n, err, "kernel_shape", nsp, 1, -1, k)))
+  if ((st = spatial_ints(g, n, err, "strides", nsp, 1, 1, 1, s)) || (st = spatial_ints(g, n, err, "dilations", nsp, 1, 1, 1, d)) ||
+      (st = spatial_ints(g, n, err, "output_padding", nsp, 1, 0, 0, op)) ||
+      (st = spatial_ints(g, n, err, "pads", nsp, 2, 0, -((int64_t)1 << 31), pads)) || (st = spatial_ints(g, n, err, "kernel_shape", nsp, 1, -1, 1, k)))
     return st;
   int cnt;
   const int64_t *out_attr = infer_attr_ints(n, "output_shape", &cnt);
@@ -63,10 +63,10 @@ loom_status infer_conv_transpose(Graph *g, GraphNode *n, LoomError *err) {
     int64_t full = s[i] * (in - 1) + op[i] + (k[i] - 1) * d[i] + 1;
     if (out_attr || same) {
       int64_t want = out_attr ? out_attr[skip + i] : in * s[i];
-      int64_t total = full - want;
-      if (total < 0) return infer_fail(g, n, err, "output_shape %lld is larger than the full output %lld", (long long)want, (long long)full);
-      /* The reference implementation: SAME_UPPER puts the smaller half first. */
-      pads[i] = upper ? total / 2 : total - total / 2;
+      /* The reference implementation: SAME_UPPER puts the smaller half
+       * first (floor division; a negative total extends the output). */
+      int64_t total = full - want, half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pads[i] = upper ? half : total - half;
       pads[nsp + i] = total - pads[i];
     } else if (!strcmp(auto_pad, "VALID")) {
       pads[i] = pads[nsp + i] = 0;
@@ -133,8 +133,8 @@ loom_status infer_max_unpool(Graph *g, GraphNode *n, LoomError *err) {
   }
   int64_t ks[INFER_MAX_RANK], s[INFER_MAX_RANK], pads[2 * INFER_MAX_RANK];
   loom_status st;
-  if ((st = spatial_ints(g, n, err, "kernel_shape", nsp, 1, -1, ks)) || (st = spatial_ints(g, n, err, "strides", nsp, 1, 1, s)) ||
-      (st = spatial_ints(g, n, err, "pads", nsp, 2, 0, pads)))
+  if ((st = spatial_ints(g, n, err, "kernel_shape", nsp, 1, -1, 1, ks)) || (st = spatial_ints(g, n, err, "strides", nsp, 1, 1, 1, s)) ||
+      (st = spatial_ints(g, n, err, "pads", nsp, 2, 0, 0, pads)))
     return st;
   dims[0] = x->dims[0], dims[1] = x->dims[1];
   for (int i = 0; i < nsp; i++) {

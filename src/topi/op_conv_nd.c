@@ -178,8 +178,9 @@ TeTensor *topi_conv_transpose_nd(Arena *a, const char *name, const TeTensor *x, 
   for (int i = 0; i < nsp; i++) {
     int64_t s = or_one(p->strides[i]), d = or_one(p->dilations[i]), k = w->shape[2 + i];
     int64_t pb = p->pads[i], pe = p->pads[nsp + i], op = p->output_padding[i];
-    if (s < 1 || d < 1 || pb < 0 || pe < 0 || op < 0) {
-      err_set(err, LOOM_ERR_INVALID_ARG, "%s: strides and dilations must be >= 1, pads and output_padding >= 0", on);
+    /* Negative pads (an output_shape beyond the full output) extend it. */
+    if (s < 1 || d < 1 || op < 0) {
+      err_set(err, LOOM_ERR_INVALID_ARG, "%s: strides and dilations must be >= 1, output_padding >= 0", on);
       return NULL;
     }
     /* The spread input, with (k - 1) d - pad on each side (output_padding

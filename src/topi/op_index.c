@@ -194,18 +194,19 @@ static const Expr *scatter_elements_red_body(Arena *a, const Expr *const *ax, vo
   return reduce_of(a, m->red, src, m->r, 1, cond);
 }
 
-/* NONE: hit >= 0 ? updates[position hit] : data; else data (+) reduction. */
-static const Expr *scatter_final(Arena *a, const IndexArgs *m, const Expr *const *ax, const Expr *const *pos_hit) {
+/* NONE: hit >= 0 ? the update at position hit (upd_hit) : data; else data
+ * (+) the reduction. */
+static const Expr *scatter_final(Arena *a, const IndexArgs *m, const Expr *const *ax, const Expr *upd_hit) {
   const Expr *d = te_load(a, m->data, ax), *h = te_load(a, m->hit, ax);
   if (m->red != TOPI_SCATTER_NONE) return combine(a, m->red, d, h);
-  return expr_select(a, expr_binary(a, EXPR_GE, h, expr_i64(a, 0)), te_load(a, m->upd, pos_hit), d);
+  return expr_select(a, expr_binary(a, EXPR_GE, h, expr_i64(a, 0)), upd_hit, d);
 }
 
 static const Expr *scatter_elements_body(Arena *a, const Expr *const *ax, void *user) {
   IndexArgs *m = user;
   const Expr *pos[TOPI_MAX_RANK], *inside;
   elements_pos(a, m, ax, expr_max(a, te_load(a, m->hit, ax), expr_i64(a, 0)), pos, &inside);
-  return scatter_final(a, m, ax, pos);
+  return scatter_final(a, m, ax, m->red == TOPI_SCATTER_NONE ? te_load(a, m->upd, pos) : NULL);
 }
 
 static bool check_scatter(const char *on, const char *name, const TeTensor *data, const TeTensor *indices,
@@ -285,7 +286,7 @@ static const Expr *scatter_nd_red_body(Arena *a, const Expr *const *ax, void *us
 
 static const Expr *scatter_nd_body(Arena *a, const Expr *const *ax, void *user) {
   IndexArgs *m = user;
-  const Expr *row[TOPI_MAX_RANK];
+  const Expr *row[TOPI_MAX_RANK] = {0};
   if (m->nr == 0) { /* a single update row: no reduction stage */
     const Expr *d = te_load(a, m->data, ax), *u = nd_update(a, m, ax, row);
     return expr_select(a, nd_match(a, m, ax, row), m->red == TOPI_SCATTER_NONE ? u : combine(a, m->red, d, u), d);
@@ -295,7 +296,7 @@ static const Expr *scatter_nd_body(Arena *a, const Expr *const *ax, void *user) 
     row[d] = d == 0 ? flat : expr_floormod(a, flat, m->r[d].extent);
     flat = expr_floordiv(a, flat, m->r[d].extent);
   }
-  return scatter_final(a, m, ax, row);
+  return scatter_final(a, m, ax, m->red == TOPI_SCATTER_NONE ? nd_update(a, m, ax, row) : NULL);
 }
 
 TeTensor *topi_scatter_nd(Arena *a, const char *name, const TeTensor *data, const TeTensor *indices,

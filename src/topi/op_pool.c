@@ -298,24 +298,31 @@ TeTensor *topi_pool2d_nchwc_onnx(Arena *a, const char *name, TopiPoolKind kind, 
 typedef struct UnpoolArgs {
   const TeTensor *x, *idx;
   int nsp;
-  int64_t C, out[MS];
+  int64_t C, out[MS], index[MS];
   IterVar r[MS];
 } UnpoolArgs;
 
-/* out[n, c, o...] = sum of the x[n, c, i...] whose index names o (indices
- * from a MaxPool are distinct within a window position, so the sum picks
- * one; overlapping windows that chose the same element repeat it with the
- * same value, so a max over the matches gives it once). */
+/* out[n, c, o...] = the x[n, c, i...] whose index names o, a flat offset
+ * into the unpooled shape `index` (which out extends with zeros at the
+ * end). Overlapping windows that chose the same element repeat it with the
+ * same value, so a max over the matches gives it once. */
 static const Expr *unpool_body(Arena *a, const Expr *const *ax, void *user) {
   UnpoolArgs *u = user;
-  const Expr *flat = expr_add(a, expr_mul(a, ax[0], expr_i64(a, u->C)), ax[1]);
-  for (int i = 0; i < u->nsp; i++) flat = expr_add(a, expr_mul(a, flat, expr_i64(a, u->out[i])), ax[2 + i]);
+  const Expr *flat = expr_add(a, expr_mul(a, ax[0], expr_i64(a, u->C)), ax[1]), *inside = NULL;
+  for (int i = 0; i < u->nsp; i++) {
+    flat = expr_add(a, expr_mul(a, flat, expr_i64(a, u->index[i])), ax[2 + i]);
+    if (u->out[i] > u->index[i]) {
+      const Expr *c = expr_lt(a, ax[2 + i], expr_i64(a, u->index[i]));
+      inside = inside ? expr_and(a, inside, c) : c;
+    }
+  }
   const Expr *xi[TOPI_MAX_RANK];
   xi[0] = ax[0], xi[1] = ax[1];
   for (int i = 0; i < u->nsp; i++) xi[2 + i] = u->r[i].var;
   const Expr *ix = te_load(a, u->idx, xi);
   if (!dtype_eq(ix->dtype, DT_I64)) ix = expr_cast(a, DT_I64, ix);
-  return te_max(a, te_load(a, u->x, xi), u->r, u->nsp, expr_binary(a, EXPR_EQ, ix, flat));
+  const Expr *match = expr_binary(a, EXPR_EQ, ix, flat);
+  return te_max(a, te_load(a, u->x, xi), u->r, u->nsp, inside ? expr_and(a, inside, match) : match);
 }
 
 typedef struct UnpoolFinal {
@@ -331,12 +338,13 @@ static const Expr *unpool_final_body(Arena *a, const Expr *const *ax, void *user
 }
 
 TeTensor *topi_max_unpool(Arena *a, const char *name, const TeTensor *x, const TeTensor *indices,
-                          const int64_t *out_spatial, LoomError *err) {
+                          const int64_t *index_spatial, const int64_t *out_spatial, LoomError *err) {
   const char *on = "MaxUnpool";
   if (!op_check_name(on, name, err) || !op_check_tensor(on, "X", x, err) || !op_check_tensor(on, "I", indices, err))
     return NULL;
   int nsp = x->ndim - 2;
   bool ok = nsp >= 1 && nsp <= MS && indices->ndim == x->ndim && dtype_is_int(indices->dtype) && out_spatial &&
+            index_spatial &&
             !dtype_is_bool(x->dtype);
   for (int d = 0; ok && d < x->ndim; d++) ok = indices->shape[d] == x->shape[d];
   if (!ok) {
@@ -346,11 +354,13 @@ TeTensor *topi_max_unpool(Arena *a, const char *name, const TeTensor *x, const T
   UnpoolArgs u = {.x = x, .idx = indices, .nsp = nsp, .C = x->shape[1]};
   int64_t oshape[TOPI_MAX_RANK] = {x->shape[0], x->shape[1]};
   for (int i = 0; i < nsp; i++) {
-    if (out_spatial[i] < 1) {
-      err_set(err, LOOM_ERR_INVALID_ARG, "%s: output extent %lld on spatial axis %d", on, (long long)out_spatial[i], i);
+    if (index_spatial[i] < 1 || out_spatial[i] < index_spatial[i]) {
+      err_set(err, LOOM_ERR_INVALID_ARG, "%s: output extent %lld on spatial axis %d (the unpooled extent is %lld)", on,
+              (long long)out_spatial[i], i, (long long)index_spatial[i]);
       return NULL;
     }
     u.out[i] = oshape[2 + i] = out_spatial[i];
+    u.index[i] = index_spatial[i];
     u.r[i] = te_reduce_axis(a, reduce_name(a, nsp, i), x->shape[2 + i]);
   }
   TeTensor *m = te_compute_named(a, op_stage(a, name, "hit"), x->ndim, oshape, pool_axis_names(nsp), unpool_body, &u,

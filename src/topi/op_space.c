@@ -9,6 +9,7 @@ typedef struct SpaceArgs {
   bool crd;
   int batch, time;
   int64_t off[TOPI_MAX_RANK]; /* CenterCropPad: input index = output index + off */
+  bool pad[TOPI_MAX_RANK];    /* CenterCropPad: the axis grows (zeros around) */
 } SpaceArgs;
 
 static bool check_nchw(const char *on, const char *name, const TeTensor *x, int64_t block, LoomError *err) {
@@ -109,7 +110,7 @@ static const Expr *center_crop_pad_body(Arena *a, const Expr *const *ax, void *u
   const Expr *i[TOPI_MAX_RANK] = {0}, *inside = NULL;
   for (int d = 0; d < s->x->ndim; d++) {
     i[d] = s->off[d] ? expr_add(a, ax[d], expr_i64(a, s->off[d])) : ax[d];
-    if (s->off[d] >= 0) continue; /* a crop (or nothing): always inside */
+    if (!s->pad[d]) continue; /* a crop (or nothing): always inside */
     int64_t dim = s->x->shape[d];
     const Expr *c = expr_and(a, expr_binary(a, EXPR_GE, i[d], expr_i64(a, 0)), expr_lt(a, i[d], expr_i64(a, dim)));
     inside = inside ? expr_and(a, inside, c) : c;
@@ -143,6 +144,7 @@ TeTensor *topi_center_crop_pad(Arena *a, const char *name, const TeTensor *x, co
     out[ax] = shape[k];
     /* The centre: the odd element of a crop or pad goes to the end. */
     s.off[ax] = x->shape[ax] >= shape[k] ? (x->shape[ax] - shape[k]) / 2 : -((shape[k] - x->shape[ax]) / 2);
+    s.pad[ax] = shape[k] > x->shape[ax];
   }
   return te_compute(a, name, x->ndim, out, center_crop_pad_body, &s, err);
 }

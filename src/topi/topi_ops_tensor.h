@@ -126,8 +126,11 @@ TeTensor *topi_lp_pool_nd(Arena *a, const char *name, const TeTensor *x, const T
  * pooled output. Stages "<name>_pad" and name. */
 TeTensor *topi_max_pool_indices(Arena *a, const char *name, const TeTensor *x, const TeTensor *maxv,
                                 const TopiWindowParams *p, int storage_order, LoomError *err);
-/* MaxUnpool: out [N, C, out_shape...] is zero except out.flat[i[j]] = x[j]. */
+/* MaxUnpool: y [N, C, index_spatial...] is zero except y.flat[i[j]] = x[j]
+ * (the indices MaxPool gives); the output [N, C, out_spatial...] is y
+ * zero-extended at the end of each spatial axis (out >= index). Stages
+ * "<name>_hit", name. */
 TeTensor *topi_max_unpool(Arena *a, const char *name, const TeTensor *x, const TeTensor *indices,
-                          const int64_t *out_spatial, LoomError *err);
+                          const int64_t *index_spatial, const int64_t *out_spatial, LoomError *err);
 
 #endif
