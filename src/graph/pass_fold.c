@@ -61,8 +61,15 @@ static bool fold_int_binary(GraphOp op, int64_t a, int64_t b, int64_t *r) {
   case GRAPH_OP_EQUAL: *r = a == b; return true;
   case GRAPH_OP_LESS: *r = a < b; return true;
   case GRAPH_OP_GREATER: *r = a > b; return true;
+  case GRAPH_OP_GREATER_OR_EQUAL: *r = a >= b; return true;
+  case GRAPH_OP_LESS_OR_EQUAL: *r = a <= b; return true;
   case GRAPH_OP_AND: *r = a && b; return true;
   case GRAPH_OP_OR: *r = a || b; return true;
+  case GRAPH_OP_XOR: *r = !a != !b; return true;
+  case GRAPH_OP_MOD: /* floor mod (fmod = 0; fold_elementwise handles fmod = 1) */
+    if (b == 0 || b == -1) *r = 0;
+    else *r = a % b + ((a % b != 0 && (a % b < 0) != (b < 0)) ? b : 0);
+    return true;
   default: return false;
   }
 }
@@ -79,6 +86,9 @@ static bool fold_float_binary(GraphOp op, double a, double b, double *r) {
   case GRAPH_OP_EQUAL: *r = a == b; return true;
   case GRAPH_OP_LESS: *r = a < b; return true;
   case GRAPH_OP_GREATER: *r = a > b; return true;
+  case GRAPH_OP_GREATER_OR_EQUAL: *r = a >= b; return true;
+  case GRAPH_OP_LESS_OR_EQUAL: *r = a <= b; return true;
+  case GRAPH_OP_MOD: *r = a - floor(a / b) * b; return true;
   default: return false;
   }
 }
@@ -129,13 +139,16 @@ static bool fold_elementwise(FoldCtx *c, GraphTensor *o) {
       }
     } else {
       int64_t ob = bcast_offset(idx, o->rank, b);
+      bool fmod_ = n->op == GRAPH_OP_MOD && graph_attr_int(n, "fmod", 0);
       if (as_int) {
-        int64_t r;
-        if (!fold_int_binary(n->op, graph_tensor_get_i64(a, oa), graph_tensor_get_i64(b, ob), &r)) return false;
+        int64_t r, x = graph_tensor_get_i64(a, oa), y = graph_tensor_get_i64(b, ob);
+        if (fmod_) r = y == 0 || y == -1 ? 0 : x % y; /* C's %, as the compiled Mod (fmod = 1) */
+        else if (!fold_int_binary(n->op, x, y, &r)) return false;
         graph_tensor_set_i64(o, k, r);
       } else {
-        double r;
-        if (!fold_float_binary(n->op, graph_tensor_get_f64(a, oa), graph_tensor_get_f64(b, ob), &r)) return false;
+        double r, x = graph_tensor_get_f64(a, oa), y = graph_tensor_get_f64(b, ob);
+        if (fmod_) r = fmod(x, y);
+        else if (!fold_float_binary(n->op, x, y, &r)) return false;
         graph_tensor_set_f64(o, k, r);
       }
     }
@@ -258,7 +271,8 @@ static bool is_foldable(GraphOp op) {
   case GRAPH_OP_MIN: case GRAPH_OP_EQUAL: case GRAPH_OP_LESS: case GRAPH_OP_GREATER: case GRAPH_OP_AND: case GRAPH_OP_OR:
   case GRAPH_OP_WHERE: case GRAPH_OP_NEG: case GRAPH_OP_ABS: case GRAPH_OP_NOT: case GRAPH_OP_SQRT: case GRAPH_OP_RELU:
   case GRAPH_OP_FLOOR: case GRAPH_OP_CEIL: case GRAPH_OP_CONSTANT_OF_SHAPE: case GRAPH_OP_EXPAND: case GRAPH_OP_RANGE:
-  case GRAPH_OP_TRANSPOSE: case GRAPH_OP_SIZE:
+  case GRAPH_OP_TRANSPOSE: case GRAPH_OP_SIZE: case GRAPH_OP_MOD: case GRAPH_OP_GREATER_OR_EQUAL:
+  case GRAPH_OP_LESS_OR_EQUAL: case GRAPH_OP_XOR:
     return true;
   default:
     return is_reinterpret(op);

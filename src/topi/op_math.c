@@ -247,7 +247,7 @@ TeTensor *topi_math_binary(Arena *a, const char *name, TopiMathBinaryOp op, cons
     case TOPI_LESS_EQUAL: ok = true; break;
     case TOPI_XOR: ok = dtype_is_bool(t); break;
     case TOPI_MOD:
-    case TOPI_FMOD: ok = is_integer(t) || (t.code == DT_FLOAT && (t.bits == 32 || t.bits == 64)); break;
+    case TOPI_FMOD: ok = is_integer(t) || dtype_is_float(t); break;
     case TOPI_SHIFT_LEFT:
     case TOPI_SHIFT_RIGHT: ok = t.code == DT_UINT; break;
     default: ok = is_integer(t); break;

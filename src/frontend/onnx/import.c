@@ -7,6 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Opsets before 7 differ in many signatures (broadcast and consumed_inputs
+ * attributes...), so they are refused, except for a graph whose every op
+ * still has its opset-1 form: such a model means what it says today. */
+static bool only_unchanged_ops(const OnnxGraph *g) {
+  static const char *const unchanged[] = {"Not", "Identity", "Constant"};
+  if (!g) return false;
+  for (int i = 0; i < g->nnodes; i++) {
+    bool ok = false;
+    for (size_t k = 0; k < sizeof unchanged / sizeof unchanged[0] && !ok; k++)
+      ok = !strcmp(g->nodes[i].op_type, unchanged[k]) &&
+           (!g->nodes[i].domain[0] || !strcmp(g->nodes[i].domain, "ai.onnx"));
+    if (!ok) return false;
+  }
+  return true;
+}
+
 static loom_status find_opset(Importer *im, const OnnxModel *m) {
   bool found = false;
   for (int k = 0; k < m->nopsets; k++) {
@@ -21,7 +37,7 @@ static loom_status find_opset(Importer *im, const OnnxModel *m) {
       return err_set(im->err, LOOM_ERR_INVALID_ARG, "model has no opset_import for the default ONNX domain");
     im->opset = 1; /* IR version 1/2 models predate opset_import */
   }
-  if (im->opset < ONNX_MIN_OPSET || im->opset > ONNX_MAX_OPSET)
+  if ((im->opset < ONNX_MIN_OPSET && !only_unchanged_ops(m->graph)) || im->opset > ONNX_MAX_OPSET)
     return err_set(im->err, LOOM_ERR_UNSUPPORTED, "ONNX opset %lld is not supported (supported: %d to %d)",
                    (long long)im->opset, ONNX_MIN_OPSET, ONNX_MAX_OPSET);
   return LOOM_OK;
