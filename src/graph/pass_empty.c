@@ -1,5 +1,6 @@
 /* Empty tensors (an extent of 0) need no kernel: an op whose outputs are
- * all empty is replaced by empty constants, Concat drops empty operands,
+ * all empty is replaced by empty constants (its empty outputs become
+ * constants when only some are), Concat drops empty operands,
  * and a reduction over an empty set is the reduction's identity (0 for
  * sums, 1 for products, -inf / +inf for max / min), a constant. What is
  * left never reaches code generation with a zero extent, except as an
@@ -54,6 +55,16 @@ loom_status graph_pass_fold_empty(Graph *g, LoomError *err) {
       for (int k = 0; k < n->noutputs; k++)
         if (n->outputs[k] >= 0) g->values[n->outputs[k]].constant = value_tensor(g, n->outputs[k]);
       remove[i] = true;
+    } else if (n->noutputs > 1) {
+      /* Some outputs empty (a Split piece of size 0, a kernel-size-1
+       * CausalConvWithState's state): they leave the node as empty constants. */
+      for (int k = 0; k < n->noutputs; k++) {
+        ValueId v = n->outputs[k];
+        if (v < 0 || !is_empty(g, v)) continue;
+        g->values[v].constant = value_tensor(g, v);
+        g->values[v].producer = -1;
+        n->outputs[k] = GRAPH_NO_VALUE;
+      }
     } else if (n->op == GRAPH_OP_CONCAT) {
       int w = 0;
       for (int k = 0; k < n->ninputs; k++)

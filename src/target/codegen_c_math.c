@@ -9,7 +9,8 @@
  * denominator in x^2 on a clamped range): a few ulp. Every result is well
  * within the 1e-5 relative tolerance the schedule tests and the 1e-4 the
  * model tests use against libm / ONNX Runtime. NaN inputs give NaN for erf
- * and tanh (arithmetic propagates it); exp of NaN is unspecified. */
+ * and tanh (arithmetic propagates it); exp of NaN is unspecified. Infinite
+ * inputs give the limits (exp(-inf) = 0, tanh(+-inf) = +-1, erf(+-inf) = +-1). */
 #include "target/codegen_c_internal.h"
 
 static const char *math_name(CodegenC *cg, const char *op, DType t) {
@@ -43,7 +44,7 @@ static const char *vector_exp(CodegenC *cg, DType t) {
   const char *def = arena_printf(
       cg->arena,
       "LOOM_HELPER %s %s(%s x) {\n"
-      "  const %s zero = x - x;\n"
+      "  const %s zero = {0}; /* not x - x: NaN for infinite lanes */\n"
       "  %s hi = (x > 88.72283935546875f), lo = (x < -87.33654022216797f);\n"
       "  x = %s(hi, zero + 88.0f, %s(lo, zero - 87.0f, x));\n"
       "  %s t = x * 1.44269504088896341f + 0.5f;\n"
@@ -74,7 +75,8 @@ static const char *vector_erf(CodegenC *cg, DType t) {
   const char *def = arena_printf(
       cg->arena,
       "LOOM_HELPER %s %s(%s a) {\n"
-      "  %s x = %s(a > 4.0f, a - a + 4.0f, %s(a < -4.0f, a - a - 4.0f, a));\n"
+      "  const %s zero = {0}; /* not a - a: NaN for infinite lanes */\n"
+      "  %s x = %s(a > 4.0f, zero + 4.0f, %s(a < -4.0f, zero - 4.0f, a));\n"
       "  %s x2 = x * x;\n"
       "  %s p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;\n"
       "  p = p * x2 - 2.10102402082508e-06f;\n"
@@ -89,7 +91,7 @@ static const char *vector_erf(CodegenC *cg, DType t) {
       "  q = q * x2 - 1.42647390514189e-02f;\n"
       "  return p / q;\n"
       "}\n",
-      vt, name, vt, vt, sel, sel, vt, vt, vt);
+      vt, name, vt, vt, vt, sel, sel, vt, vt, vt);
   cg_put_helper(cg, name, def);
   return name;
 }
@@ -101,8 +103,9 @@ static const char *vector_tanh(CodegenC *cg, DType t) {
       cg->arena,
       "LOOM_HELPER %s %s(%s a) {\n"
       "  /* Beyond +-7.9 tanh is +-1 in float; near 0 it is x. */\n"
-      "  %s x = %s(a > 7.90531110763549805f, a - a + 7.90531110763549805f,\n"
-      "           %s(a < -7.90531110763549805f, a - a - 7.90531110763549805f, a));\n"
+      "  const %s zero = {0}; /* not a - a: NaN for infinite lanes */\n"
+      "  %s x = %s(a > 7.90531110763549805f, zero + 7.90531110763549805f,\n"
+      "           %s(a < -7.90531110763549805f, zero - 7.90531110763549805f, a));\n"
       "  %s x2 = x * x;\n"
       "  %s p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;\n"
       "  p = p * x2 - 8.60467152213735e-11f;\n"
@@ -117,7 +120,7 @@ static const char *vector_tanh(CodegenC *cg, DType t) {
       "  %s r = p / q;\n"
       "  return %s((a < 0.0004f) & (a > -0.0004f), a, r);\n"
       "}\n",
-      vt, name, vt, vt, sel, sel, vt, vt, vt, vt, sel);
+      vt, name, vt, vt, vt, sel, sel, vt, vt, vt, vt, sel);
   cg_put_helper(cg, name, def);
   return name;
 }

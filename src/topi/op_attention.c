@@ -614,16 +614,13 @@ bool topi_causal_conv_with_state(Arena *a, const char *name, const TeTensor *x, 
     return false;
   if (past && (!check_same_float(on, "past_state", past, x->dtype, err) || !check_shape(on, "past_state", past, 3, ss, err)))
     return false;
-  if (t.k < 2) {
-    err_set(err, LOOM_ERR_UNSUPPORTED, "CausalConvWithState: kernel size %lld gives an empty present_state (empty tensors are not supported)",
-            (long long)t.k);
-    return false;
-  }
   TeTensor *conv = te_compute(a, op_stage(a, name, "conv"), 3, x->shape, cconv_body, &t, err);
   if (!(t.conv = conv)) return false;
   outs[0] = te_compute(a, name, 3, x->shape, cconv_out_body, &t, err);
-  outs[1] = outs[0] ? te_compute(a, op_stage(a, name, "state"), 3, ss, cconv_state_body, &t, err) : NULL;
-  return outs[1] != NULL;
+  if (!outs[0]) return false;
+  /* Kernel size 1: the state is empty, no tensor (the graph made it a constant). */
+  outs[1] = t.k > 1 ? te_compute(a, op_stage(a, name, "state"), 3, ss, cconv_state_body, &t, err) : NULL;
+  return t.k == 1 || outs[1] != NULL;
 }
 
 /* ========================== TensorScatter ========================== */

@@ -243,8 +243,8 @@ bool topi_split(Arena *a, const char *name, const TeTensor *x, int64_t axis, con
   }
   for (int i = 0; i < n; i++) {
     int64_t sz = sizes ? sizes[i] : ext / n;
-    if (sz < 1 || off + sz > ext) {
-      err_set(err, LOOM_ERR_INVALID_ARG, "Split: size %d (%lld) is empty or runs past the axis extent %lld",
+    if (sz < 0 || off + sz > ext) {
+      err_set(err, LOOM_ERR_INVALID_ARG, "Split: size %d (%lld) is negative or runs past the axis extent %lld",
               i, (long long)sz, (long long)ext);
       return false;
     }
@@ -263,8 +263,9 @@ bool topi_split(Arena *a, const char *name, const TeTensor *x, int64_t axis, con
     for (int d = 0; d < x->ndim; d++) m.step[d] = 1, s[d] = x->shape[d];
     m.v[ax] = off;
     s[ax] = sz;
-    outs[i] = te_compute(a, arena_printf(a, "%s_%d", name, i), x->ndim, s, strided_body, &m, err);
-    if (!outs[i]) return false;
+    /* An empty piece has no tensor (the graph's empty-tensor pass removed its readers). */
+    outs[i] = sz ? te_compute(a, arena_printf(a, "%s_%d", name, i), x->ndim, s, strided_body, &m, err) : NULL;
+    if (sz && !outs[i]) return false;
     off += sz;
   }
   return true;

@@ -357,7 +357,8 @@ TeTensor *topi_transpose_perm(Arena *a, const char *name, const TeTensor *x, con
 TeTensor *topi_concat(Arena *a, const char *name, const TeTensor *const *xs, int n, int64_t axis,
                       LoomError *err);
 /* n outputs named "<name>_<i>" into outs; sizes NULL = equal parts (the axis
- * extent must divide by n). Each output is its own stage. */
+ * extent must divide by n). Each output is its own stage; a piece of size 0
+ * gets NULL (te tensors are never empty). */
 bool topi_split(Arena *a, const char *name, const TeTensor *x, int64_t axis, const int64_t *sizes,
                 int n, TeTensor **outs, LoomError *err);
 /* ONNX Slice: axes NULL = 0..n-1, steps NULL = 1; negative starts/ends count

@@ -65,8 +65,8 @@ bool topi_linear_attention(Arena *a, const char *name, const TeTensor *q, const 
 
 /* CausalConvWithState: depthwise causal 1-D conv of x [B, C, L] with w [C,
  * 1, K] over [past_state (or zeros), x], + bias [C], then SiLU when silu.
- * outs: output [B, C, L], present_state [B, C, K - 1] (K >= 2). Stages
- * "<name>_conv", name, "<name>_state". */
+ * outs: output [B, C, L], present_state [B, C, K - 1] (NULL when K = 1:
+ * empty). Stages "<name>_conv", name, "<name>_state". */
 bool topi_causal_conv_with_state(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
                                  const TeTensor *bias, const TeTensor *past, bool silu, TeTensor **outs,
                                  LoomError *err);
