@@ -432,23 +432,29 @@ typedef struct Lin {
   int64_t t, hq, hkv, dk, dv, group;
   double scale;
   bool gated, delta;
+  DType ct; /* compute type: f32 for f16/bf16 inputs (the state stays f32, as the reference keeps it) */
 } Lin;
+
+static const Expr *lin_load(Arena *a, const Lin *t, const TeTensor *x, const Expr *const *idx) {
+  const Expr *v = te_load(a, x, idx);
+  return dtype_eq(v->dtype, t->ct) ? v : expr_cast(a, t->ct, v);
+}
 
 /* exp(decay) for state row d of kv head h at the current step. */
 static const Expr *lin_gate(Arena *a, const Lin *t, const Expr *b, const Expr *h, const Expr *d) {
   const Expr *c = t->decay->shape[2] == t->hkv ? h : expr_add(a, expr_mul(a, h, I(a, t->dk)), d);
-  return call1(a, CALL_EXP, te_load(a, t->decay, (const Expr *[]){b, I(a, t->t), c}));
+  return call1(a, CALL_EXP, lin_load(a, t, t->decay, (const Expr *[]){b, I(a, t->t), c}));
 }
 
 /* Decayed previous state S'(b, h, d, m). */
 static const Expr *lin_prev(Arena *a, const Lin *t, const Expr *b, const Expr *h, const Expr *d, const Expr *m) {
-  if (!t->state) return op_const(a, t->q->dtype, 0);
-  const Expr *s = te_load(a, t->state, (const Expr *[]){b, h, d, m});
+  if (!t->state) return op_const(a, t->ct, 0);
+  const Expr *s = lin_load(a, t, t->state, (const Expr *[]){b, h, d, m});
   return t->gated ? expr_mul(a, s, lin_gate(a, t, b, h, d)) : s;
 }
 
 static const Expr *lin_key(Arena *a, const Lin *t, const Expr *b, const Expr *h, const Expr *d) {
-  return te_load(a, t->k, (const Expr *[]){b, I(a, t->t), expr_add(a, expr_mul(a, h, I(a, t->dk)), d)});
+  return lin_load(a, t, t->k, (const Expr *[]){b, I(a, t->t), expr_add(a, expr_mul(a, h, I(a, t->dk)), d)});
 }
 
 static const Expr *lin_retrieve_body(Arena *a, const Expr *const *ax, void *user) {
@@ -461,9 +467,9 @@ static const Expr *lin_retrieve_body(Arena *a, const Expr *const *ax, void *user
 static const Expr *lin_state_body(Arena *a, const Expr *const *ax, void *user) {
   Lin *t = user; /* ax: b, h, d, m */
   const Expr *b = ax[0], *h = ax[1];
-  const Expr *v = te_load(a, t->v, (const Expr *[]){b, I(a, t->t), expr_add(a, expr_mul(a, h, I(a, t->dv)), ax[3])});
+  const Expr *v = lin_load(a, t, t->v, (const Expr *[]){b, I(a, t->t), expr_add(a, expr_mul(a, h, I(a, t->dv)), ax[3])});
   if (t->delta) {
-    const Expr *bt = te_load(a, t->beta, (const Expr *[]){b, I(a, t->t), t->beta->shape[2] == 1 ? I(a, 0) : h});
+    const Expr *bt = lin_load(a, t, t->beta, (const Expr *[]){b, I(a, t->t), t->beta->shape[2] == 1 ? I(a, 0) : h});
     v = expr_mul(a, bt, expr_sub(a, v, te_load(a, t->retrieved, (const Expr *[]){b, h, ax[3]})));
   }
   return expr_add(a, lin_prev(a, t, b, h, ax[2], ax[3]), expr_mul(a, lin_key(a, t, b, h, ax[2]), v));
@@ -472,7 +478,7 @@ static const Expr *lin_state_body(Arena *a, const Expr *const *ax, void *user) {
 static const Expr *lin_read_body(Arena *a, const Expr *const *ax, void *user) {
   Lin *t = user; /* ax: b, hq, m */
   IterVar kd = te_reduce_axis(a, "kd", t->dk);
-  const Expr *qv = te_load(a, t->q, (const Expr *[]){ax[0], I(a, t->t), expr_add(a, expr_mul(a, ax[1], I(a, t->dk)), kd.var)});
+  const Expr *qv = lin_load(a, t, t->q, (const Expr *[]){ax[0], I(a, t->t), expr_add(a, expr_mul(a, ax[1], I(a, t->dk)), kd.var)});
   const Expr *h = t->group > 1 ? expr_floordiv(a, ax[1], I(a, t->group)) : ax[1];
   const Expr *s = te_load(a, t->next, (const Expr *[]){ax[0], h, kd.var, ax[2]});
   return te_sum(a, expr_mul(a, qv, s), &kd, 1, NULL);
@@ -482,7 +488,7 @@ typedef struct LinOut {
   const TeTensor *const *reads; /* one [B, Hq, dv] per step */
   int64_t steps, dv;
   double scale;
-  DType dt;
+  DType dt; /* the output's */
 } LinOut;
 
 /* output[b, t, hq * dv + m] = scale * read_t[b, hq, m] */
@@ -494,11 +500,19 @@ static const Expr *lin_out_body(Arena *a, const Expr *const *ax, void *user) {
     const Expr *ld = te_load(a, o->reads[s], (const Expr *[]){ax[0], h, m});
     r = r ? expr_select(a, expr_binary(a, EXPR_EQ, ax[1], I(a, s)), ld, r) : ld;
   }
-  return expr_mul(a, op_const(a, o->dt, o->scale), r);
+  r = expr_mul(a, op_const(a, r->dtype, o->scale), r);
+  return dtype_eq(r->dtype, o->dt) ? r : expr_cast(a, o->dt, r);
 }
 
-static const Expr *copy_body(Arena *a, const Expr *const *ax, void *user) {
-  return te_load(a, (const TeTensor *)user, ax);
+typedef struct Cast {
+  const TeTensor *x;
+  DType to;
+} Cast;
+
+static const Expr *cast_body(Arena *a, const Expr *const *ax, void *user) {
+  Cast *c = user;
+  const Expr *v = te_load(a, c->x, ax);
+  return dtype_eq(v->dtype, c->to) ? v : expr_cast(a, c->to, v);
 }
 
 bool topi_linear_attention(Arena *a, const char *name, const TeTensor *q, const TeTensor *k, const TeTensor *v,
@@ -511,6 +525,7 @@ bool topi_linear_attention(Arena *a, const char *name, const TeTensor *q, const 
   Lin t;
   memset(&t, 0, sizeof t);
   t.q = q, t.k = k, t.v = v, t.decay = decay, t.beta = beta;
+  t.ct = dtype_compute_type(q->dtype);
   t.gated = rule == TOPI_LINEAR_ATTN_GATED || rule == TOPI_LINEAR_ATTN_GATED_DELTA;
   t.delta = rule == TOPI_LINEAR_ATTN_DELTA || rule == TOPI_LINEAR_ATTN_GATED_DELTA;
   if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3 || q_heads < 1 || kv_heads < 1 || q_heads % kv_heads ||
@@ -557,7 +572,8 @@ bool topi_linear_attention(Arena *a, const char *name, const TeTensor *q, const 
   LinOut o = {reads, steps, t.dv, scale > 0 ? scale : 1.0 / sqrt((double)t.dk), q->dtype};
   int64_t out_shape[3] = {bsz, steps, t.hq * t.dv};
   outs[0] = te_compute(a, name, 3, out_shape, lin_out_body, &o, err);
-  outs[1] = outs[0] ? te_compute(a, op_stage(a, name, "state"), 4, ss, copy_body, (void *)t.state, err) : NULL;
+  Cast st = {t.state, past ? past->dtype : q->dtype};
+  outs[1] = outs[0] ? te_compute(a, op_stage(a, name, "state"), 4, ss, cast_body, &st, err) : NULL;
   return outs[1] != NULL;
 }
 

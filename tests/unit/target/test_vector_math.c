@@ -1,7 +1,8 @@
 /* The C back end's vector exp / erf / tanh (codegen_c_math.c) against libm
  * on a dense sweep of inputs, the tails included. Metric: |got - libm| <=
  * 2e-6 * max(|libm|, 1e-3) (a few float ulp, well under the 1e-5 the
- * schedule tests allow); exp's saturation: 0 below -87.3, inf above 88.7. */
+ * schedule tests allow); exp's saturation: 0 below -87.3, inf above 88.7;
+ * infinite inputs give the limits. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,6 +43,8 @@ static void check(CallOp op, float lo, float hi, float (*ref)(float)) {
   x[1] = -0.0f;
   x[2] = 1e-6f;
   x[3] = -3e-5f;
+  x[4] = -INFINITY; /* the limits: exp 0 / inf, erf and tanh -1 / 1 (a masked softmax's exp(-inf)) */
+  x[5] = INFINITY;
   run_vector(op, x, out);
   for (int i = 0; i < N; i++) {
     float want = ref(x[i]);
