@@ -241,41 +241,6 @@ static loom_status loss(Arena *a, const Graph *g, const GraphNode *n, TeTensor *
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
-static loom_status resize(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
-                          TeTensor **outs, LoomError *err) {
-  const GraphValue *y = &g->values[n->outputs[0]];
-  const GraphValue *x = in_value(g, n, 0);
-  double scales[MAX_INTS];
-  bool have_scales = false;
-  if (n->ninputs > 2 && n->inputs[2] != GRAPH_NO_VALUE) {
-    const GraphTensor *t = graph_value_constant(g, n->inputs[2]);
-    if (t && graph_tensor_numel(t) == x->rank) {
-      for (int k = 0; k < x->rank; k++) scales[k] = graph_tensor_get_f64(t, k);
-      have_scales = true;
-    }
-  }
-  const char *mode = graph_attr_string(n, "mode", "nearest");
-  const char *coord = graph_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-  const char *nearest = graph_attr_string(n, "nearest_mode", "round_prefer_floor");
-  TopiResizeMode m = !strcmp(mode, "nearest") ? TOPI_RESIZE_NEAREST : TOPI_RESIZE_LINEAR;
-  if (strcmp(mode, "nearest") && strcmp(mode, "linear"))
-    return node_fail(n, err, "%s (node \"%s\"): mode \"%s\" is not supported", mode);
-  TopiResizeCoord c;
-  if (!strcmp(coord, "half_pixel")) c = TOPI_COORD_HALF_PIXEL;
-  else if (!strcmp(coord, "pytorch_half_pixel")) c = TOPI_COORD_PYTORCH_HALF_PIXEL;
-  else if (!strcmp(coord, "asymmetric")) c = TOPI_COORD_ASYMMETRIC;
-  else if (!strcmp(coord, "align_corners")) c = TOPI_COORD_ALIGN_CORNERS;
-  else return node_fail(n, err, "%s (node \"%s\"): coordinate_transformation_mode \"%s\" is not supported", coord);
-  TopiResizeNearest nm;
-  if (!strcmp(nearest, "round_prefer_floor")) nm = TOPI_NEAREST_ROUND_PREFER_FLOOR;
-  else if (!strcmp(nearest, "round_prefer_ceil")) nm = TOPI_NEAREST_ROUND_PREFER_CEIL;
-  else if (!strcmp(nearest, "floor")) nm = TOPI_NEAREST_FLOOR;
-  else if (!strcmp(nearest, "ceil")) nm = TOPI_NEAREST_CEIL;
-  else return node_fail(n, err, "%s (node \"%s\"): nearest_mode \"%s\" is not supported", nearest);
-  outs[0] = topi_resize(a, name, ins[0], y->dims, have_scales ? scales : NULL, m, c, nm, err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-}
-
 loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *name, TeTensor **outs, LoomError *err) {
   int64_t v[MAX_INTS], w[MAX_INTS], x[MAX_INTS], y[MAX_INTS];
@@ -570,7 +535,6 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "repeats must be compile-time constants");
       outs[0] = topi_tile(a, name, ins[0], v, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_RESIZE: return resize(a, g, n, ins, name, outs, err);
     case GRAPH_OP_GRID_SAMPLE: /* op_compute_vision.c */
     case GRAPH_OP_AFFINE_GRID:
     case GRAPH_OP_ROI_ALIGN:

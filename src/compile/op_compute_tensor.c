@@ -4,9 +4,11 @@
  * SpaceToDepth, ReverseSequence, CenterCropPad, Einsum, Conv (NCHW, any
  * spatial rank), ConvTranspose, Col2Im, MaxPool (with Indices) /
  * AveragePool / LpPool over any spatial rank, MaxUnpool, Pad (modes and
- * axes) and Dropout (with its mask). op_compute.c dispatches here. */
+ * axes), Resize and Dropout (with its mask). op_compute.c dispatches
+ * here. */
 #include "compile/compile.h"
 
+#include "graph/graph_resize.h"
 #include "topi/topi_ops.h"
 
 #include <string.h>
@@ -123,6 +125,43 @@ static loom_status pad(Arena *a, const Graph *g, const GraphNode *n, TeTensor *c
   return done(outs[0] = topi_pad_onnx(a, name, ins[0], pads, m, value, err));
 }
 
+/* index of s in names (n of them), or -1 */
+static int lookup(const char *s, const char *const *names, int n) {
+  for (int k = 0; k < n; k++)
+    if (!strcmp(s, names[k])) return k;
+  return -1;
+}
+
+static loom_status resize(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                          TeTensor **outs, LoomError *err) {
+  static const char *const modes[] = {"nearest", "linear", "cubic"};
+  static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners",
+                                       "half_pixel_symmetric", "tf_crop_and_resize"};
+  static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  const char *mode = graph_attr_string(n, "mode", "nearest");
+  const char *coord = graph_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *nearest = graph_attr_string(n, "nearest_mode", "round_prefer_floor");
+  int m = lookup(mode, modes, 3), c = lookup(coord, coords, 6), nm = lookup(nearest, nearests, 4);
+  if (m < 0 || c < 0 || nm < 0)
+    return err_set(err, LOOM_ERR_UNSUPPORTED, "Resize (node \"%s\"): mode \"%s\", coordinate_transformation_mode \"%s\" "
+                   "or nearest_mode \"%s\" is not supported", n->name, mode, coord, nearest);
+  GraphResizePlan plan;
+  loom_status st = graph_resize_plan(g, n, &plan, err);
+  if (st) return st;
+  if (!plan.known) return fail(n, err, "scales, sizes and roi must be compile-time constants");
+  TopiResizeParams p = {.out_shape = g->values[n->outputs[0]].dims,
+                        .scales = plan.have_scales ? plan.scales : NULL,
+                        .roi = plan.roi,
+                        .mode = (TopiResizeMode)m,
+                        .coord = (TopiResizeCoord)c,
+                        .nearest = (TopiResizeNearest)nm,
+                        .cubic_a = graph_attr_float(n, "cubic_coeff_a", -0.75),
+                        .exclude_outside = graph_attr_int(n, "exclude_outside", 0) != 0,
+                        .antialias = graph_attr_int(n, "antialias", 0) != 0,
+                        .extrapolation_value = graph_attr_float(n, "extrapolation_value", 0)};
+  return done(outs[0] = topi_resize_ex(a, name, ins[0], &p, err));
+}
+
 /* A compile-time scalar operand (default dflt when omitted). */
 static bool scalar_operand(const Graph *g, const GraphNode *n, int input, double dflt, double *out) {
   *out = dflt;
@@ -171,6 +210,7 @@ loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNod
       return done(outs[0] = topi_max_unpool(a, name, ins[0], ins[1], v, out->dims + 2, err));
     }
     case GRAPH_OP_PAD: return pad(a, g, n, ins, name, outs, err);
+    case GRAPH_OP_RESIZE: return resize(a, g, n, ins, name, outs, err);
     case GRAPH_OP_GATHER_ELEMENTS:
       return done(outs[0] = topi_gather_elements(a, name, ins[0], ins[1], graph_attr_int(n, "axis", 0), err));
     case GRAPH_OP_GATHER_ND:
@@ -220,6 +260,7 @@ bool compile_tensor_op(GraphOp op) {
     case GRAPH_OP_LP_POOL:
     case GRAPH_OP_MAX_UNPOOL:
     case GRAPH_OP_PAD:
+    case GRAPH_OP_RESIZE:
     case GRAPH_OP_GATHER_ELEMENTS:
     case GRAPH_OP_GATHER_ND:
     case GRAPH_OP_SCATTER_ELEMENTS:

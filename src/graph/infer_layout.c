@@ -353,33 +353,6 @@ loom_status infer_tile(Graph *g, GraphNode *n, LoomError *err) {
   return LOOM_OK;
 }
 
-loom_status infer_resize(Graph *g, GraphNode *n, LoomError *err) {
-  if (!infer_known(g, n, 0)) return LOOM_OK;
-  const GraphValue *x = infer_input(g, n, 0);
-  if (x->rank > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");
-  int64_t dims[INFER_MAX_RANK];
-  int64_t *sizes;
-  int ns;
-  if (infer_input(g, n, 3)) {
-    if (!infer_const_ints(g, n->inputs[3], &sizes, &ns)) return partial(g, n, x, x->rank);
-    if (ns != x->rank) return infer_fail(g, n, err, "sizes has %d entries for rank %d", ns, x->rank);
-    memcpy(dims, sizes, sizeof(int64_t) * (size_t)ns);
-  } else {
-    const GraphTensor *sc = graph_value_constant(g, n->ninputs > 2 ? n->inputs[2] : -1);
-    if (!sc) return n->ninputs > 2 && n->inputs[2] >= 0 ? partial(g, n, x, x->rank) : infer_fail(g, n, err, "needs scales or sizes");
-    if (graph_tensor_numel(sc) != x->rank) return infer_fail(g, n, err, "scales has the wrong length for rank %d", x->rank);
-    for (int k = 0; k < x->rank; k++) {
-      double s = graph_tensor_get_f64(sc, k);
-      if (!(s > 0) || s > 1e6) return infer_fail(g, n, err, "scale %d is not positive", k);
-      double d = (double)x->dims[k] * s;
-      if (d >= 9.0e18) return infer_fail(g, n, err, "resized extent overflows");
-      dims[k] = x->dims[k] < 0 ? -1 : (int64_t)d;
-    }
-  }
-  infer_set(g, n, 0, x->dtype, x->rank, dims);
-  return LOOM_OK;
-}
-
 loom_status infer_shape(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   if (!x) return infer_fail(g, n, err, "missing input");

@@ -391,12 +391,14 @@ TeTensor *topi_pad_onnx(Arena *a, const char *name, const TeTensor *x, const int
 TeTensor *topi_tile(Arena *a, const char *name, const TeTensor *x, const int64_t *repeats,
                     LoomError *err);
 
-typedef enum TopiResizeMode { TOPI_RESIZE_NEAREST, TOPI_RESIZE_LINEAR } TopiResizeMode;
+typedef enum TopiResizeMode { TOPI_RESIZE_NEAREST, TOPI_RESIZE_LINEAR, TOPI_RESIZE_CUBIC } TopiResizeMode;
 typedef enum TopiResizeCoord {
   TOPI_COORD_HALF_PIXEL,
   TOPI_COORD_PYTORCH_HALF_PIXEL,
   TOPI_COORD_ASYMMETRIC,
   TOPI_COORD_ALIGN_CORNERS,
+  TOPI_COORD_HALF_PIXEL_SYMMETRIC,
+  TOPI_COORD_TF_CROP_AND_RESIZE, /* needs roi */
 } TopiResizeCoord;
 typedef enum TopiResizeNearest {
   TOPI_NEAREST_ROUND_PREFER_FLOOR,
@@ -405,11 +407,29 @@ typedef enum TopiResizeNearest {
   TOPI_NEAREST_CEIL,
 } TopiResizeNearest;
 
-/* out_shape: the output extents (the caller computes them from scales or
- * sizes); scales: the per-axis scales ONNX uses in the coordinate transform
- * (scales input, or out/in when sizes were given); NULL = out/in. Nearest
- * resizes any axis; linear only the last two (the others must keep their
- * extent). f32. */
+typedef struct TopiResizeParams {
+  const int64_t *out_shape; /* the output extents (the caller resolves scales, sizes, axes) */
+  const double *scales;     /* per axis, as the model gave them; NULL = out / in */
+  const double *roi;        /* tf_crop_and_resize: rank starts then rank ends (normalized) */
+  TopiResizeMode mode;
+  TopiResizeCoord coord;
+  TopiResizeNearest nearest;
+  double cubic_a;             /* cubic_coeff_a (ONNX default -0.75) */
+  bool exclude_outside;       /* taps outside the input weigh 0, the rest renormalized */
+  bool antialias;             /* linear/cubic downscaling widens the filter by 1 / scale */
+  double extrapolation_value; /* tf_crop_and_resize outside the input */
+} TopiResizeParams;
+
+/* Resize with ONNX's semantics on any axes (the reference implementation's
+ * rules: the coordinate transforms use out = scale * in, a fractional
+ * extent when scales were given). Nearest is one gather stage with f32
+ * coordinates (as ONNX Runtime). Linear and cubic are separable: one f64
+ * stage per resized axis ("<name>_ax<d>", a sum over the filter taps, with
+ * "<name>_ax<d>_w" holding the tap weights' sum where they need
+ * normalizing), then name casts back. Nearest: any dtype; linear and cubic:
+ * f32 or f64. */
+TeTensor *topi_resize_ex(Arena *a, const char *name, const TeTensor *x, const TopiResizeParams *p, LoomError *err);
+/* topi_resize_ex with cubic_a -0.75 and no antialias, roi or exclusion. */
 TeTensor *topi_resize(Arena *a, const char *name, const TeTensor *x, const int64_t *out_shape,
                       const double *scales, TopiResizeMode mode, TopiResizeCoord coord,
                       TopiResizeNearest nearest, LoomError *err);

@@ -136,7 +136,8 @@ static const AttrSpec attr_specs[] = {
     OPT("Col2Im", "strides", A_INTS), DEF_S("LpPool", "auto_pad", "NOTSET"), REQ("LpPool", "kernel_shape", A_INTS),
     OPT("LpPool", "strides", A_INTS), OPT("LpPool", "pads", A_INTS), OPT("LpPool", "dilations", A_INTS),
     DEF_I("LpPool", "ceil_mode", 0), DEF_I("LpPool", "p", 2), REQ("MaxUnpool", "kernel_shape", A_INTS),
-    OPT("MaxUnpool", "strides", A_INTS), OPT("MaxUnpool", "pads", A_INTS),
+    OPT("MaxUnpool", "strides", A_INTS), OPT("MaxUnpool", "pads", A_INTS), OPT("Resize", "axes", A_INTS),
+    DEF_I("Resize", "antialias", 0), DEF_S("Resize", "keep_aspect_ratio_policy", "stretch"),
     /* Attributes of old opsets that become inputs; read by the rewrites. */
     OPT("Slice", "starts", A_INTS), OPT("Slice", "ends", A_INTS), OPT("Slice", "axes", A_INTS),
     OPT("Squeeze", "axes", A_INTS), OPT("Unsqueeze", "axes", A_INTS), OPT("ReduceMean", "axes", A_INTS),

@@ -335,10 +335,13 @@ static void test_resize(void **state) {
   }
   Arena *a = arena_new();
   LoomError err = {0};
-  TeTensor *X = u_ph(a, "X", DT_F32, 4, xs);
+  TeTensor *X = u_ph(a, "X", DT_I32, 4, xs);
   U_EXPECT_ERR(topi_resize(a, "Y", X, (int64_t[]){1, 4, 3, 4}, NULL, TOPI_RESIZE_LINEAR,
                            TOPI_COORD_HALF_PIXEL, 0, &err),
-               err, "Resize: linear mode resizes only the last two axes");
+               err, "Resize: input X");
+  U_EXPECT_ERR(topi_resize(a, "Y2", X, (int64_t[]){1, 0, 3, 4}, NULL, TOPI_RESIZE_NEAREST,
+                           TOPI_COORD_HALF_PIXEL, 0, &err),
+               err, "Resize: axis 1 has output extent 0");
   arena_free(a);
 }
 
