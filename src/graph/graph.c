@@ -138,30 +138,12 @@ GraphTensor *graph_tensor_new(Arena *a, DType dtype, int rank, const int64_t *di
 
 int64_t graph_tensor_numel(const GraphTensor *t) { return graph_shape_numel(t->rank, t->dims); }
 
-/* Half and bfloat16 conversions, for reading fp16 weights as numbers. */
-static double half_to_double(uint16_t h) {
-  int sign = h >> 15, exp = (h >> 10) & 31, mant = h & 1023;
-  double v;
-  if (exp == 0) v = mant / 1024.0 / 16384.0;
-  else if (exp == 31) v = mant ? 0.0 / 0.0 : 1.0 / 0.0;
-  else v = (1.0 + mant / 1024.0) * (double)((int64_t)1 << exp) / 32768.0;
-  return sign ? -v : v;
-}
-
 double graph_tensor_get_f64(const GraphTensor *t, int64_t k) {
   const uint8_t *p = (const uint8_t *)t->data + (size_t)k * (size_t)dtype_bytes(t->dtype);
   DType d = t->dtype;
   if (d.code == DT_FLOAT && d.bits == 32) { float x; memcpy(&x, p, 4); return x; }
   if (d.code == DT_FLOAT && d.bits == 64) { double x; memcpy(&x, p, 8); return x; }
-  if (d.code == DT_FLOAT && d.bits == 16) { uint16_t x; memcpy(&x, p, 2); return half_to_double(x); }
-  if (d.code == DT_BFLOAT) {
-    uint16_t x;
-    memcpy(&x, p, 2);
-    uint32_t b = (uint32_t)x << 16;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-  }
+  if (dtype_is_narrow(d)) return dtype_narrow_load(d, p); /* f16, bf16, fp8, int4... */
   if (d.code == DT_UINT && d.bits == 64) { uint64_t x; memcpy(&x, p, 8); return (double)x; }
   return (double)graph_tensor_get_i64(t, k);
 }
@@ -209,6 +191,10 @@ void graph_tensor_set_i64(GraphTensor *t, int64_t k, int64_t v) {
     p[0] = v != 0;
     return;
   }
+  if (dtype_is_int(d)) { /* int4, int2: one byte each, wrapped */
+    p[0] = (uint8_t)dtype_narrow_wrap(d, v);
+    return;
+  }
   graph_tensor_set_f64(t, k, (double)v);
 }
 
@@ -223,7 +209,10 @@ void graph_tensor_set_f64(GraphTensor *t, int64_t k, double v) {
     graph_tensor_set_i64(t, k, i);
     return;
   }
-  /* f16/bf16 results are not produced by the folder (it skips them). */
+  if (dtype_is_narrow(d)) {
+    dtype_narrow_store(d, p, v); /* rounded to nearest even (ints: wrapped) */
+    return;
+  }
   LOOM_ASSERT(!"graph_tensor_set_f64: unsupported dtype");
 }
 

@@ -335,12 +335,13 @@ static bool fold_node(FoldCtx *c) {
     return true;
   }
   if (count > FOLD_MAX_ELEMS) return false;
-  /* The evaluator computes in int64 or double; half types would round-trip
-   * through a conversion it does not implement. */
-  if (ov->dtype.bits == 16 && dtype_is_float(ov->dtype)) return false;
+  /* The evaluator computes in int64 or double; f16/bf16 values convert
+   * exactly and round to nearest even on store, as kernels do. The 8- and
+   * 4-bit types only move (a cast to them may saturate). */
+  if (dtype_is_narrow(ov->dtype) && ov->dtype.bits < 16) return false;
   for (int k = 0; k < n->ninputs; k++) {
     const GraphTensor *t = in_t(c, k);
-    if (t && t->dtype.bits == 16 && dtype_is_float(t->dtype) && n->op != GRAPH_OP_GATHER && n->op != GRAPH_OP_CONCAT &&
+    if (t && dtype_is_narrow(t->dtype) && t->dtype.bits < 16 && n->op != GRAPH_OP_GATHER && n->op != GRAPH_OP_CONCAT &&
         n->op != GRAPH_OP_SLICE && n->op != GRAPH_OP_EXPAND && n->op != GRAPH_OP_TRANSPOSE)
       return false;
   }

@@ -120,3 +120,39 @@ int64_t dtype_narrow_wrap(DType t, int64_t v) {
   if (t.bits == 2) return t.code == DT_INT ? loom_i64_to_i2(v) : loom_i64_to_u2(v);
   return v;
 }
+
+double dtype_narrow_load(DType t, const void *p) {
+  uint16_t h;
+  uint8_t c = *(const uint8_t *)p;
+  if (dtype_is_int(t)) return t.code == DT_INT ? *(const int8_t *)p : c;
+  switch (t.code) {
+    case DT_FLOAT: memcpy(&h, p, 2); return loom_f16_to_f32(h);
+    case DT_BFLOAT: memcpy(&h, p, 2); return loom_bf16_to_f32(h);
+    case DT_F8E4M3FN: return loom_f8e4m3fn_to_f32(c);
+    case DT_F8E4M3FNUZ: return loom_f8e4m3fnuz_to_f32(c);
+    case DT_F8E5M2: return loom_f8e5m2_to_f32(c);
+    case DT_F8E5M2FNUZ: return loom_f8e5m2fnuz_to_f32(c);
+    case DT_F8E8M0: return loom_f8e8m0_to_f32(c);
+    default: return loom_f4e2m1_to_f32(c & 15);
+  }
+}
+
+void dtype_narrow_store(DType t, void *p, double v) {
+  float f = (float)v;
+  uint16_t h;
+  uint8_t *c = (uint8_t *)p;
+  if (dtype_is_int(t)) {
+    *c = (uint8_t)dtype_narrow_wrap(t, v > -9.2e18 && v < 9.2e18 ? (int64_t)v : 0);
+    return;
+  }
+  switch (t.code) {
+    case DT_FLOAT: h = loom_f64_to_f16(v); memcpy(p, &h, 2); return;
+    case DT_BFLOAT: h = loom_f32_to_bf16(f); memcpy(p, &h, 2); return;
+    case DT_F8E4M3FN: *c = loom_f32_to_f8e4m3fn(f); return;
+    case DT_F8E4M3FNUZ: *c = loom_f32_to_f8e4m3fnuz(f); return;
+    case DT_F8E5M2: *c = loom_f32_to_f8e5m2(f); return;
+    case DT_F8E5M2FNUZ: *c = loom_f32_to_f8e5m2fnuz(f); return;
+    case DT_F8E8M0: *c = loom_f32_to_f8e8m0(f); return;
+    default: *c = loom_f32_to_f4e2m1(f); return;
+  }
+}

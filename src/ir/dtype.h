@@ -88,5 +88,9 @@ const char *dtype_c_type(DType t);
  * of an integer for int4/uint4/int2/uint2. Other types: v unchanged. */
 double dtype_narrow_round(DType t, double v);
 int64_t dtype_narrow_wrap(DType t, int64_t v);
+/* One element of narrow type t in memory (its storage format) as a number,
+ * and a number rounded (integers: truncated and wrapped) into one. */
+double dtype_narrow_load(DType t, const void *p);
+void dtype_narrow_store(DType t, void *p, double v);
 
 #endif

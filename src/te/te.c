@@ -72,6 +72,16 @@ static const char *default_axis_name(Arena *a, int d) {
   return arena_printf(a, "i%d", d);
 }
 
+typedef struct NarrowAcc {
+  const TeTensor *acc;
+  DType to;
+} NarrowAcc;
+
+static const Expr *narrow_acc_body(Arena *a, const Expr *const *ax, void *user) {
+  NarrowAcc *n = user;
+  return expr_cast(a, n->to, te_load(a, n->acc, ax));
+}
+
 TeTensor *te_compute_named(Arena *a, const char *name, int ndim, const int64_t *shape,
                            const char *const *axis_names, TeComputeFn body, void *user,
                            LoomError *err) {
@@ -100,15 +110,27 @@ TeTensor *te_compute_named(Arena *a, const char *name, int ndim, const int64_t *
             dtype_str(e->dtype, buf));
     return NULL;
   }
+  /* A reduction of a narrow type (f16, bf16...) accumulates in its compute
+   * type (f32): stage "<name>_acc" reduces, `name` rounds the result once, as
+   * numpy's and ONNX Runtime's half reductions do. */
+  DType narrow = e->dtype;
+  bool narrow_reduce = e->kind == EXPR_REDUCE && dtype_is_narrow(narrow);
+  if (narrow_reduce)
+    e = expr_reduce(a, e->reduce.op, expr_cast(a, dtype_compute_type(narrow), e->reduce.source), e->reduce.axes,
+                    e->reduce.n_axes, e->reduce.cond);
   TeTensor *t = ARENA_NEW(a, TeTensor);
   t->kind = TE_COMPUTE;
-  t->name = arena_strdup(a, name);
+  t->name = narrow_reduce ? arena_printf(a, "%s_acc", name) : arena_strdup(a, name);
   t->dtype = e->dtype;
   t->ndim = ndim;
   t->shape = copy_shape(a, ndim, shape);
   t->axes = axes;
   t->body = e;
   t->buffer = tensor_buffer(a, t);
+  if (narrow_reduce) {
+    NarrowAcc na = {t, narrow};
+    return te_compute_named(a, name, ndim, shape, axis_names, narrow_acc_body, &na, err);
+  }
   return t;
 }
 

@@ -37,7 +37,10 @@ typedef struct TeTensor {
 TeTensor *te_placeholder(Arena *a, const char *name, DType t, int ndim, const int64_t *shape,
                          LoomError *err);
 
-/* body(a, axis_vars, user) builds the element expression. */
+/* body(a, axis_vars, user) builds the element expression. A reduction of a
+ * narrow dtype (f16, bf16, fp8...) becomes two stages: "<name>_acc" reduces
+ * in the compute type (f32), `name` casts the result back (accumulating in
+ * f16 would round at every step). */
 typedef const Expr *(*TeComputeFn)(Arena *a, const Expr *const *axes, void *user);
 TeTensor *te_compute(Arena *a, const char *name, int ndim, const int64_t *shape, TeComputeFn body,
                      void *user, LoomError *err);

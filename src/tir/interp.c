@@ -6,7 +6,6 @@
  * evaluate all lanes before writing any, as a vector store does. */
 #include "tir/interp.h"
 
-#include "loom/loom_convert.h"
 #include "support/ptrmap.h"
 
 #include <math.h>
@@ -179,44 +178,13 @@ static void bufstate_free(BufState *st) {
   }
 }
 
-static double narrow_read(DType t, const char *p) {
-  uint16_t h;
-  uint8_t c = *(const uint8_t *)p;
-  switch (t.code) {
-    case DT_FLOAT: memcpy(&h, p, 2); return loom_f16_to_f32(h);
-    case DT_BFLOAT: memcpy(&h, p, 2); return loom_bf16_to_f32(h);
-    case DT_F8E4M3FN: return loom_f8e4m3fn_to_f32(c);
-    case DT_F8E4M3FNUZ: return loom_f8e4m3fnuz_to_f32(c);
-    case DT_F8E5M2: return loom_f8e5m2_to_f32(c);
-    case DT_F8E5M2FNUZ: return loom_f8e5m2fnuz_to_f32(c);
-    case DT_F8E8M0: return loom_f8e8m0_to_f32(c);
-    default: return loom_f4e2m1_to_f32(c & 15);
-  }
-}
-
-static void narrow_write(DType t, char *p, double v) {
-  float f = (float)v;
-  uint16_t h;
-  uint8_t *c = (uint8_t *)p;
-  switch (t.code) {
-    case DT_FLOAT: h = loom_f64_to_f16(v); memcpy(p, &h, 2); return;
-    case DT_BFLOAT: h = loom_f32_to_bf16(f); memcpy(p, &h, 2); return;
-    case DT_F8E4M3FN: *c = loom_f32_to_f8e4m3fn(f); return;
-    case DT_F8E4M3FNUZ: *c = loom_f32_to_f8e4m3fnuz(f); return;
-    case DT_F8E5M2: *c = loom_f32_to_f8e5m2(f); return;
-    case DT_F8E5M2FNUZ: *c = loom_f32_to_f8e5m2fnuz(f); return;
-    case DT_F8E8M0: *c = loom_f32_to_f8e8m0(f); return;
-    default: *c = loom_f32_to_f4e2m1(f); return;
-  }
-}
-
 static Scalar elem_read(const BufState *st, int64_t k) {
   DType t = dtype_element(st->buffer->dtype);
   const char *p = st->data + k * st->elem_bytes;
   Scalar v = {0};
   if (dtype_is_narrow(t)) {
     if (dtype_is_int(t)) v.i = t.code == DT_INT ? *(const int8_t *)p : *(const uint8_t *)p;
-    else v.f = narrow_read(t, p);
+    else v.f = dtype_narrow_load(t, p);
     return v;
   }
   switch (t.code) {
@@ -250,7 +218,7 @@ static void elem_write(BufState *st, int64_t k, Scalar v) {
   char *p = st->data + k * st->elem_bytes;
   if (dtype_is_narrow(t)) {
     if (dtype_is_int(t)) *(int8_t *)p = (int8_t)dtype_narrow_wrap(t, v.i);
-    else narrow_write(t, p, v.f);
+    else dtype_narrow_store(t, p, v.f);
   } else if (t.code == DT_FLOAT) {
     if (t.bits == 32) { float x = (float)v.f; memcpy(p, &x, 4); }
     else memcpy(p, &v.f, 8);

@@ -105,9 +105,10 @@ TeTensor *topi_matmul_nd(Arena *a, const char *name, const TeTensor *A, const Te
     return NULL;
   char b1[16], b2[16];
   DType t = A->dtype;
-  if (!dtype_eq(t, B->dtype) || !(dtype_eq(t, DT_F32) || dtype_eq(t, DT_F64) ||
-                                  dtype_eq(t, DT_I32) || dtype_eq(t, DT_I64))) {
-    err_set(err, LOOM_ERR_UNSUPPORTED, "MatMul: A is %s and B is %s; expected both f32, i32 or i64",
+  /* f16/bf16 accumulate in f32 (te_compute's narrow reductions) */
+  if (!dtype_eq(t, B->dtype) || !(dtype_eq(t, DT_F32) || dtype_eq(t, DT_F64) || dtype_eq(t, DT_F16) ||
+                                  dtype_eq(t, DT_BF16) || dtype_eq(t, DT_I32) || dtype_eq(t, DT_I64))) {
+    err_set(err, LOOM_ERR_UNSUPPORTED, "MatMul: A is %s and B is %s; expected both f32, f64, f16, bf16, i32 or i64",
             dtype_str(t, b1), dtype_str(B->dtype, b2));
     return NULL;
   }
