@@ -376,14 +376,14 @@ static void print_output_summary(LoomModel *m) {
     loom_model_output_info(m, i, &info);
     loom_model_get_output(m, i, &t);
     char sh[256];
-    printf("output %s: %s %s", info.name, dl_dtype_name(info.dtype), dl_shape_str(info.shape, info.ndim, sh, sizeof sh));
+    printf("output %s: %s %s", info.name, dl_dtype_name(info.dtype), dl_shape_str(t.shape, t.ndim, sh, sizeof sh));
     uint64_t bytes;
-    if (dl_shape_bytes(info.shape, info.ndim, 1, UINT64_MAX, &bytes) && bytes > 0) {
+    if (dl_shape_bytes(t.shape, t.ndim, 1, UINT64_MAX, &bytes) && bytes > 0) {
       printf(" [");
       uint64_t show = bytes < 6 ? bytes : 6;
       for (uint64_t k = 0; k < show; k++) {
         double v = 0;
-        const void *p = (const char *)t.data + k * (info.dtype.bits / 8);
+        const void *p = (const char *)t.data + k * dl_dtype_bytes(info.dtype);
         if (info.dtype.code == kDLFloat && info.dtype.bits == 32) v = *(const float *)p;
         else if (info.dtype.code == kDLFloat && info.dtype.bits == 64) v = *(const double *)p;
         else if (info.dtype.code == kDLInt && info.dtype.bits == 64) v = (double)*(const int64_t *)p;
@@ -579,11 +579,13 @@ static int cmd_run(int argc, char **argv) {
   cJSON *outs = cJSON_AddArrayToObject(report, "outputs");
   for (int32_t i = 0; i < loom_model_num_outputs(m); i++) {
     LoomTensorInfo info;
+    DLTensor t;
     loom_model_output_info(m, i, &info);
+    loom_model_get_output(m, i, &t); /* a dynamic output's real shape */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", info.name);
     cJSON_AddStringToObject(o, "dtype", dl_dtype_name(info.dtype));
-    cJSON_AddItemToObject(o, "shape", shape_json(info.ndim, info.shape));
+    cJSON_AddItemToObject(o, "shape", shape_json(t.ndim, t.shape));
     cJSON_AddItemToArray(outs, o);
   }
   if (a.output_dir && (rc = write_outputs(m, a.output_dir, a.output_pb, outs))) goto done;
@@ -663,8 +665,9 @@ static bool read_whole(const char *path, uint8_t **data, size_t *len) {
 
 static void print_tensor_line(const char *kind, int i, const ArtifactTensor *t) {
   char sh[256];
-  printf("  %s[%d] %s: %s %s (%llu bytes)\n", kind, i, t->name, dl_dtype_name(t->dtype),
-         dl_shape_str(t->shape, t->ndim, sh, sizeof sh), (unsigned long long)t->nbytes);
+  printf("  %s[%d] %s: %s %s%s (%llu bytes)\n", kind, i, t->name, dl_dtype_name(t->dtype),
+         dl_shape_str(t->shape, t->ndim, sh, sizeof sh), t->dynamic ? " at most (dynamic extents)" : "",
+         (unsigned long long)t->nbytes);
 }
 
 static int inspect_artifact(const char *path, const uint8_t *b, size_t len, const char *dump) {
@@ -724,9 +727,9 @@ static int inspect_artifact(const char *path, const uint8_t *b, size_t len, cons
         printf("%sarena@%llu %s %s", j ? ", " : "", (unsigned long long)a->offset, dl_dtype_name(a->dtype), sh);
       else
         printf("%s%s %s%s%s", j ? ", " : "", artifact_arg_kind_name(a->kind),
-               a->kind == ARTIFACT_ARG_INPUT    ? s->inputs[a->index].name
-               : a->kind == ARTIFACT_ARG_OUTPUT ? s->outputs[a->index].name
-                                                : s->weights[a->index].t.name,
+               a->kind == ARTIFACT_ARG_INPUT                                          ? s->inputs[a->index].name
+               : a->kind == ARTIFACT_ARG_OUTPUT || a->kind == ARTIFACT_ARG_OUTPUT_SHAPE ? s->outputs[a->index].name
+                                                                                      : s->weights[a->index].t.name,
                a->view ? " as " : "", a->view ? sh : "");
     }
     printf(")\n");

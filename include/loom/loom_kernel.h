@@ -84,6 +84,8 @@ typedef enum LoomKernelErr {
  *     counts inputs then outputs (input i is i, output j is num_inputs + j;
  *     weights, arena and env are num_inputs + num_outputs + 0, 1, 2).
  * failed_step may be NULL. Nothing is written before the checks pass.
+ * A dynamic output (metadata "dynamic": true) has the upper-bound shape on
+ * entry; the entry writes its real extents into that DLTensor's shape array.
  *
  * Alongside the entry the object exports `const uint64_t NAME_plan_hash`
  * (the artifact plan it was generated for: the loader recomputes it from

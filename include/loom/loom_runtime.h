@@ -57,6 +57,10 @@ typedef struct LoomTensorInfo {
   DLDataType dtype;
   int32_t ndim;
   const int64_t *shape;
+  /* Outputs whose extents depend on the data (NonZero, Unique, ...): shape
+   * is an upper bound; loom_model_get_output gives the real shape of the
+   * last run (the data is compact row-major for it). */
+  bool dynamic;
 } LoomTensorInfo;
 
 int32_t loom_model_num_inputs(const LoomModel *m);
@@ -80,7 +84,8 @@ loom_status loom_model_set_input_by_name(LoomModel *m, const char *name, const D
 loom_status loom_model_run(LoomModel *m);
 
 /* A view of output `index` (data owned by the model; valid until the next
- * run or free). */
+ * run or free). A dynamic output's shape is the one the last successful run
+ * computed (checked against the upper bound), compact row-major. */
 loom_status loom_model_get_output(LoomModel *m, int32_t index, DLTensor *out);
 
 /* ---- profiling: time per plan step (one fused kernel), summed over runs ---- */

@@ -53,6 +53,19 @@ bool compile_seq_input_is_data(const GraphNode *n, int input);
 loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                      const char *name, TeTensor **outs, LoomError *err);
 
+/* ---- dynamic.c: data-dependent output extents (graph/graph_dynamic.h) ---- */
+/* Gives every NonZero/Compress/Unique/NonMaxSuppression node its extent
+ * outputs and appends the extents of graph outputs to g->outputs, after
+ * the model's own ("hidden" outputs, never artifact outputs). Run after
+ * inference, before fusion. LOOM_ERR_UNSUPPORTED naming the nodes when a
+ * data-dependent output feeds another node. */
+loom_status compile_attach_extents(Graph *g, LoomError *err);
+/* The extent value of data output v, or GRAPH_NO_VALUE (a static value). */
+ValueId compile_extent_of(const Graph *g, ValueId v);
+/* When v is the extent of a graph output: that output's index in
+ * g->outputs; else -1. */
+int compile_extent_of_output(const Graph *g, ValueId v);
+
 /* ---- specialize.c ---- */
 /* Specializes a freshly imported graph (before folding) to concrete input
  * tensors: their shapes, and as constants the values that decide shapes.

@@ -4,6 +4,7 @@
  *   import (+ fold constants, drop identities, DCE)   frontend/onnx
  *   fold BatchNorm, canonicalize, CSE, DCE             graph/passes
  *   NCHWc layout (opt level >= 2)                      graph/pass_layout
+ *   extents of data-dependent outputs                  compile/dynamic
  *   fuse into groups                                   graph/pass_fuse
  *   plan the arena                                     graph/plan_memory
  *   group -> PrimFunc -> default schedule              compile/lower_group, schedule_group
@@ -102,6 +103,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   if (!st) st = graph_pass_fold_empty(c->graph, err);
   if (!st) st = run_graph_passes(c->graph, opt_level, err);
   if (st || (upto && !strcmp(upto, "graph"))) return st;
+  if ((st = compile_attach_extents(c->graph, err))) return st;
   materialize_outputs(c->graph);
 
   GraphFuseOptions fo = {.max_group_size = opt_level >= 1 ? 0 : 1, .reduce_epilogue = false};
@@ -135,7 +137,7 @@ static DLDataType to_dl(DType t) {
 }
 
 static ArtifactTensor tensor_of(const GraphValue *v) {
-  ArtifactTensor t = {v->name, to_dl(v->dtype), v->rank, v->dims, 0};
+  ArtifactTensor t = {v->name, to_dl(v->dtype), v->rank, v->dims, 0, false};
   return t;
 }
 
@@ -159,12 +161,15 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
   ArtifactTensor *ins = ARENA_ARRAY(a, ArtifactTensor, g->ninputs);
   ArtifactTensor *outs = ARENA_ARRAY(a, ArtifactTensor, g->noutputs);
   for (int i = 0; i < g->ninputs; i++) ins[i] = tensor_of(&g->values[g->inputs[i]]);
-  for (int i = 0; i < g->noutputs; i++) {
+  int nvis = g->noutputs; /* the hidden extent outputs come last (compile/dynamic.c) */
+  while (nvis > 0 && compile_extent_of_output(g, g->outputs[nvis - 1]) >= 0) nvis--;
+  for (int i = 0; i < nvis; i++) {
     const GraphValue *v = &g->values[g->outputs[i]];
     if (v->producer < 0 && graph_shape_numel(v->rank, v->dims) != 0)
       return err_set(err, LOOM_ERR_UNSUPPORTED, "graph output \"%s\" is not computed by any node (a constant or an input)",
                      v->name);
     outs[i] = tensor_of(v);
+    outs[i].dynamic = compile_extent_of(g, g->outputs[i]) != GRAPH_NO_VALUE;
   }
   int *weight_of = ARENA_ARRAY(a, int, g->nvalues);
   for (int i = 0; i < g->nvalues; i++) weight_of[i] = -1;
@@ -198,6 +203,10 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
         }
         arg->kind = ARTIFACT_ARG_WEIGHT;
         arg->index = weight_of[v];
+      } else if ((io = compile_extent_of_output(g, v)) >= 0) {
+        arg->kind = ARTIFACT_ARG_OUTPUT_SHAPE; /* the output's shape array (runtime/artifact.h) */
+        arg->index = io;
+        arg->view = true;
       } else if ((io = index_of(g->outputs, g->noutputs, v)) >= 0) {
         arg->kind = ARTIFACT_ARG_OUTPUT;
         arg->index = io;
@@ -216,7 +225,7 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
   }
   spec.num_inputs = g->ninputs;
   spec.inputs = ins;
-  spec.num_outputs = g->noutputs;
+  spec.num_outputs = nvis;
   spec.outputs = outs;
   spec.num_weights = nweights;
   spec.weights = weights;

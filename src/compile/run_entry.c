@@ -97,6 +97,8 @@ static void emit_data(StrBuf *o, const ArtifactSpec *s, const ArtifactArg *a) {
     case ARTIFACT_ARG_OUTPUT: sb_printf(o, "out[%d]", (int)a->index); break;
     case ARTIFACT_ARG_WEIGHT: sb_printf(o, "w + %" PRIu64, s->run_entry_weight_offsets[a->index]); break;
     case ARTIFACT_ARG_ARENA: sb_printf(o, "ar + %" PRIu64, a->offset); break;
+    /* a dynamic output's shape array: the kernel writes the real extents there */
+    case ARTIFACT_ARG_OUTPUT_SHAPE: sb_printf(o, "(char *)outputs[%d]->shape", (int)a->index); break;
   }
 }
 

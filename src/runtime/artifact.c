@@ -23,6 +23,7 @@ const char *artifact_arg_kind_name(ArtifactArgKind k) {
     case ARTIFACT_ARG_OUTPUT: return "output";
     case ARTIFACT_ARG_WEIGHT: return "weight";
     case ARTIFACT_ARG_ARENA: return "arena";
+    case ARTIFACT_ARG_OUTPUT_SHAPE: return "output_shape";
   }
   return "?";
 }
@@ -229,6 +230,7 @@ static const ArtifactTensor *arg_source(const ArtifactSpec *s, ArtifactArgKind k
     case ARTIFACT_ARG_INPUT: return index < s->num_inputs ? &s->inputs[index] : NULL;
     case ARTIFACT_ARG_OUTPUT: return index < s->num_outputs ? &s->outputs[index] : NULL;
     case ARTIFACT_ARG_WEIGHT: return index < s->num_weights ? &s->weights[index].t : NULL;
+    case ARTIFACT_ARG_OUTPUT_SHAPE: return index < s->num_outputs ? &s->outputs[index] : NULL;
     case ARTIFACT_ARG_ARENA: break;
   }
   return NULL;
@@ -246,12 +248,14 @@ static loom_status read_arg(Reader *r, const cJSON *v, const char *where, const 
   if (!cJSON_IsObject(v)) return meta_fail(r, where, "expected an object");
   const cJSON *kind = get(v, "kind");
   snprintf(w, sizeof w, "%s.kind", where);
-  if (!cJSON_IsString(kind)) return meta_fail(r, w, "expected \"input\", \"output\", \"weight\" or \"arena\"");
+  const char *kinds = "expected \"input\", \"output\", \"weight\", \"arena\" or \"output_shape\"";
+  if (!cJSON_IsString(kind)) return meta_fail(r, w, "%s", kinds);
   if (!strcmp(kind->valuestring, "input")) a->kind = ARTIFACT_ARG_INPUT;
   else if (!strcmp(kind->valuestring, "output")) a->kind = ARTIFACT_ARG_OUTPUT;
   else if (!strcmp(kind->valuestring, "weight")) a->kind = ARTIFACT_ARG_WEIGHT;
   else if (!strcmp(kind->valuestring, "arena")) a->kind = ARTIFACT_ARG_ARENA;
-  else return meta_fail(r, w, "expected \"input\", \"output\", \"weight\" or \"arena\"");
+  else if (!strcmp(kind->valuestring, "output_shape")) a->kind = ARTIFACT_ARG_OUTPUT_SHAPE;
+  else return meta_fail(r, w, "%s", kinds);
   loom_status st;
   uint64_t nbytes;
   snprintf(w, sizeof w, "%s.dtype", where);
@@ -277,6 +281,14 @@ static loom_status read_arg(Reader *r, const cJSON *v, const char *where, const 
   a->index = (int32_t)idx;
   const ArtifactTensor *src = arg_source(s, a->kind, a->index);
   if (!src) return meta_fail(r, w, "%s %d does not exist", artifact_arg_kind_name(a->kind), a->index);
+  if (a->kind == ARTIFACT_ARG_OUTPUT_SHAPE) {
+    /* the output's shape array, where the kernel writes the real extents */
+    if (!src->dynamic) return meta_fail(r, w, "output \"%s\" is not dynamic", src->name);
+    if (a->dtype.code != kDLInt || a->dtype.bits != 64 || a->dtype.lanes != 1 || a->ndim != 1 || a->shape[0] != src->ndim)
+      return meta_fail(r, where, "the shape of output \"%s\" must be passed as int64 [%d]", src->name, (int)src->ndim);
+    a->view = true;
+    return LOOM_OK;
+  }
   if (!dl_dtype_equal(src->dtype, a->dtype) || nbytes != src->nbytes)
     return meta_fail(r, where, "views %s \"%s\" with another dtype or element count", artifact_arg_kind_name(a->kind),
                      src->name);
@@ -291,6 +303,7 @@ static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
   if (st) return st;
   ArtifactCall *calls = ARENA_ARRAY(r->a, ArtifactCall, n);
   bool *written = ARENA_ARRAY(r->a, bool, art->spec.num_outputs);
+  bool *shape_written = ARENA_ARRAY(r->a, bool, art->spec.num_outputs);
   int i = 0;
   const cJSON *v;
   cJSON_ArrayForEach(v, arr) {
@@ -316,6 +329,7 @@ static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
       snprintf(wa, sizeof wa, "%s[%d]", wk, j);
       if ((st = read_arg(r, av, wa, &art->spec, &as[j]))) return st;
       if (as[j].kind == ARTIFACT_ARG_OUTPUT) written[as[j].index] = true;
+      if (as[j].kind == ARTIFACT_ARG_OUTPUT_SHAPE) shape_written[as[j].index] = true;
       j++;
     }
     calls[i].args = as;
@@ -328,6 +342,9 @@ static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
     bool empty = dl_shape_bytes(t->shape, t->ndim, 1, UINT64_MAX, &n) && n == 0; /* nothing to write */
     if (!written[o] && !empty) return meta_fail(r, "plan", "no call writes output \"%s\"", t->name);
   }
+  for (int32_t o = 0; o < art->spec.num_outputs; o++)
+    if (art->spec.outputs[o].dynamic && !shape_written[o])
+      return meta_fail(r, "plan", "no call writes the shape of dynamic output \"%s\"", art->spec.outputs[o].name);
   art->spec.calls = calls;
   art->spec.num_calls = n;
   return LOOM_OK;
@@ -369,6 +386,23 @@ static loom_status read_run_entry(Reader *r, const cJSON *root, Artifact *art) {
   return LOOM_OK;
 }
 
+/* The optional "dynamic" flag (artifact.h): outputs only, rank >= 1. */
+static loom_status read_dynamic(Reader *r, const cJSON *root, const char *key, ArtifactTensor *ts) {
+  const cJSON *v;
+  int i = 0;
+  cJSON_ArrayForEach(v, get(root, key)) {
+    const cJSON *d = get(v, "dynamic");
+    char w[64];
+    snprintf(w, sizeof w, "%s[%d].dynamic", key, i);
+    if (d && strcmp(key, "outputs")) return meta_fail(r, w, "only outputs can have dynamic extents");
+    if (d && !cJSON_IsBool(d)) return meta_fail(r, w, "expected true or false");
+    ts[i].dynamic = d && cJSON_IsTrue(d);
+    if (ts[i].dynamic && ts[i].ndim < 1) return meta_fail(r, w, "a dynamic output needs rank >= 1");
+    i++;
+  }
+  return LOOM_OK;
+}
+
 static loom_status read_metadata(Reader *r, const char *json, size_t len, Artifact *art) {
   cJSON *root = cJSON_ParseWithLength(json, len);
   if (!root) return meta_fail(r, "JSON", "does not parse");
@@ -377,6 +411,8 @@ static loom_status read_metadata(Reader *r, const char *json, size_t len, Artifa
   ArtifactTensor *ins = NULL, *outs = NULL;
   if (!st) st = read_tensors(r, root, "inputs", &ins, &art->spec.num_inputs);
   if (!st) st = read_tensors(r, root, "outputs", &outs, &art->spec.num_outputs);
+  if (!st) st = read_dynamic(r, root, "inputs", ins);
+  if (!st) st = read_dynamic(r, root, "outputs", outs);
   art->spec.inputs = ins;
   art->spec.outputs = outs;
   if (!st && art->spec.num_outputs == 0) st = meta_fail(r, "outputs", "a model needs at least one output");

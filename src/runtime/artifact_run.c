@@ -27,7 +27,7 @@ bool artifact_weight_layout(const ArtifactWeight *ws, int32_t n, uint64_t *offse
 
 bool artifact_arg_tensor(const ArtifactSpec *s, const ArtifactArg *a, DLDataType *dtype, int32_t *ndim,
                          const int64_t **shape) {
-  if (a->kind == ARTIFACT_ARG_ARENA || a->view) {
+  if (a->kind == ARTIFACT_ARG_ARENA || a->kind == ARTIFACT_ARG_OUTPUT_SHAPE || a->view) {
     *dtype = a->dtype;
     *ndim = a->ndim;
     *shape = a->shape;
@@ -71,8 +71,10 @@ uint64_t artifact_run_hash(const ArtifactSpec *s, const uint64_t *weight_offsets
   for (int32_t i = 0; i < s->num_inputs; i++)
     h = mix_tensor(h, s->inputs[i].dtype, s->inputs[i].ndim, s->inputs[i].shape);
   h = mix_u64(h, (uint64_t)s->num_outputs);
-  for (int32_t i = 0; i < s->num_outputs; i++)
+  for (int32_t i = 0; i < s->num_outputs; i++) {
     h = mix_tensor(h, s->outputs[i].dtype, s->outputs[i].ndim, s->outputs[i].shape);
+    if (s->outputs[i].dynamic) h = mix_u64(h, 0x64796e); /* the entry writes its shape ("dyn") */
+  }
   h = mix_u64(h, (uint64_t)s->num_weights);
   for (int32_t i = 0; i < s->num_weights; i++) {
     const ArtifactTensor *t = &s->weights[i].t;

@@ -53,6 +53,7 @@ static loom_status add_tensors(cJSON *root, const char *key, const ArtifactTenso
     cJSON_AddStringToObject(o, "name", ts[i].name);
     cJSON_AddStringToObject(o, "dtype", dl_dtype_name(ts[i].dtype));
     cJSON_AddItemToObject(o, "shape", shape_json(ts[i].ndim, ts[i].shape));
+    if (ts[i].dynamic) cJSON_AddBoolToObject(o, "dynamic", 1);
     cJSON_AddItemToArray(arr, o);
   }
   return LOOM_OK;
@@ -64,6 +65,7 @@ static const ArtifactTensor *source_of(const ArtifactSpec *s, const ArtifactArg 
     case ARTIFACT_ARG_INPUT: return a->index < s->num_inputs ? &s->inputs[a->index] : NULL;
     case ARTIFACT_ARG_OUTPUT: return a->index < s->num_outputs ? &s->outputs[a->index] : NULL;
     case ARTIFACT_ARG_WEIGHT: return a->index < s->num_weights ? &s->weights[a->index].t : NULL;
+    case ARTIFACT_ARG_OUTPUT_SHAPE: return a->index < s->num_outputs ? &s->outputs[a->index] : NULL;
     case ARTIFACT_ARG_ARENA: break;
   }
   return NULL;
@@ -158,7 +160,7 @@ static loom_status build_json(const ArtifactSpec *s, const uint64_t *w_offsets, 
           break;
         }
         cJSON_AddNumberToObject(ao, "index", a->index);
-        if (!a->view) {
+        if (!a->view && a->kind != ARTIFACT_ARG_OUTPUT_SHAPE) {
           dtype = src->dtype;
           ndim = src->ndim;
           shape = src->shape;

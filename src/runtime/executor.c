@@ -15,6 +15,7 @@ struct LoomModel {
   void **inputs;         /* one 64-byte aligned buffer per graph input */
   bool *input_set;
   void **outputs;
+  int64_t **out_shapes;  /* per output: the real shape of a dynamic one (kernels write it), else NULL */
   void *workspace;       /* the largest kernel workspace, shared by all calls */
   size_t workspace_bytes;
   DLTensor *arg_tensors; /* every call's arguments, contiguous */
@@ -52,7 +53,9 @@ void loom_model_free(LoomModel *m) {
   if (m->art) {
     for (int32_t i = 0; m->inputs && i < m->art->spec.num_inputs; i++) free(m->inputs[i]);
     for (int32_t i = 0; m->outputs && i < m->art->spec.num_outputs; i++) free(m->outputs[i]);
+    for (int32_t i = 0; m->out_shapes && i < m->art->spec.num_outputs; i++) free(m->out_shapes[i]);
   }
+  free(m->out_shapes);
   free(m->inputs);
   free(m->input_set);
   free(m->outputs);
@@ -79,6 +82,7 @@ static void *arg_data(LoomModel *m, const ArtifactArg *a) {
      * weights are passed straight from the read-only file mapping. */
     case ARTIFACT_ARG_WEIGHT: return (void *)art->spec.weights[a->index].data;
     case ARTIFACT_ARG_ARENA: return (char *)m->arena + a->offset;
+    case ARTIFACT_ARG_OUTPUT_SHAPE: return m->out_shapes[a->index]; /* the loader checked it is dynamic */
   }
   return NULL;
 }
@@ -89,19 +93,26 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
   m->inputs = calloc(ni, sizeof(void *));
   m->input_set = calloc(ni, sizeof(bool));
   m->outputs = calloc(no, sizeof(void *));
+  m->out_shapes = calloc(no, sizeof(int64_t *));
   m->arena = alloc64(s->arena_bytes, false);
   m->arg_start = calloc(nc, sizeof(int32_t));
   m->prof_ms = calloc(nc, sizeof(double));
   m->prof_runs = calloc(nc, sizeof(int64_t));
-  if (!m->inputs || !m->input_set || !m->outputs || !m->arena || !m->arg_start || !m->prof_ms || !m->prof_runs)
+  if (!m->inputs || !m->input_set || !m->outputs || !m->out_shapes || !m->arena || !m->arg_start || !m->prof_ms || !m->prof_runs)
     return err_set(err, LOOM_ERR_RUNTIME, "out of memory allocating the model (arena of %llu bytes)",
                    (unsigned long long)s->arena_bytes);
   for (int32_t i = 0; i < s->num_inputs; i++)
     if (!(m->inputs[i] = alloc64(s->inputs[i].nbytes, true)))
       return err_set(err, LOOM_ERR_RUNTIME, "out of memory for input \"%s\"", s->inputs[i].name);
-  for (int32_t i = 0; i < s->num_outputs; i++)
+  for (int32_t i = 0; i < s->num_outputs; i++) {
     if (!(m->outputs[i] = alloc64(s->outputs[i].nbytes, true)))
       return err_set(err, LOOM_ERR_RUNTIME, "out of memory for output \"%s\"", s->outputs[i].name);
+    if (s->outputs[i].dynamic) {
+      if (!(m->out_shapes[i] = calloc((size_t)s->outputs[i].ndim + 1, sizeof(int64_t))))
+        return err_set(err, LOOM_ERR_RUNTIME, "out of memory for output \"%s\"", s->outputs[i].name);
+      memcpy(m->out_shapes[i], s->outputs[i].shape, sizeof(int64_t) * (size_t)s->outputs[i].ndim);
+    }
+  }
   size_t total = 0;
   for (int32_t c = 0; c < s->num_calls; c++) {
     m->arg_start[c] = (int32_t)total;
@@ -135,6 +146,7 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
     t->ndim = src->ndim;
     t->dtype = src->dtype;
     t->shape = (int64_t *)src->shape;
+    if (!in && m->out_shapes[i - (size_t)s->num_inputs]) t->shape = m->out_shapes[i - (size_t)s->num_inputs];
     m->io_ptrs[i] = t;
   }
   for (int32_t k = 0; k < s->num_kernels; k++)
@@ -182,6 +194,7 @@ static void info_of(const ArtifactTensor *t, LoomTensorInfo *out) {
   out->dtype = t->dtype;
   out->ndim = t->ndim;
   out->shape = t->shape;
+  out->dynamic = t->dynamic;
 }
 
 loom_status loom_model_input_info(const LoomModel *m, int32_t index, LoomTensorInfo *out) {
@@ -294,6 +307,27 @@ static loom_status run_entry(LoomModel *m, const LoomKernelEnv *env) {
                  s->run_entry, (int)LOOM_KERNEL_ERR_ARG(rc), kernel_err_kind_name(LOOM_KERNEL_ERR_KIND(rc)), (int)rc);
 }
 
+/* Dynamic outputs: the kernels wrote their real shapes; trust none beyond
+ * the upper bound the buffer was sized for. */
+static loom_status check_extents(LoomModel *m) {
+  const ArtifactSpec *s = &m->art->spec;
+  for (int32_t i = 0; i < s->num_outputs; i++) {
+    if (!m->out_shapes[i]) continue;
+    for (int32_t d = 0; d < s->outputs[i].ndim; d++) {
+      int64_t e = m->out_shapes[i][d], ub = s->outputs[i].shape[d];
+      if (e < 0 || e > ub) {
+        memcpy(m->out_shapes[i], s->outputs[i].shape, sizeof(int64_t) * (size_t)s->outputs[i].ndim);
+        return err_set(&m->err, LOOM_ERR_RUNTIME,
+                       "output \"%s\": the kernels reported extent %lld for axis %d, outside its bound [0, %lld]",
+                       s->outputs[i].name, (long long)e, (int)d, (long long)ub);
+      }
+    }
+  }
+  return LOOM_OK;
+}
+
+static loom_status run_plan(LoomModel *m, const LoomKernelEnv *env);
+
 loom_status loom_model_run(LoomModel *m) {
   const ArtifactSpec *s = &m->art->spec;
   for (int32_t i = 0; i < s->num_inputs; i++)
@@ -303,13 +337,23 @@ loom_status loom_model_run(LoomModel *m) {
   threadpool_fill_env(m->pool, &env);
   env.workspace = m->workspace;
   env.workspace_bytes = m->workspace_bytes;
-  if (executor_uses_run_entry(m)) return run_entry(m, &env);
+  /* A dynamic output's shape array holds the upper bound on entry (the run
+   * entry checks it); the kernels overwrite it with the real extents. */
+  for (int32_t i = 0; i < s->num_outputs; i++)
+    if (m->out_shapes[i])
+      memcpy(m->out_shapes[i], s->outputs[i].shape, sizeof(int64_t) * (size_t)s->outputs[i].ndim);
+  loom_status st = executor_uses_run_entry(m) ? run_entry(m, &env) : run_plan(m, &env);
+  return st ? st : check_extents(m);
+}
+
+static loom_status run_plan(LoomModel *m, const LoomKernelEnv *env) {
+  const ArtifactSpec *s = &m->art->spec;
   /* The plan: profiling times each call. */
   for (int32_t c = 0; c < s->num_calls; c++) {
     const ArtifactCall *call = &s->calls[c];
     const Kernel *k = &m->art->kernels[call->kernel];
     double t0 = m->profiling ? now_ms() : 0;
-    int32_t rc = k->fn(m->arg_ptrs + m->arg_start[c], call->num_args, &env);
+    int32_t rc = k->fn(m->arg_ptrs + m->arg_start[c], call->num_args, env);
     if (m->profiling) {
       m->prof_ms[c] += now_ms() - t0;
       m->prof_runs[c]++;
@@ -329,7 +373,7 @@ loom_status loom_model_get_output(LoomModel *m, int32_t index, DLTensor *out) {
   out->device.device_type = kDLCPU;
   out->ndim = s->outputs[index].ndim;
   out->dtype = s->outputs[index].dtype;
-  out->shape = (int64_t *)s->outputs[index].shape;
+  out->shape = m->out_shapes[index] ? m->out_shapes[index] : (int64_t *)s->outputs[index].shape;
   return LOOM_OK;
 }
 

@@ -12,6 +12,11 @@ usage: make_compiler_models.py OUTDIR
                          erf-GELU, residual adds
   vit_patch.onnx         conv patch embedding (stride = kernel), concat of a
                          class token, transpose, layer norm (opset 17 op)
+  vision_ops.onnx        a spatial transformer (AffineGrid -> GridSample, border
+                         padding), GridSample cubic, nearest with reflection padding, RoiAlign avg
+                         and max, DeformConv with mask and bias, TopK (opset 20)
+  dynamic_ops.onnx       outputs whose extents depend on the data: NonZero, Unique
+                         along an axis (4 outputs), Compress, NonMaxSuppression
 """
 import os
 import sys
@@ -42,9 +47,9 @@ def bn(prefix, c, x, y, nodes, inits):
                                   [y], name=prefix, epsilon=1e-5))
 
 
-def save(model, outdir, name, opset=13):
+def save(model, outdir, name, opset=13, ir_version=8):
     model.opset_import[0].version = opset
-    model.ir_version = 8
+    model.ir_version = ir_version
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(outdir, name + ".onnx"))
 
@@ -159,6 +164,65 @@ def vit_patch(outdir):
     save(helper.make_model(g), outdir, "vit_patch", opset=17)
 
 
+def vision_ops(outdir):
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes, inits = [], []
+    inits += [I("grid_size", [2, 2, 3, 4]), I("k", [3]), F("two", [2.0]), W("dw", 4, 1, 3, 3, scale=0.5),
+              F("db", rng.uniform(-0.5, 0.5, 4))]
+    nodes += [
+        helper.make_node("AffineGrid", ["theta", "grid_size"], ["grid"], name="affine", align_corners=1),
+        helper.make_node("GridSample", ["x", "grid"], ["stn"], name="stn", mode="linear", padding_mode="border"),
+        # cubic with border/reflection padding: ORT pads each tap (PyTorch), the ONNX
+        # reference (and Loom) the coordinate first; they agree with zeros padding
+        helper.make_node("GridSample", ["x", "g"], ["cubic"], name="cubic", mode="cubic", padding_mode="zeros"),
+        helper.make_node("GridSample", ["x", "g"], ["nearest"], name="nearest", mode="nearest",
+                         padding_mode="reflection", align_corners=1),
+        helper.make_node("Mul", ["rois", "two"], ["rois2"], name="scale_rois"),
+        helper.make_node("Abs", ["rois2"], ["rois_pos"], name="abs_rois"),
+        helper.make_node("RoiAlign", ["fm", "rois_pos", "bi"], ["roi_avg"], name="roi_avg", output_height=2,
+                         output_width=3, sampling_ratio=2, spatial_scale=0.5),
+        helper.make_node("RoiAlign", ["fm", "rois_pos", "bi"], ["roi_max"], name="roi_max", mode="max",
+                         coordinate_transformation_mode="output_half_pixel", output_height=3, output_width=2,
+                         sampling_ratio=1),
+        helper.make_node("DeformConv", ["dx", "dw", "off", "db", "mask"], ["deform"], name="deform", group=2,
+                         offset_group=2, kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("TopK", ["t", "k"], ["top_v", "top_i"], name="topk", axis=1, largest=0),
+    ]
+    ins = [helper.make_tensor_value_info("theta", f, [2, 2, 3]), helper.make_tensor_value_info("x", f, [2, 2, 5, 6]),
+           helper.make_tensor_value_info("g", f, [2, 3, 4, 2]), helper.make_tensor_value_info("fm", f, [4, 2, 6, 6]),
+           helper.make_tensor_value_info("rois", f, [3, 4]), helper.make_tensor_value_info("bi", i64, [3]),
+           helper.make_tensor_value_info("dx", f, [1, 2, 4, 4]), helper.make_tensor_value_info("off", f, [1, 36, 4, 4]),
+           helper.make_tensor_value_info("mask", f, [1, 18, 4, 4]), helper.make_tensor_value_info("t", f, [3, 7])]
+    outs = [helper.make_tensor_value_info(n, f, s) for n, s in
+            [("stn", [2, 2, 3, 4]), ("cubic", [2, 2, 3, 4]), ("nearest", [2, 2, 3, 4]), ("roi_avg", [3, 2, 2, 3]),
+             ("roi_max", [3, 2, 3, 2]), ("deform", [1, 4, 4, 4]), ("top_v", [3, 3])]]
+    outs.append(helper.make_tensor_value_info("top_i", i64, [3, 3]))
+    g = helper.make_graph(nodes, "vision_ops", ins, outs, inits)
+    save(helper.make_model(g), outdir, "vision_ops", opset=20, ir_version=9)
+
+
+def dynamic_ops(outdir):
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    nodes, inits = [], []
+    inits += [F("zero", [0.0]), I("max_boxes", [2]), F("iou", [0.3]), F("score_thr", [0.0])]
+    nodes += [
+        helper.make_node("Greater", ["xf", "zero"], ["pos"], name="positive"),
+        helper.make_node("NonZero", ["pos"], ["nz"], name="nonzero"),
+        helper.make_node("Unique", ["xi"], ["u_y", "u_idx", "u_inv", "u_cnt"], name="unique", axis=1),
+        helper.make_node("Compress", ["xf", "cond"], ["comp"], name="compress", axis=1),
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_boxes", "iou", "score_thr"], ["nms"],
+                         name="nms"),
+    ]
+    ins = [helper.make_tensor_value_info("xf", f, [3, 4]), helper.make_tensor_value_info("xi", i64, [2, 6]),
+           helper.make_tensor_value_info("cond", b, [4]), helper.make_tensor_value_info("boxes", f, [1, 6, 4]),
+           helper.make_tensor_value_info("scores", f, [1, 2, 6])]
+    outs = [helper.make_tensor_value_info(n, i64, s) for n, s in
+            [("nz", [2, "n"]), ("u_y", [2, "u"]), ("u_idx", ["u"]), ("u_inv", [6]), ("u_cnt", ["u"]), ("nms", ["s", 3])]]
+    outs.append(helper.make_tensor_value_info("comp", f, [3, "c"]))
+    g = helper.make_graph(nodes, "dynamic_ops", ins, outs, inits)
+    save(helper.make_model(g), outdir, "dynamic_ops", opset=13)
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(outdir, exist_ok=True)
@@ -166,6 +230,8 @@ def main():
     mobilenet_block(outdir)
     transformer_block(outdir)
     vit_patch(outdir)
+    vision_ops(outdir)
+    dynamic_ops(outdir)
 
 
 if __name__ == "__main__":

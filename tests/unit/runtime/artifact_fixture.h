@@ -61,6 +61,26 @@ static const char k_fixture_kernels_c[] =
     "  if (env->parallel_for) env->parallel_for(env->pool, n, relu_body, &c);\n"
     "  else relu_body(&c, 0, n);\n"
     "  return 0;\n"
+    "}\n"
+    /* a data-dependent output: the rows of t[2, 3] with a positive element,
+     * compactly in y, and y's real shape into its shape array (i64[2]);
+     * t[0] == 1234 reports a second extent beyond the bound */
+    "int32_t rows_pos(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) {\n"
+    "  (void)env;\n"
+    "  if (num_args != 3) return LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_NUM_ARGS, 0);\n"
+    "  if (args[2]->dtype.code != kDLInt || args[2]->dtype.bits != 64 || args[2]->ndim != 1 || args[2]->shape[0] != 2)\n"
+    "    return LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_DTYPE, 2);\n"
+    "  const float *t = args[0]->data;\n"
+    "  float *y = args[1]->data;\n"
+    "  int64_t *shape = args[2]->data, rows = 0;\n"
+    "  for (int r = 0; r < 2; r++) {\n"
+    "    if (!(t[3 * r] > 0 || t[3 * r + 1] > 0 || t[3 * r + 2] > 0)) continue;\n"
+    "    for (int k = 0; k < 3; k++) y[3 * rows + k] = t[3 * r + k];\n"
+    "    rows++;\n"
+    "  }\n"
+    "  shape[0] = rows;\n"
+    "  shape[1] = t[0] == 1234 ? 4 : 3;\n"
+    "  return 0;\n"
     "}\n";
 
 /* Writes k_fixture_kernels_c into dir/STEM.c and compiles dir/STEM.so with

@@ -177,6 +177,71 @@ static void test_schema_violations(void **state) {
   assert_int_equal(parse_json(deep, 0, &err, NULL), LOOM_ERR_PARSE);
 }
 
+/* Dynamic extents (artifact.h): an output flagged "dynamic" whose shape is
+ * an upper bound, written through an "output_shape" argument. */
+#define ARG_YS "{\"kind\":\"output_shape\",\"index\":0,\"dtype\":\"int64\",\"shape\":[2]}"
+#define DYN                                                                                                          \
+  "{" IN ",\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[2,3],\"dynamic\":true}]," WTS "," KER "," ARENA \
+  ",\"plan\":[{\"kernel\":0,\"args\":[" ARG_X "," ARG_W "," ARG_T "]},{\"kernel\":0,\"args\":[" ARG_T "," ARG_Y "," ARG_YS \
+  "]}]}"
+
+static void test_dynamic_outputs(void **state) {
+  (void)state;
+  LoomError err;
+  Artifact *a = NULL;
+  assert_int_equal(parse_json(DYN, 128, &err, &a), LOOM_OK);
+  assert_true(a->spec.outputs[0].dynamic);
+  assert_false(a->spec.inputs[0].dynamic);
+  const ArtifactArg *ys = &a->spec.calls[1].args[2];
+  assert_int_equal(ys->kind, ARTIFACT_ARG_OUTPUT_SHAPE);
+  assert_int_equal(ys->index, 0);
+  assert_int_equal(ys->ndim, 1);
+  assert_int_equal(ys->shape[0], 2);
+  DLDataType dt;
+  int32_t nd;
+  const int64_t *sh;
+  assert_true(artifact_arg_tensor(&a->spec, ys, &dt, &nd, &sh));
+  assert_int_equal(dt.code, kDLInt);
+  assert_int_equal(dt.bits, 64);
+  assert_int_equal(nd, 1);
+  /* the flag is part of what a run entry hard-codes */
+  uint64_t h = artifact_run_hash(&a->spec, NULL);
+  ((ArtifactTensor *)a->spec.outputs)[0].dynamic = false;
+  assert_true(artifact_run_hash(&a->spec, NULL) != h);
+  artifact_free(a);
+  /* "dynamic": false is the default */
+  char *json = replace(GOOD, "\"shape\":[2,3]}]," WTS, "\"shape\":[2,3],\"dynamic\":false}]," WTS);
+  assert_int_equal(parse_json(json, 128, &err, &a), LOOM_OK);
+  assert_false(a->spec.outputs[0].dynamic);
+  artifact_free(a);
+  free(json);
+  static const struct {
+    const char *from, *to, *expect;
+  } edits[] = {
+      {"\"dynamic\":true", "\"dynamic\":1", "outputs[0].dynamic: expected true or false"},
+      {"\"dynamic\":true", "\"dynamic\":\"yes\"", "outputs[0].dynamic"},
+      {"\"shape\":[2,3]}]", "\"shape\":[2,3],\"dynamic\":true}]", "only outputs can have dynamic extents"},
+      {"\"shape\":[2,3],\"dynamic\":true", "\"shape\":[],\"dynamic\":true", "needs rank >= 1"},
+      {"\"dynamic\":true", "\"dynamic\":false", "output \"y\" is not dynamic"},
+      {ARG_YS, "{\"kind\":\"output_shape\",\"index\":0,\"dtype\":\"int32\",\"shape\":[2]}", "must be passed as int64 [2]"},
+      {ARG_YS, "{\"kind\":\"output_shape\",\"index\":0,\"dtype\":\"int64\",\"shape\":[3]}", "must be passed as int64 [2]"},
+      {ARG_YS, "{\"kind\":\"output_shape\",\"index\":0,\"dtype\":\"int64\",\"shape\":[2,1]}", "must be passed as int64 [2]"},
+      {ARG_YS, "{\"kind\":\"output_shape\",\"index\":3,\"dtype\":\"int64\",\"shape\":[2]}", "output_shape 3 does not exist"},
+      {ARG_YS, "{\"kind\":\"output_shape\",\"index\":-1,\"dtype\":\"int64\",\"shape\":[2]}", "plan[1].args[2].index"},
+      {ARG_YS, "{\"kind\":\"output_shape\",\"dtype\":\"int64\",\"shape\":[2]}", "plan[1].args[2].index"},
+      {"," ARG_YS, "", "no call writes the shape of dynamic output \"y\""},
+      {"\"kind\":\"output_shape\"", "\"kind\":\"output_shapes\"", "plan[1].args[2].kind"},
+  };
+  for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+    char *bad = replace(DYN, edits[i].from, edits[i].to);
+    loom_status st = parse_json(bad, 128, &err, NULL);
+    if (st == LOOM_OK) fail_msg("case %zu accepted: %s", i, bad);
+    assert_int_equal(st, LOOM_ERR_PARSE);
+    if (!strstr(err.msg, edits[i].expect)) fail_msg("case %zu: expected \"%s\" in: %s", i, edits[i].expect, err.msg);
+    free(bad);
+  }
+}
+
 /* The fuzzer's seed artifacts are valid (a seed the loader refuses would
  * start every fuzzing run in the error paths only). */
 static void test_fuzz_seeds_parse(void **state) {
@@ -201,6 +266,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_good),
       cmocka_unit_test(test_schema_violations),
+      cmocka_unit_test(test_dynamic_outputs),
       cmocka_unit_test(test_fuzz_seeds_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -231,6 +231,58 @@ static void test_kernel_failure(void **state) {
   loom_model_free(m);
 }
 
+/* A dynamic output (runtime/artifact.h): its shape is an upper bound, the
+ * kernel writes the real one through an output_shape argument, and
+ * get_output reports it after checking it against the bound. */
+static void test_dynamic_output(void **state) {
+  Env *e = *state;
+  FixtureModel fm;
+  fixture_model_init(&fm, e->so);
+  fm.out.dynamic = true;
+  fm.kernels[1].name = "rows_pos";
+  static int64_t two = 2;
+  ArtifactArg args[3] = {fm.add_args[2], {.kind = ARTIFACT_ARG_OUTPUT, .index = 0},
+                         {.kind = ARTIFACT_ARG_OUTPUT_SHAPE, .index = 0, .view = true, .dtype = {kDLInt, 64, 1},
+                          .ndim = 1, .shape = &two}};
+  fm.calls[1] = (ArtifactCall){.kernel = 1, .num_args = 3, .args = args};
+  char p[4200];
+  snprintf(p, sizeof p, "%s/dynamic.loom", e->dir);
+  LoomError lerr = {0};
+  if (artifact_write(p, &fm.spec, &lerr)) fail_msg("%s", lerr.msg);
+  LoomModel *m = NULL;
+  char err[1024];
+  if (loom_model_load(p, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+  LoomTensorInfo info;
+  assert_int_equal(loom_model_output_info(m, 0, &info), LOOM_OK);
+  assert_true(info.dynamic);
+  assert_int_equal(info.shape[0], 2);
+  assert_int_equal(loom_model_input_info(m, 0, &info), LOOM_OK);
+  assert_false(info.dynamic);
+  /* x + w = {-1, -1, -1, 1, 1, 1}: only the second row is kept */
+  float x[6] = {-0.5f, 0, -3, 4, 0.75f, -0.5f};
+  int64_t shape[2] = {2, 3};
+  DLTensor t = f32_tensor(x, shape, 2);
+  assert_int_equal(loom_model_set_input(m, 0, &t), LOOM_OK);
+  for (int round = 0; round < 2; round++) { /* the bound is restored before each run */
+    assert_int_equal(loom_model_run(m), LOOM_OK);
+    DLTensor y;
+    assert_int_equal(loom_model_get_output(m, 0, &y), LOOM_OK);
+    assert_int_equal(y.ndim, 2);
+    assert_int_equal(y.shape[0], 1);
+    assert_int_equal(y.shape[1], 3);
+    assert_true(((float *)y.data)[0] == 1.0f && ((float *)y.data)[2] == 1.0f);
+  }
+  /* an extent beyond the bound is refused, naming the output and axis */
+  x[0] = 1234 - 0.5f;
+  assert_int_equal(loom_model_set_input(m, 0, &t), LOOM_OK);
+  assert_int_equal(loom_model_run(m), LOOM_ERR_RUNTIME);
+  assert_contains(loom_model_error(m), "output \"y:0/out\": the kernels reported extent 4 for axis 1");
+  DLTensor y;
+  assert_int_equal(loom_model_get_output(m, 0, &y), LOOM_OK);
+  assert_int_equal(y.shape[1], 3); /* the bound, not the bad value */
+  loom_model_free(m);
+}
+
 static void test_load_errors(void **state) {
   (void)state;
   LoomModel *m = (LoomModel *)1;
@@ -250,6 +302,7 @@ int main(void) {
       cmocka_unit_test(test_profiling),
       cmocka_unit_test(test_thread_count_from_env),
       cmocka_unit_test(test_kernel_failure),
+      cmocka_unit_test(test_dynamic_output),
       cmocka_unit_test(test_load_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
