@@ -284,6 +284,11 @@ static bool is_foldable(GraphOp op) {
 static bool fold_node(FoldCtx *c) {
   GraphNode *n = c->n;
   Graph *g = c->g;
+  GraphTensor *empty = graph_fold_empty_reduce(g, n); /* fold_reduce.c */
+  if (empty) {
+    g->values[n->outputs[0]].constant = empty;
+    return true;
+  }
   if (!is_foldable(n->op) || n->noutputs != 1 || n->outputs[0] < 0) return false;
   const GraphValue *ov = &g->values[n->outputs[0]];
   if (!graph_value_is_static(ov)) return false;
@@ -308,11 +313,6 @@ static bool fold_node(FoldCtx *c) {
     GraphTensor *o = out_t(c, 0);
     graph_tensor_set_i64(o, 0, numel);
     g->values[n->outputs[0]].constant = o;
-    return true;
-  }
-  GraphTensor *empty = graph_fold_empty_reduce(g, n); /* fold_reduce.c */
-  if (empty) {
-    g->values[n->outputs[0]].constant = empty;
     return true;
   }
   for (int k = 0; k < n->ninputs; k++)

@@ -248,7 +248,9 @@ static const Expr *lp_body(Arena *a, const Expr *const *ax, void *user) {
   NormArgs *r = user;
   const Expr *n = op_load_broadcast(a, r->var, ax, r->x->ndim);
   if (r->p == 2) n = expr_call(a, CALL_SQRT, n->dtype, &n, 1);
-  return expr_binary(a, EXPR_DIV, te_load(a, r->x, ax), n);
+  /* A zero norm (an all-zero slice) gives 0, as ONNX's reference does. */
+  const Expr *zero = op_const(a, n->dtype, 0);
+  return expr_select(a, expr_binary(a, EXPR_EQ, n, zero), zero, expr_binary(a, EXPR_DIV, te_load(a, r->x, ax), n));
 }
 
 TeTensor *topi_lp_norm(Arena *a, const char *name, const TeTensor *x, int64_t axis, int64_t p,
