@@ -53,7 +53,7 @@
  * unblocked to NCHW first); max |loom - peer| / max |peer| above 1e-3
  * fails the run.
  *
- * usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] */
+ * usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR] */
 #include "compile/compile.h"
 #include "driver/driver.h"
 #include "runtime/threadpool.h"
@@ -61,6 +61,7 @@
 #include "te/te.h"
 #include "tir/flops.h"
 #include "tir/schedule/schedule.h"
+#include "tir/text.h"
 #include "topi/topi_ops.h"
 
 #include <cblas.h>
@@ -295,6 +296,7 @@ typedef struct Options {
   int repeat;
   int threads[8], n_threads;
   const char *filter;
+  const char *dump; /* --dump DIR: scheduled TIR, trace and generated C of Loom's kernels */
   bool json_only;
 } Options;
 
@@ -834,8 +836,31 @@ static bool selected(const Options *o, const char *op, const char *shape) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only]\n");
+  fprintf(stderr, "usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR]\n");
   exit(2);
+}
+
+static void dump_file(const char *dir, const char *name, int threads, const char *ext, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.%dt.%s", dir, name, threads, ext);
+  FILE *f = fopen(path, "w");
+  if (!f) die("--dump: cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* --dump DIR: per kernel its scheduled TIR and schedule trace, and the
+ * module's generated C, for reading what the default schedules made. */
+static void dump_module(const char *dir, int threads, const PrimFunc *const *funcs, Schedule *const *keep, int nf,
+                        const DriverModule *mod) {
+  for (int i = 0; i < nf; i++) {
+    char *tir = tir_print_func(funcs[i]), *trace = trace_to_text(sch_trace(keep[i]));
+    dump_file(dir, funcs[i]->name, threads, "tir", tir);
+    dump_file(dir, funcs[i]->name, threads, "trace", trace);
+    free(tir);
+    free(trace);
+  }
+  dump_file(dir, "module", threads, "c", driver_source(mod));
 }
 
 int main(int argc, char **argv) {
@@ -856,6 +881,8 @@ int main(int argc, char **argv) {
       o.filter = argv[++i];
     } else if (!strcmp(argv[i], "--json-only")) {
       o.json_only = true;
+    } else if (!strcmp(argv[i], "--dump") && i + 1 < argc) {
+      o.dump = argv[++i];
     } else {
       usage();
     }
@@ -925,6 +952,7 @@ int main(int argc, char **argv) {
     DriverModule *mod = NULL;
     double tb = now_s();
     if (driver_build(a, funcs, nf, NULL, &mod, &err)) die("driver_build: %s", err.msg);
+    if (o.dump) dump_module(o.dump, threads, funcs, keep, nf, mod);
     for (int i = 0; i < nf; i++) sch_free(keep[i]);
     if (!o.json_only) fprintf(stderr, "bench_ops: %d Loom kernels built for %d thread(s) in %.1f s\n", nf, threads,
                               now_s() - tb);

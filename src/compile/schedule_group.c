@@ -194,6 +194,19 @@ static bool is_multiply_accumulate(const Block *b) {
   return prod->kind == EXPR_MUL && prod->bin.a->kind == EXPR_LOAD && prod->bin.b->kind == EXPR_LOAD;
 }
 
+/* Depthwise conv2d in NCHWc (topi_depthwise_conv2d_nchwc_onnx): iterators
+ * n, c, h, w, cb (spatial) then ry, rx (reduce), body out += X[5-d] *
+ * W[6-d] with the channel block the last index of both. */
+static bool is_depthwise_nchwc(const Block *b, const BlockInfo *bi) {
+  if (b->n_iters != 7 || bi->n_reduce != 2 || b->iters[5].type != ITER_REDUCE || b->iters[6].type != ITER_REDUCE ||
+      !is_multiply_accumulate(b) || b->n_reads != 2)
+    return false;
+  const BufferRegion *x = &b->reads[0], *w = &b->reads[1];
+  if (x->buffer->ndim != 5 || w->buffer->ndim != 6) return false;
+  const Expr *cb = b->iters[4].var;
+  return innermost_reads_use(b, cb) && expr_uses_var(x->min[4], cb) && expr_uses_var(w->min[5], cb);
+}
+
 const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
                                        Schedule **keep) {
   Schedule *s = sch_create(gf->func, DECIDE_DEFAULT, 0);
@@ -220,9 +233,11 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     bool matmul_like = ab->n_iters >= 3 && anchor->n_reduce == 1 && ab->iters[ab->n_iters - 1].type == ITER_REDUCE &&
                        is_multiply_accumulate(ab);
     bool conv_nchwc = ab->n_iters == 9 && anchor->n_reduce == 4 && ab->iters[8].type == ITER_REDUCE;
+    bool dw_nchwc = is_depthwise_nchwc(ab, anchor);
     if (matmul_like) st = topi_schedule_matmul_cpu(s, ab->name, epi, target, num_threads);
     else if (conv_nchwc) st = topi_schedule_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
-    if (matmul_like || conv_nchwc) {
+    else if (dw_nchwc) st = topi_schedule_depthwise_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
+    if (matmul_like || conv_nchwc || dw_nchwc) {
       anchor_done = true;
       if (st == LOOM_OK && epi && sch_get_block(s, epi) < 0) done_epilogue = epi;
     }

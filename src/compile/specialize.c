@@ -15,6 +15,8 @@
  * Every other input keeps its place and only takes the tensor's shape. */
 #include "compile/compile.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { SPECIALIZE_MAX_ELEMS = 4096 };
@@ -48,10 +50,11 @@ static bool decides_shapes(const Graph *g, ValueId v) {
         for (int o = 0; o < n->noutputs; o++) {
           ValueId out = n->outputs[o];
           if (out == GRAPH_NO_VALUE || seen[out]) continue;
-          /* Before inference an output's dtype is unknown: follow it, the
+          /* Shape arithmetic is integer; conditions (If, Loop) are bool.
+           * Before inference an output's dtype is unknown: follow it, the
            * consumer decides. */
           const GraphValue *ov = &g->values[out];
-          if (ov->dtype.code != DT_HANDLE && !is_integer(ov->dtype)) continue;
+          if (ov->dtype.code != DT_HANDLE && ov->dtype.code != DT_BOOL && !is_integer(ov->dtype)) continue;
           seen[out] = true;
           work[top++] = out;
         }
@@ -96,7 +99,10 @@ loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int 
     loom_status st = graph_set_input_shape(g, name, t->ndim, t->shape, err);
     if (st) return st;
     int64_t numel = graph_shape_numel(t->ndim, t->shape);
-    if (numel > SPECIALIZE_MAX_ELEMS || !decides_shapes(g, v)) continue;
+    bool bind = numel <= SPECIALIZE_MAX_ELEMS && decides_shapes(g, v);
+    if (getenv("LOOM_DEBUG_SPECIALIZE"))
+      fprintf(stderr, "loom: specialize: input \"%s\" %s\n", name, bind ? "compiled in (its value decides shapes)" : "kept");
+    if (!bind) continue;
     GraphTensor *c = graph_tensor_new(g->arena, dt, t->ndim, t->shape);
     if (c->nbytes) memcpy(c->data, (const char *)t->data + t->byte_offset, c->nbytes);
     gv->constant = c;

@@ -279,6 +279,36 @@ static bool is_foldable(GraphOp op) {
   }
 }
 
+/* Split of a small constant (shape arithmetic: [N, C, H, W] into its
+ * extents): every output is the input's slab at its offset along axis. */
+static bool fold_split(FoldCtx *c) {
+  Graph *g = c->g;
+  const GraphNode *n = c->n;
+  const GraphTensor *x = in_t(c, 0);
+  if (!x || graph_tensor_numel(x) > FOLD_MAX_ELEMS) return false;
+  for (int k = 1; k < n->ninputs; k++)
+    if (n->inputs[k] >= 0 && !in_t(c, k)) return false;
+  for (int k = 0; k < n->noutputs; k++)
+    if (n->outputs[k] < 0 || !graph_value_is_static(&g->values[n->outputs[k]])) return false;
+  int axis = (int)graph_attr_int(n, "axis", 0);
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis >= x->rank) return false;
+  int64_t at = 0;
+  for (int k = 0; k < n->noutputs; k++) {
+    GraphTensor *o = out_t(c, k);
+    int64_t idx[INFER_MAX_RANK] = {0}, src[INFER_MAX_RANK];
+    int64_t count = graph_tensor_numel(o);
+    for (int64_t e = 0; e < count; e++, index_next(idx, o)) {
+      memcpy(src, idx, sizeof(int64_t) * (size_t)x->rank);
+      src[axis] += at;
+      copy_elem(o, e, x, offset_of(src, x));
+    }
+    at += o->dims[axis];
+    g->values[n->outputs[k]].constant = o;
+  }
+  return true;
+}
+
 /* Folds node c->n if possible: true when its outputs became constants. A
  * false return with err set is an error (an out-of-range constant index). */
 static bool fold_node(FoldCtx *c) {
@@ -289,6 +319,7 @@ static bool fold_node(FoldCtx *c) {
     g->values[n->outputs[0]].constant = empty;
     return true;
   }
+  if (n->op == GRAPH_OP_SPLIT) return fold_split(c);
   if (!is_foldable(n->op) || n->noutputs != 1 || n->outputs[0] < 0) return false;
   const GraphValue *ov = &g->values[n->outputs[0]];
   if (!graph_value_is_static(ov)) return false;

@@ -35,3 +35,26 @@ void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer) {
   for (int i = start; i < n - 1 && i < 16; i++)
     if (sch_unroll(s, l[i]) != LOOM_OK) topi_schedule_note(s, "unroll tile loop");
 }
+
+loom_status topi_schedule_copy_stage(Schedule *s, SchRV blk, int num_threads) {
+  SchRV l[8];
+  int n = sch_get_loops(s, blk, l, 8);
+  if (n < 1 || sch_vectorize(s, l[n - 1])) return LOOM_ERR_SCHEDULE;
+  if (num_threads > 1 && n >= 3) {
+    SchRV f = sch_fuse(s, l, n - 2);
+    if (f < 0 || sch_parallel(s, f)) return LOOM_ERR_SCHEDULE;
+  }
+  return LOOM_OK;
+}
+
+SchRV topi_find_pad(Schedule *s, const char *block) {
+  Arena *a = sch_arena(s);
+  size_t n = strlen(block);
+  const char *base = n > 5 && !strcmp(block + n - 5, "_conv") ? arena_strndup(a, block, n - 5) : block;
+  const char *names[2] = {arena_printf(a, "%s_pad", base), "pad"};
+  for (int i = 0; i < 2; i++) {
+    const Stmt *r = stmt_find_block(sch_func(s)->body, names[i]);
+    if (r) return sch_get_block(s, names[i]);
+  }
+  return -1;
+}

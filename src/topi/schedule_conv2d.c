@@ -12,34 +12,6 @@
  * default, so the accumulators fit the 32 vector registers). */
 #include "topi/topi_schedule.h"
 
-#include <string.h>
-
-/* A plain copy stage (the padding): vectorized over the innermost loop,
- * parallel over all loops but the last two, fused. */
-static loom_status schedule_copy_stage(Schedule *s, SchRV blk, int num_threads) {
-  SchRV l[8];
-  int n = sch_get_loops(s, blk, l, 8);
-  if (n < 1 || sch_vectorize(s, l[n - 1])) return LOOM_ERR_SCHEDULE;
-  if (num_threads > 1 && n >= 3) {
-    SchRV f = sch_fuse(s, l, n - 2);
-    if (f < 0 || sch_parallel(s, f)) return LOOM_ERR_SCHEDULE;
-  }
-  return LOOM_OK;
-}
-
-/* The padding stage of conv block `block`: "pad" (topi_conv2d_nchwc) or
- * "<name>_pad" where the conv is "<name>" or "<name>_conv" (the ONNX ops). */
-static SchRV find_pad(Schedule *s, const char *block) {
-  Arena *a = sch_arena(s);
-  size_t n = strlen(block);
-  const char *base = n > 5 && !strcmp(block + n - 5, "_conv") ? arena_strndup(a, block, n - 5) : block;
-  const char *names[2] = {arena_printf(a, "%s_pad", base), "pad"};
-  for (int i = 0; i < 2; i++) {
-    const Stmt *r = stmt_find_block(sch_func(s)->body, names[i]);
-    if (r) return sch_get_block(s, names[i]);
-  }
-  return -1;
-}
 
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads) {
@@ -90,8 +62,8 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   if (sch_split(s, ko, (int64_t[]){ko_ext / kt, kt}, 2, kos)) return LOOM_ERR_SCHEDULE;
   SchRV order[12] = {n, kos[0], oh, ows[0]};
   for (int r = 0; r < nr; r++) order[4 + r] = l[5 + r];
-  order[4 + nr] = kos[1];
-  order[5 + nr] = ows[1];
+  order[4 + nr] = ows[1];
+  order[5 + nr] = kos[1];
   order[6 + nr] = ki;
   if (sch_reorder(s, order, 7 + nr)) return LOOM_ERR_SCHEDULE;
   ko = kos[0];
@@ -118,7 +90,7 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
     SchRV par = topi_loop_extent(s, ko) >= 2 * num_threads ? ko : oh;
     if (sch_parallel(s, par)) return LOOM_ERR_SCHEDULE;
   }
-  SchRV pad = find_pad(s, block);
-  if (pad >= 0 && schedule_copy_stage(s, pad, num_threads)) return LOOM_ERR_SCHEDULE;
+  SchRV pad = topi_find_pad(s, block);
+  if (pad >= 0 && topi_schedule_copy_stage(s, pad, num_threads)) return LOOM_ERR_SCHEDULE;
   return LOOM_OK;
 }

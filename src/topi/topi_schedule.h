@@ -30,6 +30,15 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads);
 
+/* depthwise conv2d in the blocked layout (topi_depthwise_conv2d_nchwc_onnx,
+ * loops n, c, oh, ow, cb | ry, rx; padding stage "<name>_pad"): an
+ * output-width x channel-block register tile with the R x S window
+ * unrolled, the padding computed per block of output rows, parallel over
+ * channel blocks x row blocks; the epilogue is folded into the tile's
+ * copy-out (schedule_depthwise.c). */
+loom_status topi_schedule_depthwise_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
+                                                     const Target *target, int num_threads);
+
 /* The constant extent of a loop, -1 when it is symbolic or the handle is
  * stale. */
 int64_t topi_loop_extent(const Schedule *s, SchRV loop);
@@ -44,6 +53,13 @@ void topi_fold_epilogue(Schedule *s, const char *epilogue);
  * variable index into it makes the whole tile live in memory, inside the
  * k loop too). */
 void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer);
+/* The padding stage of conv block `block`: "pad" (topi_conv2d_nchwc) or
+ * "<name>_pad" where the conv is "<name>" or "<name>_conv" (the ONNX ops);
+ * -1 when there is none. */
+SchRV topi_find_pad(Schedule *s, const char *block);
+/* A plain copy stage (the padding) at root level: vectorized over the
+ * innermost loop, parallel over all loops but the last two, fused. */
+loom_status topi_schedule_copy_stage(Schedule *s, SchRV blk, int num_threads);
 /* With LOOM_DEBUG_SCHEDULE=1 in the environment, reports a refused step
  * (and sch_error) on stderr: the trail for "why is this kernel slow". */
 void topi_schedule_note(const Schedule *s, const char *step);

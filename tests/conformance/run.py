@@ -4,6 +4,11 @@ compared with the expected outputs the way ONNX's own runner does.
 
 Usage: tests/conformance/run [--filter REGEX] [--json] [--jobs N] [--subset FILE]
                              [--report docs/conformance.md] [--loom PATH]
+                             [--check PASSING.txt] [--write-passing PASSING.txt]
+
+--check fails (exit 1) when a test listed in the file (one folder per line)
+and selected by this run does not pass: the regression check CI runs on
+tests/conformance/ci_subset.txt against tests/conformance/passing.txt.
 
 A test is excluded (listed, not counted) when it is training-only, uses
 sequence/optional/map or string types, or has random outputs (issue 4's
@@ -56,8 +61,10 @@ def read_manifest():
         tags = set() if r["tags"] == "-" else set(r["tags"].split(","))
         r["tagset"] = tags
         folder = r["folder"]
-        if folder.endswith("_expanded") and folder[: -len("_expanded")] in by_folder:
-            base = by_folder[folder[: -len("_expanded")]]
+        # "<test>_expanded" and "<test>_expanded_verNN" are function bodies of <test>'s op
+        m = re.match(r"^(.*)_expanded(_ver\d+)?$", folder)
+        base = m and (by_folder.get(m.group(1) + (m.group(2) or "")) or by_folder.get(m.group(1)))
+        if base:
             r["op"] = base["op_types"].split(",")[0]
         elif folder.startswith("node/"):
             r["op"] = r["op_types"].split(",")[0]
@@ -88,7 +95,8 @@ def compare(got, want):
         return None
     g, w = got.astype(np.float64), want.astype(np.float64)
     nan = np.isnan(w)
-    bad = (np.isnan(g) != nan) | (~nan & ~(np.abs(g - w) <= ATOL + RTOL * np.abs(w)))
+    with np.errstate(invalid="ignore"):  # inf - inf: equal infinities are handled below
+        bad = (np.isnan(g) != nan) | (~nan & ~(np.abs(g - w) <= ATOL + RTOL * np.abs(w)))
     bad &= ~(np.isinf(w) & (g == w))
     if bad.any():
         i = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
@@ -115,7 +123,7 @@ def run_test(job):
             try:
                 p = subprocess.run([loom, "run", os.path.join(path, "model.onnx"), *inputs, "--output-dir", odir,
                                     "--output-format", "pb", "--threads", "1", "--json"],
-                                   capture_output=True, text=True, timeout=TIMEOUT, env=dict(os.environ, TMPDIR=tmp))
+                                   capture_output=True, text=True, errors="replace", timeout=TIMEOUT, env=dict(os.environ, TMPDIR=tmp))
             except subprocess.TimeoutExpired:
                 return folder, "failed", "timed out after %d s" % TIMEOUT
             if p.returncode < 0:
@@ -224,6 +232,8 @@ def main():
     ap.add_argument("--results", help="write every test's result as JSON here")
     ap.add_argument("--loom", default=os.environ.get("LOOM", os.path.join(ROOT, "build", "tools", "loom")))
     ap.add_argument("-v", "--verbose", action="store_true", help="print every test's result")
+    ap.add_argument("--check", help="exit 1 when a selected test listed in this file does not pass")
+    ap.add_argument("--write-passing", help="write the folders of the passing tests here")
     args = ap.parse_args()
     if not os.path.isdir(DATA):
         sys.exit("conformance: no test data at %s" % DATA)
@@ -268,6 +278,19 @@ def main():
               "zoo ops: %d of %d" % (summary["passed"], counted, 100.0 * summary["passed"] / max(1, counted),
                                      summary["failed"], summary["unsupported"], summary["excluded"], zoo["passed"],
                                      zoo["counted"]))
+    if args.write_passing:
+        with open(args.write_passing, "w") as f:
+            f.write("# Tests that pass (tests/conformance/run --write-passing); CI checks them with --check.\n")
+            f.write("".join(k + "\n" for k in sorted(results) if results[k][0] == "passed"))
+    if args.check:
+        with open(args.check) as f:
+            expected = {l.split("#")[0].strip() for l in f} - {""}
+        regressed = sorted(k for k in expected if k in results and results[k][0] != "passed")
+        for k in regressed:
+            print("REGRESSION %s: %s %s" % (k, results[k][0], results[k][1]), file=sys.stderr)
+        if regressed:
+            print("conformance: %d test(s) of %s no longer pass" % (len(regressed), args.check), file=sys.stderr)
+            return 1
     return 0
 
 

@@ -1,8 +1,10 @@
 /* libFuzzer target: arbitrary bytes through the ONNX importer and the graph
- * passes that run on every import. Any crash, leak or sanitizer report is a
+ * passes that run on every import (control-flow inlining included), and
+ * through the TensorProto (.pb) reader of `loom run`. Any crash, leak or sanitizer report is a
  * bug; errors are expected. External data is refused (no base directory),
  * so the fuzzer cannot touch the file system. */
 #include "frontend/onnx/onnx.h"
+#include "frontend/onnx/tensor_pb.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -11,12 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   LoomError err = {0};
+  Graph *t = graph_new("tensor");
+  onnx_tensor_pb_decode(t, data, size, "fuzz.pb", &err);
+  graph_free(t);
   Graph *g = onnx_import_bytes(data, size, NULL, &err);
   if (!g) return 0;
-  loom_status st = graph_pass_fold_constants(g, &err);
-  if (!st) st = graph_pass_remove_identity(g, &err);
-  if (!st) st = graph_pass_dce(g, &err);
-  if (!st) st = graph_pass_infer(g, &err);
+  onnx_prepare_graph(g, "fuzz.onnx", &err);
   StrBuf sb;
   sb_init(&sb);
   graph_print(g, &sb);

@@ -32,8 +32,14 @@ static loom_status find_opset(Importer *im, const OnnxModel *m) {
       found = true;
     }
   }
+  if (!found && m->nopsets) {
+    /* Only other domains (ai.onnx.ml...): the unsupported-op check names
+     * their ops; a default-domain node would be an error there. */
+    im->opset = ONNX_MAX_OPSET;
+    return LOOM_OK;
+  }
   if (!found) {
-    if (m->ir_version >= 3 || m->nopsets)
+    if (m->ir_version >= 3)
       return err_set(im->err, LOOM_ERR_INVALID_ARG, "model has no opset_import for the default ONNX domain");
     im->opset = 1; /* IR version 1/2 models predate opset_import */
   }

@@ -16,8 +16,10 @@
  *            scan inputs sliced with Gather, scan outputs stacked
  *
  * A body's values get the prefix "<node>/<iteration>/"; names it does not
- * define come from the enclosing graph. Control flow whose deciding value
- * stays unknown is LOOM_ERR_UNSUPPORTED naming the node. */
+ * define come from the enclosing body (a control-flow node inside a body
+ * remembers that body's prefix in its "scope" attribute; two levels deep at
+ * most) or the graph. Control flow whose deciding value stays unknown is
+ * LOOM_ERR_UNSUPPORTED naming the node. */
 #include "frontend/onnx/import_internal.h"
 
 #include <stdio.h>
@@ -45,8 +47,44 @@ void onnx_keep_model(Graph *g, Arena *scratch) {
   g->frontend_free = kept_free;
 }
 
-loom_status onnx_convert_control(Importer *im, const OnnxNode *n, const ValueId *ins, int nins) {
+/* Names a body reads from enclosing scopes (recursively through nested
+ * bodies), resolved in the importer's name map: the node's implicit
+ * inputs. They make those values visible as inputs to DCE and to
+ * specialization (a body may read an input that decides a shape). */
+static void implicit_inputs(Importer *im, const OnnxGraph *b, NameMap *local, ValueId *out, int *n, int cap) {
+  for (int k = 0; k < b->ninputs; k++) namemap_put(local, b->inputs[k].name, 0);
+  for (int k = 0; k < b->ninitializers; k++)
+    if (b->initializers[k].name) namemap_put(local, b->initializers[k].name, 0);
+  for (int i = 0; i < b->nnodes; i++)
+    for (int k = 0; k < b->nodes[i].noutputs; k++) namemap_put(local, b->nodes[i].outputs[k], 0);
+  for (int i = 0; i < b->nnodes; i++) {
+    const OnnxNode *bn = &b->nodes[i];
+    for (int k = 0; k < bn->ninputs; k++) {
+      const char *name = bn->inputs[k];
+      if (!name[0] || namemap_get(local, name) >= 0) continue;
+      ValueId v = namemap_get(&im->names, name);
+      bool seen = v < 0;
+      for (int j = 0; j < *n && !seen; j++) seen = out[j] == v;
+      if (!seen && *n < cap) out[(*n)++] = v;
+    }
+    for (int k = 0; k < bn->nattrs; k++)
+      if (bn->attrs[k].g) implicit_inputs(im, bn->attrs[k].g, local, out, n, cap);
+  }
+}
+
+loom_status onnx_convert_control(Importer *im, const OnnxNode *n, const ValueId *real_ins, int nins) {
   Graph *g = im->g;
+  enum { MAX_IMPLICIT = 256 };
+  ValueId *ins = ARENA_ARRAY(im->scratch, ValueId, nins + MAX_IMPLICIT);
+  memcpy(ins, real_ins, sizeof(ValueId) * (size_t)nins);
+  int nimplicit = 0;
+  for (int k = 0; k < n->nattrs; k++) {
+    if (!n->attrs[k].g) continue;
+    NameMap local; /* each body's own names; a name map used as a set */
+    namemap_init(&local);
+    implicit_inputs(im, n->attrs[k].g, &local, ins + nins, &nimplicit, MAX_IMPLICIT);
+    namemap_free(&local);
+  }
   GraphOp op = !strcmp(n->op_type, "If") ? GRAPH_OP_IF : !strcmp(n->op_type, "Loop") ? GRAPH_OP_LOOP : GRAPH_OP_SCAN;
   ValueId *outs = ARENA_ARRAY(im->scratch, ValueId, n->noutputs);
   for (int k = 0; k < n->noutputs; k++) {
@@ -55,9 +93,11 @@ loom_status onnx_convert_control(Importer *im, const OnnxNode *n, const ValueId 
     outs[k] = graph_add_value(g, n->outputs[k]);
     namemap_put(&im->names, g->values[outs[k]].name, outs[k]);
   }
-  int idx = graph_add_node(g, op, n->name, ins, nins, outs, n->noutputs);
+  int idx = graph_add_node(g, op, n->name, ins, nins + nimplicit, outs, n->noutputs);
   GraphAttr a = {.name = "onnx_node", .kind = GRAPH_ATTR_FRONTEND, .p = n};
   graph_node_set_attr(g, &g->nodes[idx], a);
+  GraphAttr ni = {.name = "num_inputs", .kind = GRAPH_ATTR_INT, .i = nins}; /* the rest are implicit */
+  graph_node_set_attr(g, &g->nodes[idx], ni);
   GraphAttr o = {.name = "opset", .kind = GRAPH_ATTR_INT, .i = im->opset};
   graph_node_set_attr(g, &g->nodes[idx], o);
   return LOOM_OK;
@@ -69,6 +109,7 @@ typedef struct Inliner {
   Importer im; /* g, names (every value by name), scratch = the kept arena */
   GraphNode *node; /* the control-flow node being replaced (copied: the node array moves) */
   const OnnxNode *on;
+  const char *outer_scope; /* a node inside a body: that body's prefix, for the names it reads */
 } Inliner;
 
 static const OnnxGraph *body_attr(const OnnxNode *n, const char *name) {
@@ -100,9 +141,16 @@ static bool is_local(const OnnxGraph *b, const char *name) {
   return false;
 }
 
+/* A name as the graph knows it: the body's own values carry the body's
+ * prefix; others belong to the enclosing body (its prefix) or the graph. */
 static const char *scoped(Inliner *in, const char *scope, const OnnxGraph *b, const char *name) {
-  if (!name[0] || !is_local(b, name)) return name;
-  return arena_printf(in->im.scratch, "%s%s", scope, name);
+  if (!name[0]) return name;
+  if (is_local(b, name)) return arena_printf(in->im.scratch, "%s%s", scope, name);
+  if (in->outer_scope) {
+    const char *outer = arena_printf(in->im.scratch, "%s%s", in->outer_scope, name);
+    if (namemap_get(&in->im.names, outer) >= 0) return outer;
+  }
+  return name;
 }
 
 /* Converts body b once: its inputs bound to `bind` (nbind of them; ONNX
@@ -135,13 +183,19 @@ static loom_status inline_body(Inliner *in, const OnnxGraph *b, const char *scop
     for (int k = 0; k < n.noutputs; k++) os[k] = n.outputs[k][0] ? arena_printf(im->scratch, "%s%s", scope, n.outputs[k]) : "";
     n.inputs = ins;
     n.outputs = os;
-    if (onnx_is_control_flow(n.op_type)) {
-      /* A nested body would read this body's values by their unscoped names. */
-      for (int k = 0; k < n.nattrs; k++)
-        if (n.attrs[k].g) return cf_fail(in, "nested control flow (%s inside a body) is not supported", n.op_type);
-    }
-    loom_status st = onnx_convert_node(im, &n);
+    if (onnx_is_control_flow(n.op_type) && in->outer_scope)
+      return cf_fail(in, "control flow nested more than two levels deep (%s) is not supported", n.op_type);
+    /* In the kept arena: a control-flow node keeps a pointer to it. */
+    OnnxNode *kept = ARENA_NEW(im->scratch, OnnxNode);
+    *kept = n;
+    loom_status st = onnx_convert_node(im, kept);
     if (st) return st;
+    if (onnx_is_control_flow(n.op_type)) {
+      /* Inlined later; its bodies read this body's values by their
+       * unprefixed names. */
+      GraphAttr sa = {.name = "scope", .kind = GRAPH_ATTR_STRING, .s = arena_strdup(g->arena, scope)};
+      graph_node_set_attr(g, &g->nodes[g->nnodes - 1], sa);
+    }
   }
   for (int k = 0; k < b->noutputs; k++) {
     ValueId v = namemap_get(&im->names, scoped(in, scope, b, b->outputs[k].name));
@@ -219,7 +273,7 @@ static loom_status inline_loop(Inliner *in) {
   const GraphNode *n = in->node;
   const OnnxGraph *b = body_attr(in->on, "body");
   if (!b) return cf_fail(in, "%s", "missing body");
-  int ncarried = n->ninputs - 2;
+  int ncarried = (int)graph_attr_int(n, "num_inputs", n->ninputs) - 2;
   int nscan = b->noutputs - 1 - ncarried;
   if (ncarried < 0 || nscan < 0 || b->ninputs != 2 + ncarried)
     return cf_fail(in, "%s", "the body's inputs and outputs do not match the node's");
@@ -267,7 +321,8 @@ static loom_status inline_scan(Inliner *in, int64_t opset) {
   const OnnxAttr *ns = find_onnx_attr(in->on, "num_scan_inputs");
   if (!b || !ns) return cf_fail(in, "%s", "missing body or num_scan_inputs");
   if (opset < 9) return cf_fail(in, "%s", "the opset 8 form (batch axis, sequence_lens) is not supported");
-  int nscan_in = (int)ns->i, nstate = n->ninputs - nscan_in, nscan_out = b->noutputs - nstate;
+  int nscan_in = (int)ns->i, nstate = (int)graph_attr_int(n, "num_inputs", n->ninputs) - nscan_in;
+  int nscan_out = b->noutputs - nstate;
   if (nscan_in < 1 || nstate < 0 || nscan_out < 0 || b->ninputs != nstate + nscan_in)
     return cf_fail(in, "%s", "the body's inputs and outputs do not match the node's");
   const OnnxAttr *in_axes = find_onnx_attr(in->on, "scan_input_axes"), *in_dirs = find_onnx_attr(in->on, "scan_input_directions");
@@ -355,6 +410,7 @@ loom_status onnx_inline_control_flow(Graph *g, LoomError *err) {
     LOOM_ASSERT(a && a->kind == GRAPH_ATTR_FRONTEND);
     in.on = a->p;
     in.im.opset = graph_attr_int(&node, "opset", ONNX_MAX_OPSET);
+    in.outer_scope = graph_node_attr(&node, "scope") ? graph_attr_string(&node, "scope", NULL) : NULL;
     namemap_init(&in.im.names);
     for (ValueId v = 0; v < g->nvalues; v++) namemap_put(&in.im.names, g->values[v].name, v);
     /* The body's ops must be known before any of it is converted. */

@@ -14,8 +14,9 @@
  * of L through b, because after compaction the elements of different
  * iterations share storage and each iteration's storage is fresh:
  *   - disjoint: the regions of consecutive iterations are disjoint in some
- *     dimension (then they are disjoint for all pairs of iterations, since
- *     lo(v+1) > hi(v) >= lo(v) chains), or
+ *     dimension, or in row-major order (v + 1's first element after v's
+ *     last: the tiles of a fused loop); then they are disjoint for all pairs
+ *     of iterations, since lo(v+1) > hi(v) >= lo(v) chains, or
  *   - written before read: L's body is a sequence in which every statement
  *     that stores b comes before every statement that loads b, the stores
  *     are unconditional `b[u0 + c0, ...] = ...` over distinct loops u_d
@@ -139,6 +140,19 @@ static bool regions_disjoint(CompactCtx *c, const Buffer *b, const Stmt *loop) {
   for (int d = 0; d < b->ndim && !disjoint; d++) {
     const Expr *lo_next = expr_substitute(a, box[d].min, &next);
     disjoint = arith_can_prove(c->az, expr_binary(a, EXPR_GT, lo_next, box[d].max));
+  }
+  /* A fused loop walks its tiles through floordiv/floormod, so no single
+   * dimension moves monotonically; in row-major order the tiles still
+   * follow one another: v + 1's first element lies after v's last. */
+  const Expr *flat_lo = expr_i64(a, 0), *flat_hi = flat_lo;
+  int64_t stride = 1, dim;
+  for (int d = b->ndim - 1; d >= 0 && !disjoint && !b->strides; d--) {
+    if (!expr_as_int(b->shape[d], &dim) || dim < 1 || stride > INT64_MAX / dim) break;
+    flat_lo = expr_add(a, flat_lo, expr_mul(a, box[d].min, expr_i64(a, stride)));
+    flat_hi = expr_add(a, flat_hi, expr_mul(a, box[d].max, expr_i64(a, stride)));
+    stride *= dim;
+    if (d == -5)
+      disjoint = arith_can_prove(c->az, expr_binary(a, EXPR_GT, expr_substitute(a, flat_lo, &next), flat_hi));
   }
   arith_bind_range(c->az, v, loop->loop.min, loop->loop.extent);
   return disjoint;

@@ -8,8 +8,13 @@
  * emitted as power-of-two chunks (6 = 4 + 2 lanes).
  * Loads may be contiguous (ramp stride 1) or loop-invariant (broadcast).
  *
+ * A select whose condition is lane-invariant keeps a scalar condition (one
+ * branch evaluated, so loads in the branches are as safe as in the scalar
+ * loop).
+ *
  * Everything else falls back to a serial loop, which is always correct:
- * loads inside a select's branches (only guarded lanes may be in bounds),
+ * loads inside the branches of a select on the loop variable (only guarded
+ * lanes may be in bounds),
  * ifs on the loop variable or on loaded data, loops/allocations in the
  * body, strided or gathered accesses, stores to a loop-invariant index (a reduction into
  * one element: lanes would race), and bodies where a buffer that is written
@@ -78,6 +83,14 @@ static const Expr *vec_expr(VecCtx *c, const Expr *e) {
       return x ? expr_not(a, x) : NULL;
     }
     case EXPR_SELECT: {
+      /* A condition that is the same in every lane (no loop variable, no
+       * loads) stays scalar: one branch is evaluated, as in the scalar
+       * loop (C's ?:), so its loads may be out of bounds where the other
+       * is taken (padding copied one channel-block vector at a time). */
+      if (!expr_uses_var(e->select.cond, c->var) && xform_expr_is_plain_scalar(e->select.cond)) {
+        const Expr *t = vec_expr(c, e->select.t), *f = vec_expr(c, e->select.f);
+        return t && f ? expr_select(a, e->select.cond, to_lanes(c, t), to_lanes(c, f)) : NULL;
+      }
       /* A vector select evaluates both branches in every lane; a load in a
        * branch is often only in bounds where the condition holds (padding:
        * cond ? A[i - 1] : 0), so vector code would read out of bounds. */

@@ -125,11 +125,55 @@ static void test_matmul_epilogue(void **state) {
   }
 }
 
+/* Depthwise conv in NCHWc (what the graph compiler makes of MobileNetV2's
+ * depthwise convs): conv, bias add, Clip(0, 6); the add is inlined into the
+ * clip, which the schedule folds into the tile's copy-out. Shapes: full
+ * 16-lane blocks with tiles that divide the width, stride 2 with an odd
+ * input and a partial last tile, 8-lane blocks with a 5x5 window, and a
+ * width wider than one tile with rows that do not divide the row block. */
+static void test_depthwise_nchwc(void **state) {
+  (void)state;
+  static const struct {
+    int64_t cblocks, cb, h, w, r, stride, pad;
+  } convs[] = {{2, 16, 14, 14, 3, 1, 1}, {3, 16, 15, 15, 3, 2, 1}, {2, 8, 9, 9, 5, 1, 2}, {1, 16, 23, 37, 3, 1, 1}};
+  for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
+    for (int threads = 1; threads <= 2; threads++) {
+      Arena *a = arena_new();
+      LoomError err = {0};
+      int64_t nb = convs[i].cblocks, cb = convs[i].cb;
+      TeTensor *x = te_placeholder(a, "x", DT_F32, 5, (int64_t[]){1, nb, convs[i].h, convs[i].w, cb}, &err);
+      TeTensor *w = te_placeholder(a, "w", DT_F32, 6, (int64_t[]){nb, 1, convs[i].r, convs[i].r, 1, cb}, &err);
+      TeTensor *bias = te_placeholder(a, "bias", DT_F32, 5, (int64_t[]){1, nb, 1, 1, cb}, &err);
+      TopiConvParams p;
+      memset(&p, 0, sizeof p);
+      p.strides[0] = p.strides[1] = convs[i].stride;
+      for (int k = 0; k < 4; k++) p.pads[k] = convs[i].pad;
+      p.group = nb * cb;
+      TeTensor *y = topi_depthwise_conv2d_nchwc_onnx(a, "dw", x, w, &p, &err);
+      assert_non_null(y);
+      TeTensor *yb = topi_binary(a, "dw_bias", TOPI_ADD, y, bias, &err);
+      assert_non_null(yb);
+      TopiUnaryParams clip = topi_unary_defaults(TOPI_CLIP);
+      clip.lo = 0, clip.hi = 6;
+      TeTensor *r = topi_unary(a, "relu6", TOPI_CLIP, yb, &clip, &err);
+      assert_non_null(r);
+      PrimFunc *f = te_create_primfunc(a, "dw_relu6", (TeTensor *[]){x, w, bias, r}, 4, &err);
+      if (!f) fail_msg("%s", err.msg);
+      Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+      assert_int_equal(sch_compute_inline(s, sch_get_block(s, "dw_bias")), LOOM_OK);
+      PrimFunc *g = arena_memdup(a, sch_func(s), sizeof *g);
+      check_schedule(g, "dw", "relu6", topi_schedule_depthwise_conv2d_nchwc_cpu, threads);
+      sch_free(s);
+      arena_free(a);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv2d_nchwc),
       cmocka_unit_test(test_matmul_epilogue),
+      cmocka_unit_test(test_depthwise_nchwc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,12 +108,46 @@ static void test_big_parallel_tiles_stay_shared(void **state) {
   arena_free(a);
 }
 
+/* Tiles of a fused parallel loop f = (a, rb): T[a, rb*2 + ii, j] with
+ * a = floordiv(f, 2), rb = floormod(f, 2). No single dimension moves
+ * monotonically with f, but in row-major order each tile (2 whole rows of
+ * T[a]) comes after the previous one, so T moves inside as a private
+ * [1, 2, 5] tile (the depthwise conv's padded rows per channel block x row
+ * block). */
+static void test_fused_loop_tiles(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  const Expr *shape[3] = {xc_i(a, 2), xc_i(a, 4), xc_i(a, 5)};
+  Buffer *A = buffer_new(a, "A", DT_F32, 3, shape), *T = buffer_new(a, "T", DT_F32, 3, shape);
+  Buffer *B = buffer_new(a, "B", DT_F32, 3, shape);
+  const Expr *f = expr_var(a, "f", DT_I64), *ii = expr_var(a, "ii", DT_I64), *j = expr_var(a, "j", DT_I64);
+  const Expr *two = xc_i(a, 2);
+  const Expr *idx[3] = {expr_floordiv(a, f, two), expr_add(a, expr_mul(a, expr_floormod(a, f, two), two), ii), j};
+  const Stmt *st1 = stmt_store(a, T, expr_add(a, expr_load(a, A, idx, 3), expr_float(a, DT_F32, 1.0)), idx, 3);
+  const Stmt *st2 = stmt_store(a, B, expr_mul(a, expr_load(a, T, idx, 3), expr_load(a, T, idx, 3)), idx, 3);
+  const Stmt *l1 = stmt_for(a, ii, xc_i(a, 0), two, FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL, st1));
+  const Stmt *l2 = stmt_for(a, ii, xc_i(a, 0), two, FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL, st2));
+  const Stmt *loop = stmt_for(a, f, xc_i(a, 0), xc_i(a, 4), FOR_PARALLEL, stmt_seq2(a, l1, l2));
+  const Buffer *params[2] = {A, B};
+  PrimFunc *fn = primfunc_new(a, "fused_tiles", params, 2, stmt_allocate(a, T, loop));
+  const PrimFunc *g = tir_compact_buffers(a, fn);
+  xc_dump("compact(fused tiles)", g);
+  assert_int_equal(g->body->kind, STMT_FOR);
+  const Stmt *alloc = g->body->loop.body;
+  assert_int_equal(alloc->kind, STMT_ALLOCATE);
+  assert_true(expr_is_int(alloc->alloc.buffer->shape[0], 1));
+  assert_true(expr_is_int(alloc->alloc.buffer->shape[1], 2));
+  xc_check_same(fn, g, 157);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stencil_tile_written_before_read),
       cmocka_unit_test(test_accumulator_stays_outside),
       cmocka_unit_test(test_disjoint_tiles),
       cmocka_unit_test(test_big_parallel_tiles_stay_shared),
+      cmocka_unit_test(test_fused_loop_tiles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

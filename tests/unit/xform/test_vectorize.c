@@ -175,6 +175,33 @@ static void test_invariant_if_kept(void **state) {
   arena_free(a);
 }
 
+/* Padding, one 8-lane row at a time: for r { for i vectorized {
+ * B[r*8 + i] = select(1 <= r < 4, A[(r-1)*8 + i], 0) } }. The condition is
+ * the same in every lane, so the select keeps a scalar condition around
+ * vector branches and its load is only evaluated for rows 1..3 (rows 0 and
+ * 4 would read A out of bounds; the interpreter checks bounds). */
+static void test_invariant_select_over_load(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 24), *B = xc_buf1(a, "B", 40), *S = xc_buf1(a, "S", 4);
+  const Expr *i = expr_var(a, "i", DT_I64), *r = expr_var(a, "r", DT_I64);
+  const Expr *src = expr_add(a, expr_mul(a, expr_sub(a, r, xc_i(a, 1)), xc_i(a, 8)), i);
+  const Expr *dst = expr_add(a, expr_mul(a, r, xc_i(a, 8)), i);
+  const Expr *inside = expr_binary(a, EXPR_AND, expr_binary(a, EXPR_GE, r, xc_i(a, 1)), expr_lt(a, r, xc_i(a, 4)));
+  const Stmt *st = stmt_store(a, B, expr_select(a, inside, expr_load(a, A, &src, 1), expr_float(a, DT_F32, 0.0)), &dst, 1);
+  const Stmt *inner = stmt_for(a, i, xc_i(a, 0), xc_i(a, 8), FOR_VECTORIZED, st);
+  const Buffer *params[3] = {A, B, S};
+  PrimFunc *f = primfunc_new(a, "pad", params, 3, stmt_for(a, r, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL, inner));
+  const PrimFunc *v = tir_vectorize(a, f);
+  xc_dump("vectorize(invariant select)", v);
+  XcCount c = xc_count(v);
+  assert_int_equal(c.stmt[STMT_FOR], 1);
+  assert_int_equal(c.vector_stores, 1);
+  xc_check_same(f, v, 73);
+  xc_check_same(f, tir_simplify(a, v), 74);
+  arena_free(a);
+}
+
 /* Extents 2..9 and 64: powers of two become one vector statement, others
  * power-of-two chunks (7 = 4 + 2 + 1 scalar), never an odd vector. */
 static void test_power_of_two_chunks(void **state) {
@@ -210,6 +237,7 @@ int main(void) {
       cmocka_unit_test(test_call_vectorized),
       cmocka_unit_test(test_broadcast_cast_select),
       cmocka_unit_test(test_invariant_if_kept),
+      cmocka_unit_test(test_invariant_select_over_load),
       cmocka_unit_test(test_power_of_two_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
