@@ -188,6 +188,10 @@ loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNod
     case GRAPH_OP_CONV:
       if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
       return done(outs[0] = topi_conv_nd_onnx(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, &p, err));
+    case GRAPH_OP_CONV_INTEGER:
+      if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
+      return done(outs[0] = topi_conv_integer_nd(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL,
+                                                 n->ninputs > 3 ? ins[3] : NULL, &p, err));
     case GRAPH_OP_CONV_TRANSPOSE:
       if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
       return done(outs[0] = topi_conv_transpose_nd(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, &p, err));
@@ -254,6 +258,7 @@ bool compile_tensor_op(GraphOp op) {
     case GRAPH_OP_DROPOUT:
     case GRAPH_OP_CONV:
     case GRAPH_OP_CONV_TRANSPOSE:
+    case GRAPH_OP_CONV_INTEGER:
     case GRAPH_OP_COL2IM:
     case GRAPH_OP_MAX_POOL:
     case GRAPH_OP_AVERAGE_POOL:

@@ -211,6 +211,7 @@ typedef enum GraphOpPattern {
   X(CENTER_CROP_PAD, "CenterCropPad", INJECTIVE, center_crop_pad)         \
   X(EINSUM, "Einsum", OPAQUE, einsum)                                     \
   X(CONV_TRANSPOSE, "ConvTranspose", OUT_ELEMWISE_FUSABLE, conv_transpose) \
+  X(CONV_INTEGER, "ConvInteger", OUT_ELEMWISE_FUSABLE, conv_integer)       \
   X(COL2IM, "Col2Im", OPAQUE, col2im)                                     \
   X(LP_POOL, "LpPool", OUT_ELEMWISE_FUSABLE, pool)                        \
   X(MAX_UNPOOL, "MaxUnpool", OPAQUE, max_unpool)                          \

@@ -109,6 +109,7 @@ INFER_DECL(reverse_sequence)
 INFER_DECL(center_crop_pad)
 INFER_DECL(einsum)
 INFER_DECL(conv_transpose) /* infer_window.c */
+INFER_DECL(conv_integer)
 INFER_DECL(col2im)
 INFER_DECL(max_unpool)
 INFER_DECL(layout_transform) /* infer_nchwc.c */

@@ -86,6 +86,22 @@ loom_status infer_conv_transpose(Graph *g, GraphNode *n, LoomError *err) {
   return LOOM_OK;
 }
 
+/* Conv's shapes (infer_nn.c), an i32 result. */
+loom_status infer_conv_integer(Graph *g, GraphNode *n, LoomError *err) {
+  if (n->ninputs > 2 && infer_input(g, n, 2) && infer_known(g, n, 2) &&
+      graph_shape_numel(infer_input(g, n, 2)->rank, infer_input(g, n, 2)->dims) != 1)
+    return infer_fail(g, n, err, "x_zero_point must be a scalar");
+  /* Conv's inference reads input 2 as the bias: hide the zero points. */
+  int saved = n->ninputs;
+  n->ninputs = saved < 2 ? saved : 2;
+  loom_status st = infer_conv(g, n, err);
+  n->ninputs = saved;
+  if (st || n->outputs[0] < 0 || g->values[n->outputs[0]].rank < 0) return st;
+  const GraphValue *y = &g->values[n->outputs[0]];
+  infer_set(g, n, 0, DT_I32, y->rank, y->dims);
+  return LOOM_OK;
+}
+
 loom_status infer_col2im(Graph *g, GraphNode *n, LoomError *err) {
   if (n->ninputs != 3) return infer_fail(g, n, err, "expected inputs input, image_shape and block_shape");
   if (!infer_known(g, n, 0)) return LOOM_OK;

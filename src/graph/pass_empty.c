@@ -1,13 +1,10 @@
 /* Empty tensors (an extent of 0) need no kernel: an op whose outputs are
  * all empty is replaced by empty constants (its empty outputs become
- * constants when only some are), Concat drops empty operands,
- * and a reduction over an empty set is the reduction's identity (0 for
- * sums, 1 for products, -inf / +inf for max / min), a constant. What is
- * left never reaches code generation with a zero extent, except as an
- * empty graph output, which the runtime hands back without a kernel. */
+ * constants when only some are), and Concat drops empty operands. A
+ * reduction over an empty set is folded earlier (graph/fold_reduce.c). An
+ * empty graph output is handed back by the runtime without a kernel. */
 #include "graph/passes.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,27 +18,11 @@ static GraphTensor *value_tensor(Graph *g, ValueId v) {
   return graph_tensor_new(g->arena, x->dtype, x->rank, x->dims);
 }
 
-/* The value of a reduction over nothing, by op name; false for ops that
- * have none (ArgMax of nothing is an error the op reports). */
-static bool empty_reduction(const char *op, double *out) {
-  static const struct { const char *op; double v; } ids[] = {
-      {"ReduceSum", 0}, {"ReduceSumSquare", 0}, {"ReduceL1", 0}, {"ReduceL2", 0}, {"ReduceProd", 1},
-      {"ReduceMax", -INFINITY}, {"ReduceMin", INFINITY}, {"ReduceLogSum", -INFINITY}, {"ReduceLogSumExp", -INFINITY},
-  };
-  for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++)
-    if (!strcmp(op, ids[k].op)) {
-      *out = ids[k].v;
-      return true;
-    }
-  return false;
-}
-
 loom_status graph_pass_fold_empty(Graph *g, LoomError *err) {
   bool *remove = calloc((size_t)g->nnodes + 1, sizeof *remove);
   if (!remove) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   for (int i = 0; i < g->nnodes; i++) {
     GraphNode *n = &g->nodes[i];
-    const char *op = graph_op_info(n->op)->name;
     bool all_empty = n->noutputs > 0, known = true;
     for (int k = 0; k < n->noutputs; k++) {
       if (n->outputs[k] < 0) continue;
@@ -50,7 +31,6 @@ loom_status graph_pass_fold_empty(Graph *g, LoomError *err) {
       else if (!is_empty(g, n->outputs[k])) all_empty = false;
     }
     if (!known) continue;
-    double id;
     if (all_empty) {
       for (int k = 0; k < n->noutputs; k++)
         if (n->outputs[k] >= 0) g->values[n->outputs[k]].constant = value_tensor(g, n->outputs[k]);
@@ -70,12 +50,6 @@ loom_status graph_pass_fold_empty(Graph *g, LoomError *err) {
       for (int k = 0; k < n->ninputs; k++)
         if (n->inputs[k] < 0 || !is_empty(g, n->inputs[k])) n->inputs[w++] = n->inputs[k];
       n->ninputs = w;
-    } else if (n->ninputs > 0 && n->inputs[0] >= 0 && is_empty(g, n->inputs[0]) && n->noutputs == 1 &&
-               empty_reduction(op, &id)) {
-      GraphTensor *t = value_tensor(g, n->outputs[0]);
-      for (int64_t e = 0; e < graph_tensor_numel(t); e++) graph_tensor_set_f64(t, e, id);
-      g->values[n->outputs[0]].constant = t;
-      remove[i] = true;
     }
   }
   graph_remove_nodes(g, remove);

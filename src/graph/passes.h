@@ -27,7 +27,7 @@ loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err);
 
 /* ---- pass_empty.c ---- */
 /* Ops with only empty outputs become empty constants; Concat drops empty
- * operands; reductions over an empty set become their identity constant. */
+ * operands. */
 loom_status graph_pass_fold_empty(Graph *g, LoomError *err);
 
 /* ---- pass_canonicalize.c ---- */

@@ -62,9 +62,15 @@ static const Expr *bias_body(Arena *a, const Expr *const *ax, void *user) {
   return expr_add(a, te_load(a, c->conv, ax), te_load(a, c->bias, &ax[1]));
 }
 
+/* f32/f64, or i32 (ConvInteger's shifted operands). */
+static bool check_conv_dtype(const char *on, const char *what, const TeTensor *t, LoomError *err) {
+  if (t && dtype_eq(t->dtype, DT_I32)) return op_check_tensor(on, what, t, err);
+  return op_check_float(on, what, t, err);
+}
+
 static bool check_conv_operands(const char *on, const char *name, const TeTensor *x, const TeTensor *w,
                                 const TopiWindowParams *p, LoomError *err) {
-  if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err) || !op_check_float(on, "W", w, err))
+  if (!op_check_name(on, name, err) || !check_conv_dtype(on, "X", x, err) || !check_conv_dtype(on, "W", w, err))
     return false;
   if (!p || p->nsp < 1 || p->nsp > MS || x->ndim != 2 + p->nsp || w->ndim != x->ndim ||
       !dtype_eq(x->dtype, w->dtype)) {
@@ -89,7 +95,7 @@ TeTensor *topi_conv_nd_onnx(Arena *a, const char *name, const TeTensor *x, const
             on, (long long)C, (long long)K, (long long)w->shape[1], (long long)c.group);
     return NULL;
   }
-  if (bias && !op_check_float(on, "B", bias, err)) return NULL;
+  if (bias && !check_conv_dtype(on, "B", bias, err)) return NULL;
   if (bias && (bias->ndim != 1 || bias->shape[0] != K)) {
     err_set(err, LOOM_ERR_INVALID_ARG, "%s: bias B (\"%s\") must have shape [%lld]", on, bias->name, (long long)K);
     return NULL;
@@ -123,6 +129,48 @@ TeTensor *topi_conv_nd_onnx(Arena *a, const char *name, const TeTensor *x, const
   if (!conv || !bias) return conv;
   c.conv = conv;
   return te_compute_named(a, name, x->ndim, oshape, names, bias_body, &c, err);
+}
+
+/* ---------------- ConvInteger ---------------- */
+
+typedef struct ShiftArgs {
+  const TeTensor *x, *zp;
+} ShiftArgs;
+
+/* i32(x) - i32(zero point): a scalar, or one per index of axis 0 (W's
+ * output channels). */
+static const Expr *shift_body(Arena *a, const Expr *const *ax, void *user) {
+  ShiftArgs *s = user;
+  const Expr *v = expr_cast(a, DT_I32, te_load(a, s->x, ax));
+  if (!s->zp) return v;
+  const Expr *zi[TOPI_MAX_RANK] = {0};
+  if (s->zp->ndim == 1) zi[0] = s->zp->shape[0] > 1 ? ax[0] : expr_i64(a, 0);
+  for (int d = 1; d < s->zp->ndim; d++) zi[d] = expr_i64(a, 0);
+  return expr_sub(a, v, expr_cast(a, DT_I32, te_load(a, s->zp, zi)));
+}
+
+static TeTensor *shifted(Arena *a, const char *name, const char *on, const TeTensor *x, const TeTensor *zp,
+                         bool per_channel, LoomError *err) {
+  if (!op_check_tensor(on, "input", x, err) || (zp && !op_check_tensor(on, "zero point", zp, err))) return NULL;
+  int64_t n = zp ? op_numel(zp->ndim, zp->shape) : 1;
+  bool ok = dtype_is_int(x->dtype) && x->dtype.bits == 8 && (!zp || dtype_eq(zp->dtype, x->dtype)) &&
+            (n == 1 || (per_channel && zp->ndim == 1 && x->ndim > 0 && n == x->shape[0]));
+  if (!ok) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "%s: \"%s\" must be i8/u8 with a zero point of its dtype (a scalar%s)", on,
+            x->name, per_channel ? " or one per output channel" : "");
+    return NULL;
+  }
+  ShiftArgs s = {x, zp};
+  return te_compute(a, name, x->ndim, x->shape, shift_body, &s, err);
+}
+
+TeTensor *topi_conv_integer_nd(Arena *a, const char *name, const TeTensor *x, const TeTensor *w, const TeTensor *x_zp,
+                               const TeTensor *w_zp, const TopiWindowParams *p, LoomError *err) {
+  const char *on = "ConvInteger";
+  if (!op_check_name(on, name, err)) return NULL;
+  TeTensor *xs = shifted(a, op_stage(a, name, "x"), on, x, x_zp, false, err);
+  TeTensor *ws = xs ? shifted(a, op_stage(a, name, "w"), on, w, w_zp, true, err) : NULL;
+  return ws ? topi_conv_nd_onnx(a, name, xs, ws, NULL, p, err) : NULL;
 }
 
 /* ---------------- ConvTranspose ---------------- */

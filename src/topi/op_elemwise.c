@@ -139,13 +139,11 @@ static double saturate_max(DType t) {
   }
 }
 
-static const Expr *cast_body(Arena *a, const Expr *const *ax, void *user) {
-  CastArgs *c = user;
-  const Expr *v = te_load(a, c->x, ax);
-  if (dtype_eq(v->dtype, c->to)) return v;
-  if (dtype_is_bool(c->to))
+const Expr *op_cast_value(Arena *a, const Expr *v, DType to, bool saturate) {
+  if (dtype_eq(v->dtype, to)) return v;
+  if (dtype_is_bool(to))
     return expr_binary(a, EXPR_NE, v, op_const(a, v->dtype, 0));
-  double m = c->saturate ? saturate_max(c->to) : 0.0;
+  double m = saturate ? saturate_max(to) : 0.0;
   if (m > 0) {
     /* saturate: clamp to the largest finite value first (inf too; NaN
      * compares false and stays NaN), then convert, as ONNX's reference does */
@@ -153,7 +151,12 @@ static const Expr *cast_body(Arena *a, const Expr *const *ax, void *user) {
     const Expr *hi = op_const(a, v->dtype, m), *lo = op_const(a, v->dtype, -m);
     v = expr_select(a, expr_binary(a, EXPR_GT, v, hi), hi, expr_select(a, expr_lt(a, v, lo), lo, v));
   }
-  return expr_cast(a, c->to, v);
+  return expr_cast(a, to, v);
+}
+
+static const Expr *cast_body(Arena *a, const Expr *const *ax, void *user) {
+  CastArgs *c = user;
+  return op_cast_value(a, te_load(a, c->x, ax), c->to, c->saturate);
 }
 
 TeTensor *topi_cast_saturate(Arena *a, const char *name, const TeTensor *x, DType to, bool saturate, LoomError *err) {

@@ -26,6 +26,9 @@ bool op_check_name(const char *op, const char *name, LoomError *err);
 /* f32 or f64 (the float ops). */
 bool op_check_float(const char *op, const char *what, const TeTensor *t, LoomError *err);
 int64_t op_numel(int ndim, const int64_t *shape);
+/* ONNX Cast of a value (op_elemwise.c): to bool is v != 0; with saturate, a
+ * cast to an 8-bit float clamps to its largest finite value first. */
+const Expr *op_cast_value(Arena *a, const Expr *v, DType to, bool saturate);
 /* An index operand (any integer dtype) as i64, negative values counted
  * from dim (i + dim); with clamp, then clamped into [0, dim) so a load
  * stays in bounds whatever the data says. */

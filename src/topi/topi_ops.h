@@ -440,5 +440,7 @@ TeTensor *topi_resize(Arena *a, const char *name, const TeTensor *x, const int64
 #include "topi/topi_ops_seq.h"
 /* Vision ops, BitCast, TopK and the data-dependent-extent ops. */
 #include "topi/topi_ops_vision.h"
+/* Quantization: QuantizeLinear, DequantizeLinear, QLinearMatMul, ... */
+#include "topi/topi_ops_quant.h"
 
 #endif

@@ -97,10 +97,16 @@ typedef struct TopiWindowParams {
 } TopiWindowParams;
 
 /* N-D convolution, x [N, C, d1..dn], w [K, C/group, k1..kn], bias [K] or
- * NULL. Stages "<name>_pad" (when padded), "<name>_conv" + name (bias) or
+ * NULL; f32, f64 or i32. Stages "<name>_pad" (when padded), "<name>_conv" + name (bias) or
  * name. topi_conv2d_onnx is this with n = 2. */
 TeTensor *topi_conv_nd_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
                             const TeTensor *bias, const TopiWindowParams *p, LoomError *err);
+/* ConvInteger: i8/u8 x and w minus their zero points (x: a scalar; w: a
+ * scalar or one per output channel), convolved in i32 as
+ * topi_conv_nd_onnx ("<name>_x", "<name>_w" the shifted operands; zero
+ * padding after the shift is padding with the zero point before it). */
+TeTensor *topi_conv_integer_nd(Arena *a, const char *name, const TeTensor *x, const TeTensor *w, const TeTensor *x_zp,
+                               const TeTensor *w_zp, const TopiWindowParams *p, LoomError *err);
 /* ConvTranspose: x [N, C, d...], w [C, K/group, k...] -> [N, K, o...] with
  * o = s (d - 1) + output_padding + (k - 1) dil + 1 - pads. Stages
  * "<name>_up" (x spread by the strides and padded), "<name>_w" (the flipped,

@@ -138,6 +138,8 @@ static const AttrSpec attr_specs[] = {
     DEF_I("LpPool", "ceil_mode", 0), DEF_I("LpPool", "p", 2), REQ("MaxUnpool", "kernel_shape", A_INTS),
     OPT("MaxUnpool", "strides", A_INTS), OPT("MaxUnpool", "pads", A_INTS), OPT("Resize", "axes", A_INTS),
     DEF_I("Resize", "antialias", 0), DEF_S("Resize", "keep_aspect_ratio_policy", "stretch"),
+    DEF_S("ConvInteger", "auto_pad", "NOTSET"), DEF_I("ConvInteger", "group", 1), OPT("ConvInteger", "kernel_shape", A_INTS),
+    OPT("ConvInteger", "strides", A_INTS), OPT("ConvInteger", "pads", A_INTS), OPT("ConvInteger", "dilations", A_INTS),
     /* Attributes of old opsets that become inputs; read by the rewrites. */
     OPT("Slice", "starts", A_INTS), OPT("Slice", "ends", A_INTS), OPT("Slice", "axes", A_INTS),
     OPT("Squeeze", "axes", A_INTS), OPT("Unsqueeze", "axes", A_INTS), OPT("ReduceMean", "axes", A_INTS),
