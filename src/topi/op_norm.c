@@ -322,7 +322,7 @@ TeTensor *topi_lrn(Arena *a, const char *name, const TeTensor *x, int64_t size, 
 /* ---- NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss ---- */
 
 typedef struct LossArgs {
-  const TeTensor *in, *target, *weight, *elem, *w, *sum, *wsum;
+  const TeTensor *in, *target, *weight, *elem, *w, *sum, *wsum, *summed;
   bool has_ignore, weighted;
   int64_t ignore;
   IterVar k[TOPI_MAX_RANK];
@@ -358,20 +358,13 @@ static const Expr *loss_w_body(Arena *a, const Expr *const *ax, void *user) {
   return valid ? expr_select(a, valid, w, op_const(a, w->dtype, 0)) : w;
 }
 
+/* The sum of every element of r->summed (the loss or the weights). */
 static const Expr *loss_sum_body(Arena *a, const Expr *const *ax, void *user) {
   (void)ax;
   LossArgs *r = user;
   const Expr *idx[TOPI_MAX_RANK];
   for (int d = 0; d < r->nk; d++) idx[d] = r->k[d].var;
-  return te_sum(a, te_load(a, r->elem, idx), r->k, r->nk, NULL);
-}
-
-static const Expr *loss_wsum_body(Arena *a, const Expr *const *ax, void *user) {
-  (void)ax;
-  LossArgs *r = user;
-  const Expr *idx[TOPI_MAX_RANK];
-  for (int d = 0; d < r->nk; d++) idx[d] = r->k[d].var;
-  return te_sum(a, te_load(a, r->w, idx), r->k, r->nk, NULL);
+  return te_sum(a, te_load(a, r->summed, idx), r->k, r->nk, NULL);
 }
 
 static const Expr *loss_mean_body(Arena *a, const Expr *const *ax, void *user) {
@@ -402,10 +395,11 @@ static TeTensor *nll_impl(Arena *a, const char *on, const char *name, const TeTe
   if (!(r.elem = te_compute(a, op_stage(a, name, "elem"), target->ndim, target->shape, loss_elem_body, &r, err)))
     return NULL;
   for (int d = 0; d < target->ndim; d++) r.k[r.nk++] = te_reduce_axis(a, arena_printf(a, "k%d", d), target->shape[d]);
+  r.summed = r.elem;
   if (reduction == TOPI_LOSS_SUM) return te_compute(a, name, 0, NULL, loss_sum_body, &r, err);
-  if (!(r.w = te_compute(a, op_stage(a, name, "w"), target->ndim, target->shape, loss_w_body, &r, err)) ||
-      !(r.sum = te_compute(a, op_stage(a, name, "sum"), 0, NULL, loss_sum_body, &r, err)) ||
-      !(r.wsum = te_compute(a, op_stage(a, name, "wsum"), 0, NULL, loss_wsum_body, &r, err)))
+  if (!(r.sum = te_compute(a, op_stage(a, name, "sum"), 0, NULL, loss_sum_body, &r, err)) ||
+      !(r.summed = r.w = te_compute(a, op_stage(a, name, "w"), target->ndim, target->shape, loss_w_body, &r, err)) ||
+      !(r.wsum = te_compute(a, op_stage(a, name, "wsum"), 0, NULL, loss_sum_body, &r, err)))
     return NULL;
   return te_compute(a, name, 0, NULL, loss_mean_body, &r, err);
 }

@@ -43,11 +43,18 @@ static const Expr *idx_body(Arena *a, const Expr *const *ax, void *user) {
   return te_min(a, expr_select(a, hit, k, expr_i64(a, r->x->shape[r->axis])), &r->k, 1, NULL);
 }
 
-static bool check_axis_input(const char *on, const char *name, const TeTensor *x, int64_t axis, int *out,
-                             LoomError *err) {
+/* name, x (rank >= 1; bool refused unless bool_ok) and axis. */
+static bool check_axis_input(const char *on, const char *name, const TeTensor *x, int64_t axis, bool bool_ok,
+                             int *out, LoomError *err) {
   if (!op_check_name(on, name, err) || !op_check_tensor(on, "input", x, err)) return false;
   if (x->ndim < 1) {
     err_set(err, LOOM_ERR_INVALID_ARG, "%s: input (\"%s\") must have rank >= 1", on, x->name);
+    return false;
+  }
+  if (!bool_ok && dtype_is_bool(x->dtype)) {
+    char b[16];
+    err_set(err, LOOM_ERR_UNSUPPORTED, "%s: input (\"%s\") has unsupported dtype %s", on, x->name,
+            dtype_str(x->dtype, b));
     return false;
   }
   return op_axis(on, "axis", axis, x->ndim, false, out, err);
@@ -58,13 +65,7 @@ TeTensor *topi_arg_reduce(Arena *a, const char *name, bool is_min, const TeTenso
   const char *on = is_min ? "ArgMin" : "ArgMax";
   ArgArgs r;
   memset(&r, 0, sizeof r);
-  if (!check_axis_input(on, name, x, axis, &r.axis, err)) return NULL;
-  if (dtype_is_bool(x->dtype)) {
-    char b[16];
-    err_set(err, LOOM_ERR_UNSUPPORTED, "%s: input (\"%s\") has unsupported dtype %s", on, x->name,
-            dtype_str(x->dtype, b));
-    return NULL;
-  }
+  if (!check_axis_input(on, name, x, axis, false, &r.axis, err)) return NULL;
   r.x = x, r.keepdims = keepdims, r.is_min = is_min, r.last = select_last;
   r.k = te_reduce_axis(a, "k", x->shape[r.axis]);
   int64_t oshape[TOPI_MAX_RANK];
@@ -91,7 +92,7 @@ TeTensor *topi_hardmax_axis(Arena *a, const char *name, const TeTensor *x, int64
                             LoomError *err) {
   ArgArgs r;
   memset(&r, 0, sizeof r);
-  if (!check_axis_input("Hardmax", name, x, axis, &r.axis, err) || !op_check_float("Hardmax", "input", x, err))
+  if (!check_axis_input("Hardmax", name, x, axis, true, &r.axis, err) || !op_check_float("Hardmax", "input", x, err))
     return NULL;
   r.x = x;
   if (!(r.idx = topi_arg_reduce(a, op_stage(a, name, "idx"), false, x, axis, true, false, err))) return NULL;
@@ -116,13 +117,7 @@ TeTensor *topi_cumulative(Arena *a, const char *name, bool prod, const TeTensor 
   const char *on = prod ? "CumProd" : "CumSum";
   ArgArgs r;
   memset(&r, 0, sizeof r);
-  if (!check_axis_input(on, name, x, axis, &r.axis, err)) return NULL;
-  if (dtype_is_bool(x->dtype)) {
-    char b[16];
-    err_set(err, LOOM_ERR_UNSUPPORTED, "%s: input (\"%s\") has unsupported dtype %s", on, x->name,
-            dtype_str(x->dtype, b));
-    return NULL;
-  }
+  if (!check_axis_input(on, name, x, axis, false, &r.axis, err)) return NULL;
   r.x = x, r.keepdims = true, r.prod = prod, r.exclusive = exclusive, r.reverse = reverse;
   r.k = te_reduce_axis(a, "k", x->shape[r.axis]);
   return te_compute(a, name, x->ndim, x->shape, cum_body, &r, err);
