@@ -151,7 +151,7 @@ static bool regions_disjoint(CompactCtx *c, const Buffer *b, const Stmt *loop) {
     flat_lo = expr_add(a, flat_lo, expr_mul(a, box[d].min, expr_i64(a, stride)));
     flat_hi = expr_add(a, flat_hi, expr_mul(a, box[d].max, expr_i64(a, stride)));
     stride *= dim;
-    if (d == -5)
+    if (d == 0)
       disjoint = arith_can_prove(c->az, expr_binary(a, EXPR_GT, expr_substitute(a, flat_lo, &next), flat_hi));
   }
   arith_bind_range(c->az, v, loop->loop.min, loop->loop.extent);

@@ -109,11 +109,13 @@ static void test_big_parallel_tiles_stay_shared(void **state) {
 }
 
 /* Tiles of a fused parallel loop f = (a, rb): T[a, rb*2 + ii, j] with
- * a = floordiv(f, 2), rb = floormod(f, 2). No single dimension moves
- * monotonically with f, but in row-major order each tile (2 whole rows of
- * T[a]) comes after the previous one, so T moves inside as a private
- * [1, 2, 5] tile (the depthwise conv's padded rows per channel block x row
- * block). */
+ * a = floordiv(f, 2), rb = floormod(f, 2), written and updated element by
+ * element in one nest (a register tile's init and accumulation), then read
+ * with the rows flipped, so only disjointness lets T move inside f (and no
+ * further). No single dimension moves monotonically with f, but in
+ * row-major order each tile (2 whole rows of T[a]) comes after the previous
+ * one: T becomes a private [1, 2, 5] tile (the depthwise conv's padded rows
+ * and accumulators per channel block x row block). */
 static void test_fused_loop_tiles(void **state) {
   (void)state;
   Arena *a = arena_new();
@@ -123,11 +125,17 @@ static void test_fused_loop_tiles(void **state) {
   const Expr *f = expr_var(a, "f", DT_I64), *ii = expr_var(a, "ii", DT_I64), *j = expr_var(a, "j", DT_I64);
   const Expr *two = xc_i(a, 2);
   const Expr *idx[3] = {expr_floordiv(a, f, two), expr_add(a, expr_mul(a, expr_floormod(a, f, two), two), ii), j};
-  const Stmt *st1 = stmt_store(a, T, expr_add(a, expr_load(a, A, idx, 3), expr_float(a, DT_F32, 1.0)), idx, 3);
-  const Stmt *st2 = stmt_store(a, B, expr_mul(a, expr_load(a, T, idx, 3), expr_load(a, T, idx, 3)), idx, 3);
-  const Stmt *l1 = stmt_for(a, ii, xc_i(a, 0), two, FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL, st1));
-  const Stmt *l2 = stmt_for(a, ii, xc_i(a, 0), two, FOR_SERIAL, stmt_for(a, j, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL, st2));
-  const Stmt *loop = stmt_for(a, f, xc_i(a, 0), xc_i(a, 4), FOR_PARALLEL, stmt_seq2(a, l1, l2));
+  const Expr *t = expr_load(a, T, idx, 3);
+  const Expr *flip[3] = {idx[0], expr_add(a, expr_mul(a, expr_floormod(a, f, two), two), expr_sub(a, xc_i(a, 1), ii)), j};
+  const Stmt *st[2] = {stmt_store(a, T, expr_load(a, A, idx, 3), idx, 3),
+                       stmt_store(a, T, expr_add(a, t, expr_float(a, DT_F32, 1.0)), idx, 3)};
+  const Stmt *fill = stmt_for(a, ii, xc_i(a, 0), two, FOR_SERIAL,
+                              stmt_for(a, j, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL, stmt_seq(a, st, 2)));
+  const Stmt *use = stmt_for(a, ii, xc_i(a, 0), two, FOR_SERIAL,
+                             stmt_for(a, j, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL,
+                                      stmt_store(a, B, expr_mul(a, t, expr_load(a, T, flip, 3)), idx, 3)));
+  const Stmt *nest = stmt_seq2(a, fill, use);
+  const Stmt *loop = stmt_for(a, f, xc_i(a, 0), xc_i(a, 4), FOR_PARALLEL, nest);
   const Buffer *params[2] = {A, B};
   PrimFunc *fn = primfunc_new(a, "fused_tiles", params, 2, stmt_allocate(a, T, loop));
   const PrimFunc *g = tir_compact_buffers(a, fn);
