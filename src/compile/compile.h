@@ -47,6 +47,16 @@ loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNod
 loom_status compile_vision_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                    const char *name, TeTensor **outs, LoomError *err);
 
+/* The window attributes (kernel_shape, strides, dilations, pads, group...)
+ * of a node over nsp spatial axes (op_compute_tensor.c). */
+struct TopiWindowParams;
+loom_status compile_window_params(const GraphNode *n, int nsp, struct TopiWindowParams *p, LoomError *err);
+
+/* ---- op_compute_quant.c: QuantizeLinear, DequantizeLinear, QLinearMatMul... ---- */
+bool compile_quant_op(GraphOp op);
+loom_status compile_quant_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                       const char *name, TeTensor **outs, LoomError *err);
+
 /* ---- op_compute_seq.c: attention, recurrent and signal-processing ops ---- */
 bool compile_seq_op(GraphOp op);
 bool compile_seq_input_is_data(const GraphNode *n, int input);

@@ -249,6 +249,7 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
   TopiMathParams mp;
   if (compile_tensor_op(n->op)) return compile_tensor_node_compute(a, g, n, ins, name, outs, err);
   if (compile_seq_op(n->op)) return compile_seq_node_compute(a, g, n, ins, name, outs, err);
+  if (compile_quant_op(n->op)) return compile_quant_node_compute(a, g, n, ins, name, outs, err);
   switch (n->op) {
 #define UNARY(OP, TOPI)                                                  \
   case GRAPH_OP_##OP:                                                    \

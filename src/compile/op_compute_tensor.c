@@ -64,6 +64,10 @@ static loom_status window_params(const GraphNode *n, int nsp, TopiWindowParams *
   return LOOM_OK;
 }
 
+loom_status compile_window_params(const GraphNode *n, int nsp, TopiWindowParams *p, LoomError *err) {
+  return window_params(n, nsp, p, err);
+}
+
 static TopiScatterReduce scatter_reduction(const GraphNode *n) {
   const char *r = graph_attr_string(n, "reduction", "none");
   return !strcmp(r, "add") ? TOPI_SCATTER_ADD

@@ -215,6 +215,13 @@ typedef enum GraphOpPattern {
   X(COL2IM, "Col2Im", OPAQUE, col2im)                                     \
   X(LP_POOL, "LpPool", OUT_ELEMWISE_FUSABLE, pool)                        \
   X(MAX_UNPOOL, "MaxUnpool", OPAQUE, max_unpool)                          \
+  /* quantization (topi/op_quant.c; graph/infer_quant.c; compile/op_compute_quant.c) */ \
+  X(QUANTIZE_LINEAR, "QuantizeLinear", BROADCAST, quantize_linear)        \
+  X(DEQUANTIZE_LINEAR, "DequantizeLinear", BROADCAST, dequantize_linear)  \
+  X(DYNAMIC_QUANTIZE_LINEAR, "DynamicQuantizeLinear", OPAQUE, dynamic_quantize_linear) \
+  X(MATMUL_INTEGER, "MatMulInteger", OUT_ELEMWISE_FUSABLE, matmul_integer) \
+  X(QLINEAR_MATMUL, "QLinearMatMul", OPAQUE, qlinear_matmul)              \
+  X(QLINEAR_CONV, "QLinearConv", OPAQUE, qlinear_conv)                    \
   /* Control flow: inlined or unrolled by the importer once the values that  \
    * decide it are known (frontend/onnx/import_control.c); never compiled. */ \
   X(IF, "If", OPAQUE, control_flow)                                       \

@@ -114,9 +114,11 @@ static bool setup(const char *on, const char *name, const TeTensor *x, const TeT
   if (!op_check_name(on, name, err) || !op_check_tensor(on, "x", x, err) || !op_check_tensor(on, "scale", scale, err) ||
       (zp && !op_check_tensor(on, "zero_point", zp, err)))
     return false;
-  if (!op_axis(on, "axis", axis, x->ndim > 0 ? x->ndim : 1, false, &ax, err)) return false;
-  if (x->ndim == 0) ax = 0;
   if (!is_real(scale->dtype)) return fail_dtype(on, "scale", scale, "f32, f16 or bf16", err);
+  /* the axis matters only to per-axis and blocked parameters */
+  bool per_tensor = op_numel(scale->ndim, scale->shape) == 1 && (!zp || op_numel(zp->ndim, zp->shape) == 1);
+  if (per_tensor) ax = 0;
+  else if (!op_axis(on, "axis", axis, x->ndim, false, &ax, err)) return false;
   return qparam(on, "scale", scale, x, ax, block, qs, err) && qparam(on, "zero_point", zp, x, ax, block, qz, err);
 }
 

@@ -140,6 +140,13 @@ static const AttrSpec attr_specs[] = {
     DEF_I("Resize", "antialias", 0), DEF_S("Resize", "keep_aspect_ratio_policy", "stretch"),
     DEF_S("ConvInteger", "auto_pad", "NOTSET"), DEF_I("ConvInteger", "group", 1), OPT("ConvInteger", "kernel_shape", A_INTS),
     OPT("ConvInteger", "strides", A_INTS), OPT("ConvInteger", "pads", A_INTS), OPT("ConvInteger", "dilations", A_INTS),
+    /* quantization (topi/op_quant.c); output_dtype/precision become dtype names (convert_quant) */
+    DEF_I("QuantizeLinear", "axis", 1), DEF_I("QuantizeLinear", "saturate", 1), DEF_I("QuantizeLinear", "block_size", 0),
+    OPT("QuantizeLinear", "output_dtype", A_INT), OPT("QuantizeLinear", "precision", A_INT),
+    DEF_I("DequantizeLinear", "axis", 1), DEF_I("DequantizeLinear", "block_size", 0),
+    OPT("DequantizeLinear", "output_dtype", A_INT),
+    DEF_S("QLinearConv", "auto_pad", "NOTSET"), DEF_I("QLinearConv", "group", 1), OPT("QLinearConv", "kernel_shape", A_INTS),
+    OPT("QLinearConv", "strides", A_INTS), OPT("QLinearConv", "pads", A_INTS), OPT("QLinearConv", "dilations", A_INTS),
     /* Attributes of old opsets that become inputs; read by the rewrites. */
     OPT("Slice", "starts", A_INTS), OPT("Slice", "ends", A_INTS), OPT("Slice", "axes", A_INTS),
     OPT("Squeeze", "axes", A_INTS), OPT("Unsqueeze", "axes", A_INTS), OPT("ReduceMean", "axes", A_INTS),
@@ -522,6 +529,21 @@ static loom_status convert_dtype_attr(NodeCtx *c, const char *name, const char *
 
 static loom_status convert_cast(NodeCtx *c) { return convert_dtype_attr(c, "to", NULL, "cast to"); }
 
+/* QuantizeLinear / DequantizeLinear: output_dtype and precision become dtype
+ * names; 0 (UNDEFINED) means not given. */
+static loom_status convert_quant(NodeCtx *c) {
+  static const char *const names[] = {"output_dtype", "precision"};
+  for (int k = 0; k < 2; k++) {
+    GraphAttr *a = take_attr(c, names[k]);
+    if (a && a->kind == GRAPH_ATTR_INT && a->i == 0) drop_attr(c, names[k]);
+    else if (a) {
+      loom_status st = convert_dtype_attr(c, names[k], NULL, names[k]);
+      if (st) return st;
+    }
+  }
+  return LOOM_OK;
+}
+
 /* Sequence-model and signal ops: output_datatype becomes a Loom dtype name,
  * DFT's axis attribute (before opset 20) becomes input 2, and the RNN
  * family's activations (STRINGS) one comma-separated string. */
@@ -594,6 +616,7 @@ loom_status onnx_convert_node(Importer *im, const OnnxNode *n) {
   }
   if ((!strcmp(op_type, "Cast") || !strcmp(op_type, "BitCast")) && (st = convert_cast(&c))) return st;
   if (!strcmp(op_type, "EyeLike") && (st = convert_dtype_attr(&c, "dtype", NULL, "dtype"))) return st;
+  if ((!strcmp(op_type, "QuantizeLinear") || !strcmp(op_type, "DequantizeLinear")) && (st = convert_quant(&c))) return st;
   if (n->ninputs <= 12 && (st = rewrite_seq_forms(&c, op_type))) return st;
   GraphOp op;
   LOOM_ASSERT(graph_op_lookup(op_type, &op));
