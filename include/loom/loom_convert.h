@@ -111,14 +111,40 @@ static inline uint16_t loom_f64_to_f16(double d) {
   return sign | (uint16_t)(a >> 42);
 }
 
+/* n contiguous values at once: with F16C one vcvtph2ps / vcvtps2ph per 8
+ * (AVX-512: 16) lanes, where the per-lane calls above do not vectorize.
+ * Generated kernels call these for their vector conversions. */
+static inline void loom_f16_to_f32_n(const uint16_t *src, float *dst, int n) {
+  int i = 0;
+#ifdef LOOM_CONVERT_F16C
+#ifdef __AVX512F__
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + i))));
+#endif
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+#endif
+  for (; i < n; i++) dst[i] = loom_f16_to_f32(src[i]);
+}
+
+static inline void loom_f32_to_f16_n(const float *src, uint16_t *dst, int n) {
+  int i = 0;
+#ifdef LOOM_CONVERT_F16C
+#ifdef __AVX512F__
+  for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), 0));
+#endif
+  for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0));
+#endif
+  for (; i < n; i++) dst[i] = loom_f32_to_f16(src[i]);
+}
+
 /* ---- bf16 ---- */
 
 static inline float loom_bf16_to_f32(uint16_t h) { return loom_bits_to_f32((uint32_t)h << 16); }
 
 static inline uint16_t loom_f32_to_bf16(float f) {
   uint32_t u = loom_f32_to_bits(f);
-  if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)(u >> 16 | 0x40); /* NaN: quiet */
-  return (uint16_t)((u + 0x7fff + (u >> 16 & 1)) >> 16);                  /* overflow rounds to inf */
+  uint32_t rounded = (u + 0x7fff + (u >> 16 & 1)) >> 16; /* overflow rounds to inf */
+  uint32_t nan = u >> 16 | 0x40;                          /* NaN: quiet */
+  return (uint16_t)((u & 0x7fffffff) > 0x7f800000 ? nan : rounded); /* a select: vectorizes */
 }
 
 /* ---- 8- and 4-bit floats, by their parameters ----

@@ -318,11 +318,20 @@ static void emit_narrow_cast(CodegenC *cg, StrBuf *sb, DType to, DType from, con
   }
   const char *tv = cg_vector_type(cg, to), *fv = cg_vector_type(cg, from);
   const char *name = arena_printf(cg->arena, "loom_cvt_%s_%s", tv, fv);
-  cg_put_helper(cg, name,
-                arena_printf(cg->arena,
-                             "LOOM_HELPER %s %s(%s a) {\n  %s r;\n  for (int l = 0; l < %d; ++l) r[l] = %s(a[l]);\n"
-                             "  return r;\n}\n",
-                             tv, name, fv, tv, to.lanes, fn));
+  bool f16 = (te.code == DT_FLOAT && te.bits == 16 && dtype_eq(fe, DT_F32)) ||
+             (fe.code == DT_FLOAT && fe.bits == 16 && dtype_eq(te, DT_F32));
+  if (f16) /* whole-vector F16C conversions (loom_convert.h) */
+    cg_put_helper(cg, name,
+                  arena_printf(cg->arena,
+                               "LOOM_HELPER %s %s(%s a) {\n  %s r;\n  %s_n((const %s *)&a, (%s *)&r, %d);\n  return r;\n}\n",
+                               tv, name, fv, tv, fn, cg_scalar_type(cg, fe, "a cast"), cg_scalar_type(cg, te, "a cast"),
+                               to.lanes));
+  else
+    cg_put_helper(cg, name,
+                  arena_printf(cg->arena,
+                               "LOOM_HELPER %s %s(%s a) {\n  %s r;\n  for (int l = 0; l < %d; ++l) r[l] = %s(a[l]);\n"
+                               "  return r;\n}\n",
+                               tv, name, fv, tv, to.lanes, fn));
   sb_printf(sb, "%s(%s)", name, x);
 }
 

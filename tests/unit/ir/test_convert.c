@@ -72,6 +72,22 @@ static void test_f16_decode_every_code(void **state) {
   }
 }
 
+/* The n-at-a-time forms kernels use for vectors agree with the scalar ones
+ * (here the portable path; the F16C path runs in target_test_narrow). */
+static void test_f16_bulk(void **state) {
+  (void)state;
+  enum { N = 37 };
+  uint16_t h[N], back[N];
+  float f[N];
+  for (int i = 0; i < N; i++) h[i] = (uint16_t)(i * 1777 + 3);
+  loom_f16_to_f32_n(h, f, N);
+  loom_f32_to_f16_n(f, back, N);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(bits(f[i]), bits(loom_f16_to_f32(h[i])));
+    assert_int_equal(back[i], loom_f32_to_f16(f[i]));
+  }
+}
+
 static void test_f64_to_f16_rounds_once(void **state) {
   (void)state;
   /* 1 + 2^-11 + 2^-40: rounds up (above the tie). Through f32 it would first
@@ -215,6 +231,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_f16_round_to_nearest_even), cmocka_unit_test(test_f16_decode_every_code),
       cmocka_unit_test(test_f64_to_f16_rounds_once),    cmocka_unit_test(test_bf16),
+      cmocka_unit_test(test_f16_bulk),
       cmocka_unit_test(test_float8),                    cmocka_unit_test(test_float4_e8m0_int4),
       cmocka_unit_test(test_dtype_names_and_rounding),
   };
