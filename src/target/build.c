@@ -179,7 +179,8 @@ loom_status build_shared_object(const char *source, const BuildOptions *opt, Bui
   loom_status st = make_dirs(cache, err);
   if (st) return st;
 
-  /* The ABI header is part of the key: changing it must rebuild. The
+  /* The headers generated code includes are part of the key: changing
+   * them must rebuild (loom_convert.h: the narrow-type conversions). The
    * compiler is keyed by name only (document: clear the cache after a
    * compiler upgrade) so a cache hit never runs anything. */
   uint64_t h = BUILD_FNV_OFFSET;
@@ -194,6 +195,13 @@ loom_status build_shared_object(const char *source, const BuildOptions *opt, Bui
     if (!text) return err_set(err, LOOM_ERR_IO, "kernel ABI header \"%s\" not readable: %s", hdr, strerror(errno));
     h = hash_str(h, text);
     free(text);
+    if (strstr(source, "loom/loom_convert.h")) {
+      snprintf(hdr, sizeof hdr, "%s/loom/loom_convert.h", inc);
+      if (!(text = read_file(hdr, NULL)))
+        return err_set(err, LOOM_ERR_IO, "conversion header \"%s\" not readable: %s", hdr, strerror(errno));
+      h = hash_str(h, text);
+      free(text);
+    }
   }
   char base[PATH_MAX - 64], c_path[PATH_MAX], tmp_so[PATH_MAX + 128], err_path[PATH_MAX + 128];
   if (snprintf(base, sizeof base, "%s/%016llx", cache, (unsigned long long)h) >= (int)sizeof base - 4)
