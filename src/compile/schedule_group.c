@@ -3,7 +3,8 @@
  *   1. inline every injective stage that is not a group output (the
  *      elementwise chain of the group collapses into its consumer; padding
  *      stages stay, since an inlined pad puts a select in the hot loop, and
- *      so do math-heavy stages read by several blocks);
+ *      so do math-heavy stages read by several blocks and stages a block
+ *      reads at several indices);
  *   2. the anchor (the reduction with the most iterations: the conv or
  *      matmul of the group) gets its topi default schedule, with the block
  *      consuming its output folded into the register tile as an epilogue;
@@ -95,6 +96,37 @@ static bool costly_to_duplicate(const Blocks *bs, const Block *b) {
   return readers > 1;
 }
 
+/* Does some other block load b's buffer at two or more different indices?
+ * Inlined, b would be computed once per load; a chain of such stages (one
+ * Gaussian-elimination step per column, each reading the previous matrix
+ * at several rows) would grow exponentially. */
+typedef struct LoadSites {
+  const Buffer *buf;
+  const Expr *first;
+  bool several;
+} LoadSites;
+
+static bool load_site_cb(Visitor *v, const Expr *e) {
+  LoadSites *ls = v->user;
+  if (e->kind != EXPR_LOAD || e->load.buffer != ls->buf || ls->several) return true;
+  if (!ls->first) ls->first = e;
+  else if (!expr_equal(ls->first, e)) ls->several = true;
+  return true;
+}
+
+static bool read_at_several_indices(const Blocks *bs, const Block *b) {
+  if (b->n_writes != 1) return false;
+  for (int i = 0; i < bs->items.n; i++) {
+    const Block *o = bs->items.items[i].block;
+    if (o == b) continue;
+    LoadSites ls = {b->writes[0].buffer, NULL, false};
+    Visitor v = {NULL, load_site_cb, &ls};
+    visit_stmt(&v, o->body);
+    if (ls.several) return true;
+  }
+  return false;
+}
+
 static void inline_injective(Schedule *s, Arena *a) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -103,7 +135,7 @@ static void inline_injective(Schedule *s, Arena *a) {
     for (int i = 0; i < bs.items.n; i++) {
       const BlockInfo *bi = &bs.items.items[i];
       if (bi->writes_param || bi->n_reduce > 0 || ends_with(bi->block->name, "_pad")) continue;
-      if (costly_to_duplicate(&bs, bi->block)) continue;
+      if (costly_to_duplicate(&bs, bi->block) || read_at_several_indices(&bs, bi->block)) continue;
       SchRV b = sch_get_block(s, bi->block->name);
       if (b >= 0 && sch_compute_inline(s, b) == LOOM_OK) changed = true;
     }

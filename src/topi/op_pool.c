@@ -134,9 +134,10 @@ static bool pool_setup(Arena *a, const char *on, const char *name, PoolOp op, co
   if (!op_check_name(on, name, err)) return false;
   if (op == POOL_MAX || op == POOL_INDICES) {
     if (!op_check_tensor(on, "X", x, err)) return false;
-    if (dtype_is_bool(x->dtype) || x->dtype.code == DT_BFLOAT || (dtype_is_float(x->dtype) && x->dtype.bits < 32)) {
+    /* f16/bf16 compare in f32 after tir_legalize_narrow */
+    if (dtype_is_bool(x->dtype) || (dtype_is_float(x->dtype) && x->dtype.bits < 16)) {
       char b[16];
-      err_set(err, LOOM_ERR_UNSUPPORTED, "%s: input X (\"%s\") has dtype %s, expected f32, f64 or an integer", on,
+      err_set(err, LOOM_ERR_UNSUPPORTED, "%s: input X (\"%s\") has dtype %s, expected a float of 16 bits or more or an integer", on,
               x->name, dtype_str(x->dtype, b));
       return false;
     }

@@ -11,6 +11,7 @@
  * OWB is a sampling point (a divisor of the output width, at most 16 by
  * default, so the accumulators fit the 32 vector registers). */
 #include "topi/topi_schedule.h"
+#include <stdlib.h>
 
 
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
@@ -18,13 +19,11 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   (void)target;
   SchRV b = sch_get_block(s, block);
   if (b < 0) return LOOM_ERR_SCHEDULE;
-  /* n, ko, oh, ow, ki, then 4 reduction loops (ico, rh, rw, ici) or, for
-   * depthwise, 2 (rh, rw). */
+  /* n, ko, oh, ow, ki, then 4 reduction loops ico, rh, rw, ici. */
   SchRV l[9];
-  int nl = sch_get_loops(s, b, l, 9);
-  if (nl != 9 && nl != 7) return LOOM_ERR_SCHEDULE;
+  if (sch_get_loops(s, b, l, 9) != 9) return LOOM_ERR_SCHEDULE;
   SchRV n = l[0], ko = l[1], oh = l[2], ow = l[3], ki = l[4];
-  int nr = nl - 5;
+  SchRV ico = l[5], rh = l[6], rw = l[7], ici = l[8];
 
   /* Register tile: OWB output columns x KT output-channel blocks, one
    * vector each. Per reduction step it loads KT weight vectors and OWB
@@ -32,54 +31,83 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
    * FMA among those whose accumulators, weights and broadcast fit the 32
    * vector registers; OWB need not divide the width (the tail is a
    * partitioned loop) as long as little work is wasted. Measured like the
-   * matmul's 6 x 4: wide channel tiles beat long column tiles. Both are
+   * matmul's 6 x 4: wide channel tiles beat long column tiles. KT divides
+   * the output-channel blocks (3 for K = 24 in blocks of 8). Both are
    * sampling points (the best is the most probable choice). */
   int64_t ow_ext = topi_loop_extent(s, ow), ko_ext = topi_loop_extent(s, ko);
   if (ow_ext < 1 || ko_ext < 1) return LOOM_ERR_SCHEDULE;
+  enum { MAX_OWB = 16, N_KT = 4 };
   int64_t best_owb = 1, best_kt = 1;
   double best_cost = 1e9;
-  for (int64_t kt = 1; kt <= 4; kt *= 2) {
+  for (int64_t kt = 1; kt <= N_KT; kt++) {
     if (ko_ext % kt) continue;
-    for (int64_t w = 1; w <= 16 && w <= ow_ext; w++) {
+    for (int64_t w = 1; w <= MAX_OWB && w <= ow_ext; w++) {
       int64_t tiles = (ow_ext + w - 1) / w;
       if (w * kt + kt + 1 > 32 || tiles * w > ow_ext + ow_ext / 8) continue;
       double cost = (double)(w + kt) / (double)(w * kt);
       if (cost < best_cost - 1e-9) best_cost = cost, best_owb = w, best_kt = kt;
     }
   }
-  int64_t owb_choices[16], kt_choices[3] = {1, 2, 4};
-  double owb_probs[16], kt_probs[3];
-  for (int i = 0; i < 16; i++) owb_choices[i] = i + 1, owb_probs[i] = owb_choices[i] == best_owb ? 0.5 : 0.5 / 15;
-  for (int i = 0; i < 3; i++) kt_probs[i] = kt_choices[i] == best_kt ? 0.8 : (ko_ext % kt_choices[i] ? 0.0 : 0.1);
+  int64_t owb_choices[MAX_OWB], kt_choices[N_KT];
+  double owb_probs[MAX_OWB], kt_probs[N_KT];
+  for (int i = 0; i < MAX_OWB; i++)
+    owb_choices[i] = i + 1, owb_probs[i] = owb_choices[i] == best_owb ? 0.5 : 0.5 / (MAX_OWB - 1);
+  for (int i = 0; i < N_KT; i++)
+    kt_choices[i] = i + 1, kt_probs[i] = kt_choices[i] == best_kt ? 0.7 : (ko_ext % kt_choices[i] ? 0.0 : 0.1);
   int64_t owb_pick, kt;
-  if (sch_sample_categorical(s, owb_choices, owb_probs, 16, &owb_pick) ||
-      sch_sample_categorical(s, kt_choices, kt_probs, 3, &kt))
+  if (sch_sample_categorical(s, owb_choices, owb_probs, MAX_OWB, &owb_pick) ||
+      sch_sample_categorical(s, kt_choices, kt_probs, N_KT, &kt))
     return LOOM_ERR_SCHEDULE;
   if (owb_pick > ow_ext) owb_pick = ow_ext;
   int64_t owb[2] = {-1, owb_pick};
   SchRV ows[2], kos[2];
   if (sch_split(s, ow, owb, 2, ows)) return LOOM_ERR_SCHEDULE;
   if (sch_split(s, ko, (int64_t[]){ko_ext / kt, kt}, 2, kos)) return LOOM_ERR_SCHEDULE;
-  SchRV order[12] = {n, kos[0], oh, ows[0]};
-  for (int r = 0; r < nr; r++) order[4 + r] = l[5 + r];
-  order[4 + nr] = ows[1];
-  order[5 + nr] = kos[1];
-  order[6 + nr] = ki;
-  if (sch_reorder(s, order, 7 + nr)) return LOOM_ERR_SCHEDULE;
+  /* Reduction order: input-channel blocks outermost, as computed, unless
+   * the channel block is tiny (the 3-channel stem: blocks of 1): then the
+   * window loop rw would be the innermost, and the C compiler unrolls it
+   * and keeps the broadcasts that neighbouring columns share live across
+   * it, which spills the tile. With ico innermost consecutive steps read
+   * other channel planes. A sampling point. */
+  static const int64_t ico_inner_choices[] = {0, 1};
+  static const double probs_big[] = {1.0, 0.0}, probs_tiny[] = {0.1, 0.9};
+  int64_t ico_inner;
+  if (sch_sample_categorical(s, ico_inner_choices, topi_loop_extent(s, ici) < 4 ? probs_tiny : probs_big, 2,
+                             &ico_inner))
+    return LOOM_ERR_SCHEDULE;
+  int64_t icb = getenv("PERF_ICB") ? atoi(getenv("PERF_ICB")) : 0; /* ico chunk */
+  int64_t ohb = getenv("PERF_OHB") ? atoi(getenv("PERF_OHB")) : 0;
+  SchRV at = ows[0], red = -1;
+  if (icb > 0 && icb < topi_loop_extent(s, ico)) {
+    SchRV icos[2], ohs[2];
+    if (sch_split(s, ico, (int64_t[]){-1, icb}, 2, icos)) return LOOM_ERR_SCHEDULE;
+    int64_t oh_ext = topi_loop_extent(s, oh);
+    if (ohb <= 0 || ohb > oh_ext) ohb = oh_ext;
+    if (sch_split(s, oh, (int64_t[]){-1, ohb}, 2, ohs)) return LOOM_ERR_SCHEDULE;
+    SchRV order[13] = {n, kos[0], ohs[0], icos[0], ohs[1], ows[0], icos[1], rh, rw, ici, ows[1], kos[1], ki};
+    if (sch_reorder(s, order, 13)) return LOOM_ERR_SCHEDULE;
+    at = ohs[0], red = icos[0];
+    oh = ohs[0];
+  } else {
+    SchRV order[11] = {n, kos[0], oh, ows[0], ico, rh, rw, ici, ows[1], kos[1], ki};
+    if (ico_inner) order[4] = rh, order[5] = rw, order[6] = ico;
+    if (sch_reorder(s, order, 11)) return LOOM_ERR_SCHEDULE;
+    red = order[4];
+  }
   ko = kos[0];
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
   if (copy < 0) return LOOM_ERR_SCHEDULE;
   topi_fold_epilogue(s, epilogue);
-  if (sch_reverse_compute_at(s, copy, ows[0])) return LOOM_ERR_SCHEDULE;
-  SchRV init = sch_decompose_reduction(s, b, l[5]);
+  if (sch_reverse_compute_at(s, copy, at)) return LOOM_ERR_SCHEDULE;
+  SchRV init = sch_decompose_reduction(s, b, red);
   if (init < 0) return LOOM_ERR_SCHEDULE;
   if (sch_unroll(s, ows[1]) || sch_unroll(s, kos[1]) || sch_vectorize(s, ki)) return LOOM_ERR_SCHEDULE;
   SchRV il[8], cl[8];
   int ni = sch_get_loops(s, init, il, 8), nc = sch_get_loops(s, copy, cl, 8);
   if (ni < 1 || sch_vectorize(s, il[ni - 1])) return LOOM_ERR_SCHEDULE;
   if (nc < 1 || sch_vectorize(s, cl[nc - 1])) return LOOM_ERR_SCHEDULE;
-  topi_unroll_tile_loops(s, init, ows[0]);
-  topi_unroll_tile_loops(s, copy, ows[0]);
+  topi_unroll_tile_loops(s, init, at);
+  topi_unroll_tile_loops(s, copy, at);
   /* Parallel over the output-channel chunks, or over output rows when
    * there are too few chunks to share (64 channels in tiles of 4 blocks is
    * one chunk). Not fused: the fused index reaches the tile's cache only

@@ -72,8 +72,34 @@ static void implicit_inputs(Importer *im, const OnnxGraph *b, NameMap *local, Va
   }
 }
 
+/* What the inliner relies on: every body input and output has a name, at
+ * any depth. */
+static loom_status check_body(Importer *im, const OnnxNode *n, const OnnxGraph *b, int depth) {
+  if (depth > 8) return err_set(im->err, LOOM_ERR_UNSUPPORTED, "%s (node \"%s\"): bodies nested too deep", n->op_type, n->name);
+  for (int k = 0; k < b->ninputs; k++)
+    if (!b->inputs[k].name || !b->inputs[k].name[0])
+      return err_set(im->err, LOOM_ERR_INVALID_ARG, "%s (node \"%s\"): body input %d has no name", n->op_type, n->name, k);
+  for (int k = 0; k < b->noutputs; k++)
+    if (!b->outputs[k].name || !b->outputs[k].name[0])
+      return err_set(im->err, LOOM_ERR_INVALID_ARG, "%s (node \"%s\"): body output %d has no name", n->op_type, n->name, k);
+  for (int k = 0; k < b->ninitializers; k++)
+    if (!b->initializers[k].name || !b->initializers[k].name[0])
+      return err_set(im->err, LOOM_ERR_INVALID_ARG, "%s (node \"%s\"): body initializer %d has no name", n->op_type, n->name, k);
+  for (int i = 0; i < b->nnodes; i++)
+    for (int k = 0; k < b->nodes[i].nattrs; k++) {
+      if (!b->nodes[i].attrs[k].g) continue;
+      loom_status st = check_body(im, n, b->nodes[i].attrs[k].g, depth + 1);
+      if (st) return st;
+    }
+  return LOOM_OK;
+}
+
 loom_status onnx_convert_control(Importer *im, const OnnxNode *n, const ValueId *real_ins, int nins) {
   Graph *g = im->g;
+  for (int k = 0; k < n->nattrs; k++) {
+    loom_status st = n->attrs[k].g ? check_body(im, n, n->attrs[k].g, 0) : LOOM_OK;
+    if (st) return st;
+  }
   enum { MAX_IMPLICIT = 256 };
   ValueId *ins = ARENA_ARRAY(im->scratch, ValueId, nins + MAX_IMPLICIT);
   memcpy(ins, real_ins, sizeof(ValueId) * (size_t)nins);

@@ -389,3 +389,93 @@ loom_status sch_reverse_compute_at(Schedule *s, SchRV block_rv, SchRV loop_rv) {
   record2(s, INST_REVERSE_COMPUTE_AT, block_rv, loop_rv);
   return LOOM_OK;
 }
+
+/* ---- cache_inplace ---- */
+
+/* The block realize inside a nest of loops (copy_block_nest's result). */
+static const Stmt *nest_realize(const Stmt *nest) {
+  while (nest->kind == STMT_FOR) nest = nest->loop.body;
+  return nest;
+}
+
+/* A copy block `dst = src` named `name`, placed over `hull` (see
+ * nest_for_hull). */
+static const Stmt *copy_over_hull(Schedule *s, Analyzer *az, const char *name, const Buffer *src, const Buffer *dst,
+                                  const IntSet *hull) {
+  const Stmt *r = nest_realize(copy_block_nest(s, name, src, dst));
+  const IndexList *widx;
+  if (block_accesses(s->arena, r->realize.block, dst, false, &widx) != 1) return NULL;
+  return nest_for_hull(s, az, r, widx[0], dst->ndim, hull, true);
+}
+
+loom_status sch_cache_inplace(Schedule *s, SchRV block_rv, SchRV loop_rv, MemScope scope, SchRV *out) {
+  const Stmt *r = sch_lookup_block(s, block_rv);
+  if (!r) return LOOM_ERR_SCHEDULE;
+  const Stmt *loop = sch_lookup_loop(s, loop_rv);
+  if (!loop) return LOOM_ERR_SCHEDULE;
+  Arena *a = s->arena;
+  const Stmt *body = s->func->body;
+  const Block *blk = r->realize.block;
+  const char *ln = loop->loop.var->var.name;
+  if (r == body) return sch_fail(s, "cache_inplace: the root block has no buffer to update");
+  if (!stmt_contains(loop, r))
+    return sch_fail(s, "cache_inplace: loop \"%s\" is not an ancestor of block \"%s\"", ln, blk->name);
+  if (sch_enclosing_block(body, r) != sch_enclosing_block(body, loop))
+    return sch_fail(s, "cache_inplace: block \"%s\" and loop \"%s\" are in different block scopes", blk->name, ln);
+  if (scope != SCOPE_GLOBAL && scope != SCOPE_LOCAL && scope != SCOPE_SHARED)
+    return sch_fail(s, "cache_inplace: invalid memory scope %d", (int)scope);
+  if (blk->n_writes != 1)
+    return sch_fail(s, "cache_inplace: block \"%s\" writes %d buffers; expected exactly one", blk->name,
+                    blk->n_writes);
+  const Buffer *buf = blk->writes[0].buffer;
+  /* An update in place: every load and store of buf at one index list, so
+   * the region read is the region written. */
+  const IndexList *st, *ld;
+  int ns = block_accesses(a, blk, buf, false, &st), nld = block_accesses(a, blk, buf, true, &ld);
+  if (nld < 1)
+    return sch_fail(s, "cache_inplace: block \"%s\" does not read %s; expected an update (a reduction after "
+                    "decompose_reduction)", blk->name, buf->name);
+  for (int k = 0; k < ns + nld; k++)
+    for (int d = 0; d < buf->ndim; d++)
+      if (!expr_equal((k < ns ? st[k] : ld[k - ns])[d], st[0][d]))
+        return sch_fail(s, "cache_inplace: block \"%s\" accesses %s at different indices", blk->name, buf->name);
+  BlockOrder order = blocks_in_order(a, body);
+  for (int i = 0; i < order.n; i++) {
+    const Stmt *o = order.items[i];
+    if (o != r && stmt_contains(loop, o) && (block_reads(o->realize.block, buf) || block_writes(o->realize.block, buf)))
+      return sch_fail(s, "cache_inplace: block \"%s\" also accesses %s under loop \"%s\"", o->realize.block->name,
+                      buf->name, ln);
+  }
+
+  Analyzer *az = arith_analyzer_new(a);
+  bind_outer_loops(az, body, loop);
+  IntSet *hull = ARENA_ARRAY(a, IntSet, buf->ndim);
+  const Stmt *one[1] = {r};
+  if (!access_hull(s, az, loop, one, 1, buf, false, hull)) return LOOM_ERR_SCHEDULE;
+  const char *cname = sch_unique_block_name(s, arena_printf(a, "%s_%s", buf->name, mem_scope_name(scope)));
+  Buffer *cache = buffer_clone(a, buf, cname, scope);
+  const char *in_name = sch_unique_block_name(s, arena_printf(a, "%s_in", cname));
+  const Stmt *in_nest = copy_over_hull(s, az, in_name, buf, cache, hull);
+  const char *out_name = sch_unique_block_name(s, arena_printf(a, "%s_out", cname));
+  const Stmt *out_nest = in_nest ? copy_over_hull(s, az, out_name, cache, buf, hull) : NULL;
+  if (!in_nest || !out_nest) return LOOM_ERR_SCHEDULE;
+
+  PtrMap bmap;
+  ptrmap_init(&bmap, a);
+  ptrmap_put(&bmap, buf, cache);
+  const Stmt *nbody = stmt_replace(a, body, r, stmt_replace_buffers(a, r, &bmap));
+  const Stmt *l2 = stmt_find_loop(nbody, loop->loop.var);
+  LOOM_ASSERT(l2);
+  Stmt *nl = arena_memdup(a, l2, sizeof *nl);
+  nl->loop.body = stmt_seq(a, (const Stmt *[]){in_nest, l2->loop.body, out_nest}, 3);
+  nbody = root_add_alloc(a, stmt_replace(a, nbody, l2, nl), cache);
+  sch_set_body(s, nbody);
+  out[0] = sch_new_block_rv(s, in_name);
+  out[1] = sch_new_block_rv(s, out_name);
+  SchRV in[2] = {block_rv, loop_rv};
+  int64_t ints[1] = {(int64_t)scope};
+  Inst inst = {.kind = INST_CACHE_INPLACE, .inputs = in, .n_inputs = 2, .ints = ints, .n_ints = 1, .outputs = out,
+               .n_outputs = 2};
+  sch_record(s, &inst);
+  return LOOM_OK;
+}

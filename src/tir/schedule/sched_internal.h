@@ -29,6 +29,7 @@ typedef struct RVEntry {
   X(INST_REVERSE_COMPUTE_INLINE, "reverse_compute_inline") \
   X(INST_CACHE_READ, "cache_read")        \
   X(INST_CACHE_WRITE, "cache_write")      \
+  X(INST_CACHE_INPLACE, "cache_inplace")  \
   X(INST_STORAGE_ALIGN, "storage_align")  \
   X(INST_DECOMPOSE_REDUCTION, "decompose_reduction") \
   X(INST_SAMPLE_PERFECT_TILE, "sample_perfect_tile") \
@@ -56,6 +57,7 @@ bool inst_kind_parse(const char *name, InstKind *out);
  *   compute_at, reverse_compute_at   inputs = {block, loop}
  *   compute_inline, reverse_compute_inline   inputs = {block}
  *   cache_read/cache_write   inputs = {block}; ints = {index, scope}; outputs = {new block}
+ *   cache_inplace        inputs = {block, loop}; ints = {scope}; outputs = {copy-in, copy-out blocks}
  *   storage_align        inputs = {block}; ints = {write_index, axis, factor, offset}
  *   decompose_reduction  inputs = {block, loop}; outputs = {init block}
  *   sample_perfect_tile  inputs = {loop}; ints = {n, max_innermost}; decision = n factors

@@ -108,6 +108,15 @@ SchRV sch_cache_read(Schedule *s, SchRV block, int read_index, MemScope scope);
 /* `block` writes into a new buffer of `scope`; a new block copies it to the
  * original. Returns the new (copy-out) block. */
 SchRV sch_cache_write(Schedule *s, SchRV block, int write_index, MemScope scope);
+/* For a block that updates a buffer in place (B[i] = B[i] + ..., a
+ * reduction after decompose_reduction), stage the region it updates in one
+ * iteration of `loop` (an ancestor of the block) through a new buffer of
+ * `scope`: a copy-in block at the start of the loop's body, the block
+ * redirected to the cache, a copy-out block at the end (a register tile
+ * that accumulates across an outer reduction loop: load, update, store).
+ * Refused when another block under the loop accesses the buffer. Writes
+ * the copy-in and copy-out blocks to out[0], out[1]. */
+loom_status sch_cache_inplace(Schedule *s, SchRV block, SchRV loop, MemScope scope, SchRV *out);
 /* Pad dimension `axis` of the block's write buffer so its stride is a
  * multiple of factor plus offset (avoids cache-set conflicts). */
 loom_status sch_storage_align(Schedule *s, SchRV block, int write_index, int axis, int factor,

@@ -21,7 +21,8 @@
 /* ---- printing ---- */
 
 static bool outputs_blocks(InstKind k) {
-  return k == INST_GET_BLOCK || k == INST_CACHE_READ || k == INST_CACHE_WRITE || k == INST_DECOMPOSE_REDUCTION;
+  return k == INST_GET_BLOCK || k == INST_CACHE_READ || k == INST_CACHE_WRITE || k == INST_CACHE_INPLACE ||
+         k == INST_DECOMPOSE_REDUCTION;
 }
 
 static char rv_prefix(const Trace *t, int upto, SchRV id) {
@@ -365,6 +366,7 @@ static loom_status replay_one(Schedule *s, const Inst *in, int index, RVMap *m) 
     case INST_COMPUTE_INLINE: case INST_REVERSE_COMPUTE_INLINE: need_in = 1, need_ints = 0; break;
     case INST_COMPUTE_AT: case INST_REVERSE_COMPUTE_AT: case INST_DECOMPOSE_REDUCTION: need_in = 2, need_ints = 0; break;
     case INST_CACHE_READ: case INST_CACHE_WRITE: need_in = 1, need_ints = 2; break;
+    case INST_CACHE_INPLACE: need_in = 2, need_ints = 1; break;
     case INST_STORAGE_ALIGN: need_in = 1, need_ints = 4; break;
     case INST_SAMPLE_PERFECT_TILE: need_in = 1, need_ints = 2; break;
     case INST_SAMPLE_CATEGORICAL: need_in = 0; break;
@@ -414,6 +416,13 @@ static loom_status replay_one(Schedule *s, const Inst *in, int index, RVMap *m) 
       st = outs[0] < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK, n_out = 1;
       break;
     }
+    case INST_CACHE_INPLACE:
+      if (in->ints[0] < SCOPE_GLOBAL || in->ints[0] > SCOPE_SHARED)
+        return sch_fail(s, "instruction %d (%s): scope %lld is not a memory scope", index + 1,
+                        inst_kind_name(in->kind), (long long)in->ints[0]);
+      st = sch_cache_inplace(s, ins[0], ins[1], (MemScope)in->ints[0], outs);
+      n_out = st == LOOM_OK ? 2 : 0;
+      break;
     case INST_STORAGE_ALIGN:
       st = sch_storage_align(s, ins[0], (int)in->ints[0], (int)in->ints[1], (int)in->ints[2], (int)in->ints[3]);
       break;
