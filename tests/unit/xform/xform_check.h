@@ -39,7 +39,9 @@ static inline uint64_t xc_rng(uint64_t *s) {
 static inline void xc_fill(void *data, DType t, int64_t n, uint64_t *seed) {
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = xc_rng(seed);
-    if (dtype_is_float(t) && t.bits == 32) ((float *)data)[i] = (float)((double)(r % 2001) / 1000.0 - 1.0);
+    if (dtype_is_narrow(t)) /* f16, bf16, fp8, int4...: finite values in [-8, 8] rounded to t */
+      dtype_narrow_store(t, (char *)data + i * dtype_bytes(t), (double)(r % 2001) / 125.0 - 8.0);
+    else if (dtype_is_float(t) && t.bits == 32) ((float *)data)[i] = (float)((double)(r % 2001) / 1000.0 - 1.0);
     else if (dtype_is_float(t) && t.bits == 64) ((double *)data)[i] = (double)(r % 2001) / 1000.0 - 1.0;
     else if (t.bits == 64) ((int64_t *)data)[i] = (int64_t)(r % 201) - 100;
     else if (t.bits == 32) ((int32_t *)data)[i] = (int32_t)(r % 201) - 100;
