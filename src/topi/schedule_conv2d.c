@@ -11,7 +11,6 @@
  * OWB is a sampling point (a divisor of the output width, at most 16 by
  * default, so the accumulators fit the 32 vector registers). */
 #include "topi/topi_schedule.h"
-#include <stdlib.h>
 
 
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
@@ -75,39 +74,23 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   if (sch_sample_categorical(s, ico_inner_choices, topi_loop_extent(s, ici) < 4 ? probs_tiny : probs_big, 2,
                              &ico_inner))
     return LOOM_ERR_SCHEDULE;
-  int64_t icb = getenv("PERF_ICB") ? atoi(getenv("PERF_ICB")) : 0; /* ico chunk */
-  int64_t ohb = getenv("PERF_OHB") ? atoi(getenv("PERF_OHB")) : 0;
-  SchRV at = ows[0], red = -1;
-  if (icb > 0 && icb < topi_loop_extent(s, ico)) {
-    SchRV icos[2], ohs[2];
-    if (sch_split(s, ico, (int64_t[]){-1, icb}, 2, icos)) return LOOM_ERR_SCHEDULE;
-    int64_t oh_ext = topi_loop_extent(s, oh);
-    if (ohb <= 0 || ohb > oh_ext) ohb = oh_ext;
-    if (sch_split(s, oh, (int64_t[]){-1, ohb}, 2, ohs)) return LOOM_ERR_SCHEDULE;
-    SchRV order[13] = {n, kos[0], ohs[0], icos[0], ohs[1], ows[0], icos[1], rh, rw, ici, ows[1], kos[1], ki};
-    if (sch_reorder(s, order, 13)) return LOOM_ERR_SCHEDULE;
-    at = ohs[0], red = icos[0];
-    oh = ohs[0];
-  } else {
-    SchRV order[11] = {n, kos[0], oh, ows[0], ico, rh, rw, ici, ows[1], kos[1], ki};
-    if (ico_inner) order[4] = rh, order[5] = rw, order[6] = ico;
-    if (sch_reorder(s, order, 11)) return LOOM_ERR_SCHEDULE;
-    red = order[4];
-  }
+  SchRV order[11] = {n, kos[0], oh, ows[0], ico, rh, rw, ici, ows[1], kos[1], ki};
+  if (ico_inner) order[4] = rh, order[5] = rw, order[6] = ico;
+  if (sch_reorder(s, order, 11)) return LOOM_ERR_SCHEDULE;
   ko = kos[0];
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
   if (copy < 0) return LOOM_ERR_SCHEDULE;
   topi_fold_epilogue(s, epilogue);
-  if (sch_reverse_compute_at(s, copy, at)) return LOOM_ERR_SCHEDULE;
-  SchRV init = sch_decompose_reduction(s, b, red);
+  if (sch_reverse_compute_at(s, copy, ows[0])) return LOOM_ERR_SCHEDULE;
+  SchRV init = sch_decompose_reduction(s, b, order[4]);
   if (init < 0) return LOOM_ERR_SCHEDULE;
   if (sch_unroll(s, ows[1]) || sch_unroll(s, kos[1]) || sch_vectorize(s, ki)) return LOOM_ERR_SCHEDULE;
   SchRV il[8], cl[8];
   int ni = sch_get_loops(s, init, il, 8), nc = sch_get_loops(s, copy, cl, 8);
   if (ni < 1 || sch_vectorize(s, il[ni - 1])) return LOOM_ERR_SCHEDULE;
   if (nc < 1 || sch_vectorize(s, cl[nc - 1])) return LOOM_ERR_SCHEDULE;
-  topi_unroll_tile_loops(s, init, at);
-  topi_unroll_tile_loops(s, copy, at);
+  topi_unroll_tile_loops(s, init, ows[0]);
+  topi_unroll_tile_loops(s, copy, ows[0]);
   /* Parallel over the output-channel chunks, or over output rows when
    * there are too few chunks to share (64 channels in tiles of 4 blocks is
    * one chunk). Not fused: the fused index reaches the tile's cache only

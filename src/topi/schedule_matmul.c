@@ -55,38 +55,65 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   if (M < 1 || N < 1) return LOOM_ERR_SCHEDULE;
   int lanes = target_lanes(target, DT_F32);
 
-  int64_t mr, nr_vecs, pack;
+  int64_t mr, nr_vecs, pack, kc;
   static const int64_t mr_choices[] = {1, 4, 6, 8, 12};
   /* Defaults (the most probable choices): 6 x 4 vectors, the best of the
    * tiles bench/matmul compared on every default shape (1024^3 and the BERT
    * ones), ahead of 12 x 2 and 8 x 3. */
   static const double mr_probs_big[] = {0.0, 0.1, 0.5, 0.2, 0.2};
   static const double mr_probs_one[] = {1.0, 0.0, 0.0, 0.0, 0.0};
-  if (sch_sample_categorical(s, mr_choices, M == 1 ? mr_probs_one : mr_probs_big, 5, &mr)) return LOOM_ERR_SCHEDULE;
+  static const double mr_probs_kblock[] = {0.0, 0.1, 0.1, 0.6, 0.2};
   static const int64_t nr_choices[] = {1, 2, 3, 4};
-  static const double nr_probs[] = {0.1, 0.2, 0.1, 0.6};
-  if (sch_sample_categorical(s, nr_choices, nr_probs, 4, &nr_vecs)) return LOOM_ERR_SCHEDULE;
+  static const double nr_probs[] = {0.1, 0.2, 0.1, 0.6}, nr_probs_kblock[] = {0.1, 0.2, 0.6, 0.1};
   static const int64_t pack_choices[] = {0, 1};
   static const double pack_probs_small[] = {1.0, 0.0}, pack_probs_big[] = {0.1, 0.9};
+  /* K blocking: a K x NR panel of B too big for the L2 cache (K = 3072:
+   * 768 KiB) is streamed from memory for every row tile. Blocked, the K
+   * loop is outermost (BLIS's order): per block of KC, each panel
+   * KC x NR is packed once and stays in L1 while every row tile runs, the
+   * C tile is loaded from and stored back to C's accumulator per block
+   * (cache_inplace), and the block of A (M x KC) stays in L2. The
+   * accumulator is then the whole C (in the workspace) and the epilogue
+   * runs after the last block. KC = 128 (bench/ops ffn_down: 0.55 -> 0.75
+   * of oneDNN's speed; no gain for K = 768). The tile rows must divide M
+   * (a partial tile's guard keeps compaction from making it registers):
+   * 8 x 3 vectors for M = 128. */
+  static const int64_t kc_choices[] = {0, 128, 256};
+  static const double kc_probs_no[] = {1.0, 0.0, 0.0}, kc_probs_big[] = {0.1, 0.7, 0.2};
+  int64_t K = topi_loop_extent(s, lk);
+  bool big_panel = K > 0 && M >= 16 && K * 4 * lanes * (int64_t)sizeof(float) > 512 * 1024;
+  if (sch_sample_categorical(s, kc_choices, big_panel ? kc_probs_big : kc_probs_no, 3, &kc)) return LOOM_ERR_SCHEDULE;
+  bool kblock = kc > 0 && K > kc;
+  if (sch_sample_categorical(s, mr_choices, M == 1 ? mr_probs_one : kblock ? mr_probs_kblock : mr_probs_big, 5, &mr))
+    return LOOM_ERR_SCHEDULE;
+  if (sch_sample_categorical(s, nr_choices, kblock ? nr_probs_kblock : nr_probs, 4, &nr_vecs)) return LOOM_ERR_SCHEDULE;
   if (sch_sample_categorical(s, pack_choices, M < 16 ? pack_probs_small : pack_probs_big, 2, &pack))
     return LOOM_ERR_SCHEDULE;
 
   /* Narrow outputs: the column tile cannot exceed N rounded to vectors. */
   while (nr_vecs > 1 && nr_vecs * lanes > N) nr_vecs--;
   if (mr > M) mr = M;
+  if (kblock && (M % mr || K % kc)) kblock = false; /* partial tiles: see above; a partial K block cannot decompose */
 
-  SchRV io[2], jo[3];
+  SchRV io[2], jo[3], ks[2] = {lk, -1};
   if (sch_split(s, li, (int64_t[]){-1, mr}, 2, io)) return LOOM_ERR_SCHEDULE;
   if (sch_split(s, lj, (int64_t[]){-1, nr_vecs, lanes}, 3, jo)) return LOOM_ERR_SCHEDULE;
-  SchRV order[6] = {jo[0], io[0], lk, io[1], jo[1], jo[2]};
-  if (sch_reorder(s, order, 6)) return LOOM_ERR_SCHEDULE;
+  if (kblock && sch_split(s, lk, (int64_t[]){-1, kc}, 2, ks)) return LOOM_ERR_SCHEDULE;
+  SchRV order[7] = {jo[0], io[0], lk, io[1], jo[1], jo[2]};
+  if (kblock) {
+    SchRV o[7] = {ks[0], jo[0], io[0], ks[1], io[1], jo[1], jo[2]};
+    memcpy(order, o, sizeof o);
+  }
+  if (sch_reorder(s, order, kblock ? 7 : 6)) return LOOM_ERR_SCHEDULE;
 
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
   if (fail_rv(s, copy)) return LOOM_ERR_SCHEDULE;
   topi_fold_epilogue(s, epilogue);
-  if (sch_reverse_compute_at(s, copy, io[0])) return LOOM_ERR_SCHEDULE;
-  SchRV init = sch_decompose_reduction(s, b, lk);
+  if (!kblock && sch_reverse_compute_at(s, copy, io[0])) return LOOM_ERR_SCHEDULE;
+  SchRV init = sch_decompose_reduction(s, b, ks[0]);
   if (fail_rv(s, init)) return LOOM_ERR_SCHEDULE;
+  SchRV tile[2] = {-1, -1};
+  if (kblock && sch_cache_inplace(s, b, io[0], SCOPE_LOCAL, tile)) return LOOM_ERR_SCHEDULE;
   if (pack) {
     SchRV bp = sch_cache_read(s, b, 1, SCOPE_LOCAL);
     if (fail_rv(s, bp) || sch_compute_at(s, bp, jo[0])) return LOOM_ERR_SCHEDULE;
@@ -94,9 +121,16 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
     int np = sch_get_loops(s, bp, pl, 8);
     if (np < 1 || sch_vectorize(s, pl[np - 1])) return LOOM_ERR_SCHEDULE;
   }
+  for (int t = 0; t < 2 && kblock; t++) {
+    SchRV tl[8];
+    int nt = sch_get_loops(s, tile[t], tl, 8);
+    if (nt < 1 || sch_vectorize(s, tl[nt - 1])) return LOOM_ERR_SCHEDULE;
+    topi_unroll_tile_loops(s, tile[t], io[0]);
+  }
   /* Micro-kernel: MR x NR/lanes vector FMAs per k, fully unrolled. */
   if (sch_unroll(s, io[1]) || sch_unroll(s, jo[1]) || sch_vectorize(s, jo[2])) return LOOM_ERR_SCHEDULE;
-  /* Init and copy-out: vectorize their innermost (column) loop. */
+  /* Init and copy-out: vectorize their innermost (column) loop; unrolled
+   * when they are the register tile's. */
   SchRV il[8], cl[8];
   int ni = sch_get_loops(s, init, il, 8);
   if (ni < 1 || sch_vectorize(s, il[ni - 1])) return LOOM_ERR_SCHEDULE;
@@ -104,9 +138,33 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   SchRV cs[2];
   if (nc < 1 || sch_split(s, cl[nc - 1], (int64_t[]){-1, lanes}, 2, cs) || sch_vectorize(s, cs[1]))
     return LOOM_ERR_SCHEDULE;
-  topi_unroll_tile_loops(s, init, io[0]);
-  topi_unroll_tile_loops(s, copy, io[0]);
-  /* Column tiles are independent: run them on the thread pool. */
-  if (num_threads > 1 && sch_parallel(s, jo[0])) return LOOM_ERR_SCHEDULE;
+  if (!kblock) {
+    topi_unroll_tile_loops(s, init, io[0]);
+    topi_unroll_tile_loops(s, copy, io[0]);
+  }
+  /* Threads: the column tiles, fused with the batch loops of a batch
+   * matmul (12 heads x 1 column tile in BERT's attention). Blocked K: the
+   * init and the copy-out (whole C) run in parallel over their rows. */
+  if (num_threads > 1) {
+    SchRV l2[8];
+    int nl = sch_get_loops(s, b, l2, 8), at = -1;
+    for (int i = 0; i < nl; i++)
+      if (sch_loop_var(s, l2[i]) == sch_loop_var(s, jo[0])) at = i;
+    int first = kblock ? at : 0; /* blocked K: the batch loops are outside ks[0] */
+    if (kblock) {
+      for (int i = 0; i < nl; i++)
+        if (sch_loop_var(s, l2[i]) == sch_loop_var(s, ks[0])) first = i + 1;
+    }
+    SchRV par = at > first ? sch_fuse(s, l2 + first, at - first + 1) : jo[0];
+    if (par < 0) par = jo[0];
+    if (sch_parallel(s, par)) return LOOM_ERR_SCHEDULE;
+    if (kblock) {
+      SchRV xl[8];
+      int nx = sch_get_loops(s, init, xl, 8);
+      if (nx > 1 && sch_parallel(s, xl[0])) topi_schedule_note(s, "parallel init");
+      nx = sch_get_loops(s, copy, xl, 8);
+      if (nx > 1 && sch_parallel(s, xl[0])) topi_schedule_note(s, "parallel copy-out");
+    }
+  }
   return LOOM_OK;
 }

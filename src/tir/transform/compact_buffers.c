@@ -17,11 +17,13 @@
  *     dimension, or in row-major order (v + 1's first element after v's
  *     last: the tiles of a fused loop); then they are disjoint for all pairs
  *     of iterations, since lo(v+1) > hi(v) >= lo(v) chains, or
- *   - written before read: L's body is a sequence in which every statement
- *     that stores b comes before every statement that loads b, the stores
- *     are unconditional `b[u0 + c0, ...] = ...` over distinct loops u_d
- *     (so they write exactly a box) and the box covers every load
- *     (the shape compute_at and cache_read produce).
+ *   - written before read: L's body is a sequence in which a statement
+ *     before the first load of b stores b unconditionally as
+ *     `b[u0 + c0, ...] = ...` over distinct loops u_d (so it writes exactly
+ *     a box) and the box covers every load
+ *     (the shape compute_at and cache_read produce), or a loop of disjoint
+ *     iterations each of which is such a sequence (cache_inplace's tile
+ *     under a tile loop, inside an outer reduction loop).
  * A reduction accumulator (read and written in the same statement, or read
  * before written) fails both and stays outside the loop.
  * Extents that are not bounded by a constant keep the original shape. */
@@ -246,23 +248,40 @@ static AccessCtx accesses(const Stmt *s, const Buffer *b) {
   return c;
 }
 
-static bool written_before_read(CompactCtx *c, const Buffer *b, const Stmt *loop) {
-  const Stmt *body = loop->loop.body;
-  if (body->kind != STMT_SEQ) return false;
-  int n = body->seq.n, last_store = -1, first_load = n;
-  for (int i = 0; i < n; i++) {
-    AccessCtx ac = accesses(body->seq.stmts[i], b);
-    if (ac.stores) last_store = i;
-    if (ac.loads && first_load == n) first_load = i;
+/* Does every load of b in s read an element that s wrote before, in the
+ * same execution of s? A sequence: each statement touching b is covered,
+ * or a statement before the first load writes a box covering every load. A loop: its iterations
+ * touch disjoint regions and each one is covered (the register tile loaded,
+ * updated and stored per iteration of a tile loop). */
+static bool covered(CompactCtx *c, const Buffer *b, const Stmt *s) {
+  if (s->kind == STMT_ALLOCATE) return covered(c, b, s->alloc.body);
+  if (s->kind == STMT_FOR) {
+    if (s->loop.kind == FOR_THREAD_BINDING || !regions_disjoint(c, b, s)) return false;
+    arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
+    return covered(c, b, s->loop.body);
   }
-  if (last_store < 0 || first_load == n || last_store >= first_load) return false;
-  IntSet *need = region_of(c, b, body, true, false);
+  if (s->kind != STMT_SEQ) return false;
+  bool each = true; /* every statement touching b covers its own loads */
+  for (int i = 0; i < s->seq.n && each; i++)
+    if (xform_stmt_touches_buffer(s->seq.stmts[i], b)) each = covered(c, b, s->seq.stmts[i]);
+  if (each) return true;
+  /* A store before the first load writing a box that covers every load:
+   * later stores (an update of the tile) only overwrite what was written. */
+  int n = s->seq.n, first_load = n;
+  for (int i = 0; i < n && first_load == n; i++)
+    if (accesses(s->seq.stmts[i], b).loads) first_load = i;
+  if (first_load == 0 || first_load == n) return false;
+  IntSet *need = region_of(c, b, s, true, false);
   if (!need) return false;
   for (int i = 0; i < first_load; i++) {
     LoopList loops = {0};
-    if (has_covering_store(c, b, body->seq.stmts[i], &loops, need)) return true;
+    if (has_covering_store(c, b, s->seq.stmts[i], &loops, need)) return true;
   }
   return false;
+}
+
+static bool written_before_read(CompactCtx *c, const Buffer *b, const Stmt *loop) {
+  return covered(c, b, loop->loop.body);
 }
 
 /* ---- placement and rewriting ---- */

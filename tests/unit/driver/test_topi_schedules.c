@@ -69,7 +69,12 @@ static void check_schedule(PrimFunc *f, const char *block, const char *epilogue,
 
 static void test_matmul(void **state) {
   (void)state;
-  static const int64_t shapes[][3] = {{64, 64, 64}, {30, 50, 17}, {1, 100, 64}, {7, 8, 9}, {128, 96, 40}};
+  /* The last two have a K x 64 panel of B over 512 KiB: K is blocked (the
+   * second with a partial last block). */
+  /* The last two have a K x 64 panel of B over 512 KiB: K is blocked in the
+   * first; 2200 has no block size dividing it (not blocked). */
+  static const int64_t shapes[][3] = {{64, 64, 64}, {30, 50, 17}, {1, 100, 64}, {7, 8, 9}, {128, 96, 40},
+                                      {32, 80, 2304}, {16, 64, 2200}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int threads = 1; threads <= 2; threads++) {
       Arena *a = arena_new();
@@ -79,6 +84,19 @@ static void test_matmul(void **state) {
       check_schedule(f, "C", NULL, topi_schedule_matmul_cpu, threads);
       arena_free(a);
     }
+}
+
+/* Batch matmul (attention): parallel over batch x column tiles. */
+static void test_batch_matmul(void **state) {
+  (void)state;
+  for (int threads = 1; threads <= 2; threads++) {
+    Arena *a = arena_new();
+    LoomError err = {0};
+    PrimFunc *f = topi_batch_matmul(a, 3, 24, 20, 16, &err);
+    assert_non_null(f);
+    check_schedule(f, "C", NULL, topi_schedule_matmul_cpu, threads);
+    arena_free(a);
+  }
 }
 
 static void test_conv2d_nchwc(void **state) {
@@ -171,6 +189,7 @@ static void test_depthwise_nchwc(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_batch_matmul),
       cmocka_unit_test(test_conv2d_nchwc),
       cmocka_unit_test(test_matmul_epilogue),
       cmocka_unit_test(test_depthwise_nchwc),

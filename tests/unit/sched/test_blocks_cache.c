@@ -171,6 +171,62 @@ static void test_decompose_reduction_refusals(void **state) {
   arena_free(a);
 }
 
+/* k outermost, init decomposed before it: C's update reads and writes C
+ * for every k. cache_inplace under the row loop i stages one row of C per
+ * (k, i): copy in, update, copy out (a register tile accumulating across
+ * an outer reduction loop). Also replays from the trace. */
+static void test_cache_inplace(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Schedule *s = sch_create(fx_matmul_bias_relu(a, 8, 5, 6), DECIDE_DEFAULT, 1);
+  SchRV c = sch_get_block(s, "C");
+  SchRV ci = fx_loop_rv(s, "C", 0), cj = fx_loop_rv(s, "C", 1), ck = fx_loop_rv(s, "C", 2);
+  assert_int_equal(sch_reorder(s, (SchRV[]){ck, ci, cj}, 3), LOOM_OK);
+  assert_true(sch_decompose_reduction(s, c, ck) >= 0);
+  SchRV io[2];
+  assert_int_equal(sch_cache_inplace(s, c, ci, SCOPE_LOCAL, io), LOOM_OK);
+  assert_string_equal(sch_block_name(s, io[0]), "C_local_in");
+  assert_string_equal(sch_block_name(s, io[1]), "C_local_out");
+  assert_string_equal(fx_block(s, "C")->writes[0].buffer->name, "C_local");
+  /* Under k and i, one row: a loop of 6 over j. */
+  assert_int_equal(fx_depth(s, "C_local_in"), 3);
+  assert_true(expr_is_int(fx_loop(s, "C_local_out", 2)->loop.extent, 6));
+  const Inst *in = &sch_trace(s)->insts[trace_length(sch_trace(s)) - 1];
+  assert_int_equal(in->kind, INST_CACHE_INPLACE);
+  assert_int_equal(in->n_outputs, 2);
+  fx_check(s);
+  Schedule *r = sch_create(sch_original(s), DECIDE_DEFAULT, 1);
+  if (trace_apply(sch_trace(s), r) != LOOM_OK) fail_msg("replay: %s", sch_error(r));
+  assert_true(tir_func_equal(sch_func(s), sch_func(r)));
+  char *text = trace_to_text(sch_trace(s));
+  Trace *parsed = trace_parse(a, text, &(LoomError){0});
+  free(text);
+  assert_non_null(parsed);
+  Schedule *p = sch_create(sch_original(s), DECIDE_DEFAULT, 1);
+  assert_int_equal(trace_apply(parsed, p), LOOM_OK);
+  assert_true(tir_func_equal(sch_func(s), sch_func(p)));
+  sch_free(p);
+  sch_free(r);
+  sch_free(s);
+  arena_free(a);
+}
+
+static void test_cache_inplace_refusals(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Schedule *s = sch_create(fx_matmul_bias_relu(a, 8, 5, 6), DECIDE_DEFAULT, 1);
+  SchRV c = sch_get_block(s, "C"), d = sch_get_block(s, "D"), out[2];
+  SchRV ci = fx_loop_rv(s, "C", 0), dl = fx_loop_rv(s, "D", 0);
+  FX_REFUSED(s, sch_cache_inplace(s, c, dl, SCOPE_LOCAL, out), "is not an ancestor");
+  FX_REFUSED(s, sch_cache_inplace(s, d, dl, SCOPE_LOCAL, out), "does not read D");
+  /* The init decomposed under i: it writes C under i too. */
+  assert_true(sch_decompose_reduction(s, c, fx_loop_rv(s, "C", 2)) >= 0);
+  FX_REFUSED(s, sch_cache_inplace(s, c, ci, SCOPE_LOCAL, out), "\"C_init\" also accesses C");
+  fx_check(s);
+  sch_free(s);
+  arena_free(a);
+}
+
 /* A schedule using every block primitive replays from its trace. */
 static void test_trace_replay(void **state) {
   (void)state;
@@ -205,6 +261,8 @@ int main(void) {
       cmocka_unit_test(test_decompose_reduction),
       cmocka_unit_test(test_decompose_reduction_softmax),
       cmocka_unit_test(test_decompose_reduction_refusals),
+      cmocka_unit_test(test_cache_inplace),
+      cmocka_unit_test(test_cache_inplace_refusals),
       cmocka_unit_test(test_trace_replay),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
