@@ -65,10 +65,11 @@ static bool check_shape(const char *op, const char *what, const TeTensor *t, int
 
 typedef struct Attn {
   const TeTensor *q, *k, *v, *mask, *past_k, *past_v, *nonpad;
-  const TeTensor *pk, *pv, *qk, *logit, *bmax, *max, *exp, *sum, *prob;
+  const TeTensor *pk, *pv, *qk, *logit, *bmax, *max, *exp, *sum, *prob, *acc;
   int64_t hq, sq, d, hkv, past, total, dv, rep;
   DType dt;
-  double s, softcap;
+  double s, softcap; /* s: sqrt(scale) in the input's precision */
+  bool narrow;       /* f16 / bf16 */
   bool causal, has_bias;
   int mode;
 } Attn;
@@ -95,16 +96,24 @@ static const Expr *pv_body(Arena *a, const Expr *const *ax, void *user) {
   return present_body(a, t, ax, t->past_v, t->v, t->dv);
 }
 
+/* Q K^T as a plain multiply-accumulate of loads (the matmul schedule's
+ * form); the scale is applied after it. f16/bf16 follow the reference's
+ * order instead (Q and K each scaled by sqrt(scale), rounding as it does). */
 static const Expr *qk_body(Arena *a, const Expr *const *ax, void *user) {
   Attn *t = user;
   IterVar kd = te_reduce_axis(a, "kd", t->d);
-  const Expr *s = op_const(a, t->dt, t->s);
-  const Expr *qv = expr_mul(a, load_head(a, t->q, ax[0], ax[1], ax[2], kd.var, t->d), s);
-  const Expr *kv = expr_mul(a, te_load(a, t->pk, (const Expr *[]){ax[0], kv_head(a, t, ax[1]), ax[3], kd.var}), s);
+  const Expr *qv = load_head(a, t->q, ax[0], ax[1], ax[2], kd.var, t->d);
+  const Expr *kv = te_load(a, t->pk, (const Expr *[]){ax[0], kv_head(a, t, ax[1]), ax[3], kd.var});
+  if (t->narrow) {
+    const Expr *s = op_const(a, t->dt, t->s);
+    qv = expr_mul(a, qv, s), kv = expr_mul(a, kv, s);
+  }
   return te_sum(a, expr_mul(a, qv, kv), &kd, 1, NULL);
 }
 
+/* The scaled (and softcapped) score from Q K^T. */
 static const Expr *capped(Arena *a, const Attn *t, const Expr *x) {
+  if (!t->narrow) x = expr_mul(a, x, op_const(a, t->dt, t->s * t->s));
   if (t->softcap <= 0) return x;
   const Expr *c = op_const(a, t->dt, t->softcap);
   return expr_mul(a, call1(a, CALL_TANH, expr_binary(a, EXPR_DIV, x, c)), c);
@@ -170,28 +179,48 @@ static const Expr *rowsum_body(Arena *a, const Expr *const *ax, void *user) {
   return te_sum(a, te_load(a, t->exp, (const Expr *[]){ax[0], ax[1], ax[2], kj.var}), &kj, 1, NULL);
 }
 
+/* x / sum over the row (b, h, i), 0 for a fully masked row. */
+static const Expr *normalize(Arena *a, const Attn *t, const Expr *x, const Expr *const *row) {
+  const Expr *zero = op_const(a, t->dt, 0);
+  const Expr *s = te_load(a, t->sum, row);
+  s = expr_select(a, expr_binary(a, EXPR_EQ, s, zero), op_const(a, t->dt, 1), s);
+  const Expr *p = expr_binary(a, EXPR_DIV, x, s);
+  if (!t->bmax) return p;
+  return expr_select(a, expr_binary(a, EXPR_EQ, te_load(a, t->bmax, row), neg_inf(a, t->dt)), zero, p);
+}
+
 static const Expr *prob_body(Arena *a, const Expr *const *ax, void *user) {
   Attn *t = user;
-  const Expr *zero = op_const(a, t->dt, 0);
-  const Expr *s = te_load(a, t->sum, ax);
-  s = expr_select(a, expr_binary(a, EXPR_EQ, s, zero), op_const(a, t->dt, 1), s);
-  const Expr *p = expr_binary(a, EXPR_DIV, te_load(a, t->exp, ax), s);
-  if (!t->bmax) return p;
-  return expr_select(a, expr_binary(a, EXPR_EQ, te_load(a, t->bmax, ax), neg_inf(a, t->dt)), zero, p);
+  return normalize(a, t, te_load(a, t->exp, ax), ax);
+}
+
+/* Output index -> (b, h, i, e) of the [B, Hq, Sq, Dv] result. */
+static void y_index(Arena *a, const Attn *t, const Expr *const *ax, const Expr **bhie) {
+  bhie[0] = ax[0];
+  if (t->q->ndim == 4) {
+    bhie[1] = ax[1], bhie[2] = ax[2], bhie[3] = ax[3];
+  } else {
+    bhie[2] = ax[1], bhie[1] = expr_floordiv(a, ax[2], I(a, t->dv)), bhie[3] = expr_floormod(a, ax[2], I(a, t->dv));
+  }
+}
+
+/* sum_j exp(b, h, i, j) V(j, e): the unnormalized output, a multiply-accumulate
+ * (f16/bf16: the probabilities, normalized first as the reference does). */
+static const Expr *acc_body(Arena *a, const Expr *const *ax, void *user) {
+  Attn *t = user;
+  IterVar kj = te_reduce_axis(a, "kj", t->total);
+  const Expr *x[4];
+  y_index(a, t, ax, x);
+  const Expr *p = te_load(a, t->narrow ? t->prob : t->exp, (const Expr *[]){x[0], x[1], x[2], kj.var});
+  const Expr *v = te_load(a, t->pv, (const Expr *[]){x[0], kv_head(a, t, x[1]), kj.var, x[3]});
+  return te_sum(a, expr_mul(a, p, v), &kj, 1, NULL);
 }
 
 static const Expr *y_body(Arena *a, const Expr *const *ax, void *user) {
   Attn *t = user;
-  IterVar kj = te_reduce_axis(a, "kj", t->total);
-  const Expr *b = ax[0], *h, *i, *e;
-  if (t->q->ndim == 4) {
-    h = ax[1], i = ax[2], e = ax[3];
-  } else {
-    i = ax[1], h = expr_floordiv(a, ax[2], I(a, t->dv)), e = expr_floormod(a, ax[2], I(a, t->dv));
-  }
-  const Expr *p = te_load(a, t->prob, (const Expr *[]){b, h, i, kj.var});
-  const Expr *v = te_load(a, t->pv, (const Expr *[]){b, kv_head(a, t, h), kj.var, e});
-  return te_sum(a, expr_mul(a, p, v), &kj, 1, NULL);
+  const Expr *x[4];
+  y_index(a, t, ax, x);
+  return t->narrow ? te_load(a, t->acc, ax) : normalize(a, t, te_load(a, t->acc, ax), x);
 }
 
 static const Expr *qkout_body(Arena *a, const Expr *const *ax, void *user) {
@@ -277,6 +306,7 @@ bool topi_attention(Arena *a, const char *name, const TeTensor *q, const TeTenso
   }
   double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)t.d);
   t.s = (float)sqrt(scale);
+  t.narrow = dtype_is_narrow(t.dt);
   t.softcap = p->softcap;
   t.causal = p->is_causal;
   t.mode = p->qk_mode;
@@ -295,6 +325,7 @@ bool topi_attention(Arena *a, const char *name, const TeTensor *q, const TeTenso
       !(t.exp = ex = te_compute(a, op_stage(a, name, "exp"), 4, sc, exp_body, &t, err)) ||
       !(t.sum = sm = te_compute(a, op_stage(a, name, "sum"), 3, row, rowsum_body, &t, err)) ||
       !(t.prob = prob = te_compute(a, op_stage(a, name, "prob"), 4, sc, prob_body, &t, err)) ||
+      !(t.acc = te_compute(a, op_stage(a, name, "acc"), r, r == 4 ? y4 : y3, acc_body, &t, err)) ||
       !(y = te_compute(a, name, r, r == 4 ? y4 : y3, y_body, &t, err)) ||
       !(qkout = te_compute(a, op_stage(a, name, "qkout"), 4, sc, qkout_body, &t, err)))
     return false;

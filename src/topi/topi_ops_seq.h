@@ -30,7 +30,7 @@ typedef struct TopiAttentionParams {
  * qk_matmul_output. Grouped-query attention when Hq > Hkv (query head h
  * reads key/value head h / (Hq / Hkv)). A row whose keys are all masked
  * gives 0. Stages "<name>_pk", "_pv", "_qk", "_logit", "_bmax", "_max",
- * "_exp", "_sum", "_prob", "_qkout", name. */
+ * "_exp", "_sum", "_prob", "_acc" (exp V), "_qkout", name. */
 bool topi_attention(Arena *a, const char *name, const TeTensor *q, const TeTensor *k, const TeTensor *v,
                     const TeTensor *mask, const TeTensor *past_k, const TeTensor *past_v, const TeTensor *nonpad,
                     const TopiAttentionParams *p, TeTensor **outs, LoomError *err);
