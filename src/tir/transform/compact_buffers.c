@@ -16,7 +16,9 @@
  *   - disjoint: the regions of consecutive iterations are disjoint in some
  *     dimension, or in row-major order (v + 1's first element after v's
  *     last: the tiles of a fused loop); then they are disjoint for all pairs
- *     of iterations, since lo(v+1) > hi(v) >= lo(v) chains, or
+ *     of iterations, since lo(v+1) > hi(v) >= lo(v) chains; or a fused loop
+ *     split back into v = q*T + r (T from its floordiv/floormod) is
+ *     disjoint over r for each q and over q (whole rows of tiles), or
  *   - written before read: L's body is a sequence in which a statement
  *     before the first load of b stores b unconditionally as
  *     `b[u0 + c0, ...] = ...` over distinct loops u_d (so it writes exactly
@@ -125,27 +127,42 @@ static IntSet *region_of(CompactCtx *c, const Buffer *b, const Stmt *s, bool loa
 
 /* ---- may the allocation move inside loop L? ---- */
 
-static bool regions_disjoint(CompactCtx *c, const Buffer *b, const Stmt *loop) {
-  int64_t ext;
-  if (!expr_as_int(loop->loop.extent, &ext)) return false;
+/* The smallest constant T > 1 with floordiv(v, T) or floormod(v, T) in e
+ * (a fused loop's variable), or 0. */
+typedef struct FusedCtx {
+  const Expr *v;
+  int64_t t;
+} FusedCtx;
+
+static bool fused_cb(Visitor *vis, const Expr *e) {
+  FusedCtx *f = vis->user;
+  int64_t t;
+  if ((e->kind == EXPR_FLOORDIV || e->kind == EXPR_FLOORMOD) && e->bin.a == f->v && expr_as_int(e->bin.b, &t) &&
+      t > 1 && (!f->t || t < f->t))
+    f->t = t;
+  return true;
+}
+
+/* Are the regions `box` (in terms of v, v in [min, min + ext); enclosing
+ * loops bound in the analyzer) of any two iterations of v disjoint? */
+static bool box_disjoint(CompactCtx *c, const Buffer *b, const IntSet *box, const Expr *v, const Expr *min,
+                         int64_t ext, int depth) {
   if (ext <= 1) return true;
-  IntSet *box = region_of(c, b, loop->loop.body, true, true);
-  if (!box) return false;
   Arena *a = c->arena;
   PtrMap next;
   ptrmap_init(&next, a);
-  const Expr *v = loop->loop.var;
   ptrmap_put(&next, v, (void *)expr_add(a, v, expr_i64(a, 1)));
   /* v and v + 1 both in range. */
-  arith_bind_range(c->az, v, loop->loop.min, expr_sub(a, loop->loop.extent, expr_i64(a, 1)));
+  arith_bind_range(c->az, v, min, expr_i64(a, ext - 1));
   bool disjoint = false;
   for (int d = 0; d < b->ndim && !disjoint; d++) {
     const Expr *lo_next = expr_substitute(a, box[d].min, &next);
     disjoint = arith_can_prove(c->az, expr_binary(a, EXPR_GT, lo_next, box[d].max));
   }
   /* A fused loop walks its tiles through floordiv/floormod, so no single
-   * dimension moves monotonically; in row-major order the tiles still
-   * follow one another: v + 1's first element lies after v's last. */
+   * dimension moves monotonically; when the tiles are whole rows they still
+   * follow one another in row-major order: v + 1's first element lies
+   * after v's last. */
   const Expr *flat_lo = expr_i64(a, 0), *flat_hi = flat_lo;
   int64_t stride = 1, dim;
   for (int d = b->ndim - 1; d >= 0 && !disjoint && !b->strides; d--) {
@@ -156,7 +173,48 @@ static bool regions_disjoint(CompactCtx *c, const Buffer *b, const Stmt *loop) {
     if (d == 0)
       disjoint = arith_can_prove(c->az, expr_binary(a, EXPR_GT, expr_substitute(a, flat_lo, &next), flat_hi));
   }
-  arith_bind_range(c->az, v, loop->loop.min, loop->loop.extent);
+  arith_bind_range(c->az, v, min, expr_i64(a, ext));
+  if (disjoint || depth >= 4 || !expr_is_int(min, 0)) return disjoint;
+  /* Otherwise split a fused v back into its loops, v = q*T + r: two
+   * iterations differ in r at equal q (disjoint over r, q fixed) or in q
+   * (disjoint over q, each region the hull over all r). Column tiles of
+   * batch x tiles are the case. */
+  FusedCtx fc = {v, 0};
+  Visitor vis = {NULL, fused_cb, &fc};
+  for (int d = 0; d < b->ndim; d++) visit_expr(&vis, box[d].min), visit_expr(&vis, box[d].max);
+  if (!fc.t) return false;
+  int64_t t = fc.t, qext = (ext + t - 1) / t;
+  const Expr *q = expr_var(a, "fused_q", DT_I64), *r = expr_var(a, "fused_r", DT_I64);
+  PtrMap split;
+  ptrmap_init(&split, a);
+  ptrmap_put(&split, v, (void *)expr_add(a, expr_mul(a, q, expr_i64(a, t)), r));
+  arith_bind_range(c->az, q, expr_i64(a, 0), expr_i64(a, qext));
+  arith_bind_range(c->az, r, expr_i64(a, 0), expr_i64(a, t));
+  IntSet *by_r = ARENA_ARRAY(a, IntSet, b->ndim), *by_q = ARENA_ARRAY(a, IntSet, b->ndim);
+  PtrMap rdom;
+  ptrmap_init(&rdom, a);
+  IntSet *rset = ARENA_NEW(a, IntSet);
+  *rset = intset_range(c->az, expr_i64(a, 0), expr_i64(a, t));
+  ptrmap_put(&rdom, r, rset);
+  for (int d = 0; d < b->ndim; d++) {
+    by_r[d].min = arith_simplify(c->az, expr_substitute(a, box[d].min, &split));
+    by_r[d].max = arith_simplify(c->az, expr_substitute(a, box[d].max, &split));
+    IntSet lo = arith_eval_set(c->az, by_r[d].min, &rdom), hi = arith_eval_set(c->az, by_r[d].max, &rdom);
+    if (!lo.min || !hi.max) return false;
+    by_q[d].min = lo.min, by_q[d].max = hi.max;
+  }
+  const Expr *zero = expr_i64(a, 0);
+  return box_disjoint(c, b, by_r, r, zero, t, depth + 1) && box_disjoint(c, b, by_q, q, zero, qext, depth + 1);
+}
+
+static bool regions_disjoint(CompactCtx *c, const Buffer *b, const Stmt *loop) {
+  int64_t ext;
+  if (!expr_as_int(loop->loop.extent, &ext)) return false;
+  if (ext <= 1) return true;
+  IntSet *box = region_of(c, b, loop->loop.body, true, true);
+  if (!box) return false;
+  bool disjoint = box_disjoint(c, b, box, loop->loop.var, loop->loop.min, ext, 0);
+  arith_bind_range(c->az, loop->loop.var, loop->loop.min, loop->loop.extent);
   return disjoint;
 }
 

@@ -149,6 +149,45 @@ static void test_fused_loop_tiles(void **state) {
   arena_free(a);
 }
 
+/* Column tiles of a fused loop f = (a, t): T[a, i, t*3 + j] (i < 4, j < 3),
+ * filled and updated in one nest, read with rows flipped. Consecutive f
+ * interleave in row-major order (two column tiles per row), but split back
+ * into a = floordiv(f, 2), t = floormod(f, 2) the tiles are disjoint over t
+ * and over a: T becomes a private [1, 4, 3] tile (a batch matmul's register
+ * tile under batch x column tiles in parallel). */
+static void test_fused_column_tiles(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  const Expr *shape[3] = {xc_i(a, 2), xc_i(a, 4), xc_i(a, 6)};
+  Buffer *A = buffer_new(a, "A", DT_F32, 3, shape), *T = buffer_new(a, "T", DT_F32, 3, shape);
+  Buffer *B = buffer_new(a, "B", DT_F32, 3, shape);
+  const Expr *f = expr_var(a, "f", DT_I64), *i = expr_var(a, "i", DT_I64), *j = expr_var(a, "j", DT_I64);
+  const Expr *two = xc_i(a, 2);
+  const Expr *col = expr_add(a, expr_mul(a, expr_floormod(a, f, two), xc_i(a, 3)), j);
+  const Expr *idx[3] = {expr_floordiv(a, f, two), i, col};
+  const Expr *flip[3] = {idx[0], expr_sub(a, xc_i(a, 3), i), col};
+  const Expr *t = expr_load(a, T, idx, 3);
+  const Stmt *st[2] = {stmt_store(a, T, expr_load(a, A, idx, 3), idx, 3),
+                       stmt_store(a, T, expr_add(a, t, expr_float(a, DT_F32, 1.0)), idx, 3)};
+  const Stmt *fill = stmt_for(a, i, xc_i(a, 0), xc_i(a, 4), FOR_SERIAL,
+                              stmt_for(a, j, xc_i(a, 0), xc_i(a, 3), FOR_SERIAL, stmt_seq(a, st, 2)));
+  const Stmt *use = stmt_for(a, i, xc_i(a, 0), xc_i(a, 4), FOR_SERIAL,
+                             stmt_for(a, j, xc_i(a, 0), xc_i(a, 3), FOR_SERIAL,
+                                      stmt_store(a, B, expr_mul(a, t, expr_load(a, T, flip, 3)), idx, 3)));
+  const Stmt *loop = stmt_for(a, f, xc_i(a, 0), xc_i(a, 4), FOR_PARALLEL, stmt_seq2(a, fill, use));
+  const Buffer *params[2] = {A, B};
+  PrimFunc *fn = primfunc_new(a, "fused_cols", params, 2, stmt_allocate(a, T, loop));
+  const PrimFunc *g = tir_compact_buffers(a, fn);
+  xc_dump("compact(fused column tiles)", g);
+  assert_int_equal(g->body->kind, STMT_FOR);
+  const Stmt *alloc = g->body->loop.body;
+  assert_int_equal(alloc->kind, STMT_ALLOCATE);
+  assert_true(expr_is_int(alloc->alloc.buffer->shape[0], 1));
+  assert_true(expr_is_int(alloc->alloc.buffer->shape[2], 3));
+  xc_check_same(fn, g, 158);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stencil_tile_written_before_read),
@@ -156,6 +195,7 @@ int main(void) {
       cmocka_unit_test(test_disjoint_tiles),
       cmocka_unit_test(test_big_parallel_tiles_stay_shared),
       cmocka_unit_test(test_fused_loop_tiles),
+      cmocka_unit_test(test_fused_column_tiles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
