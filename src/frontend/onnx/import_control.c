@@ -12,8 +12,9 @@
  *   Loop  -> the body once per iteration (iteration number and condition
  *            are constants; the body's condition output must fold to a
  *            constant), scan outputs stacked with Unsqueeze + Concat
- *   Scan  -> the body once per position along the scan axis (opset >= 9),
- *            scan inputs sliced with Gather, scan outputs stacked
+ *   Scan  -> the body once per position along the scan axis (opset 8: per
+ *            batch element too), scan inputs sliced with Gather, scan
+ *            outputs stacked
  *
  * A body's values get the prefix "<node>/<iteration>/"; names it does not
  * define come from the enclosing body (a control-flow node inside a body
@@ -340,68 +341,126 @@ static loom_status inline_loop(Inliner *in) {
   return LOOM_OK;
 }
 
+/* Gather(x, index) along axis: one slice of x without that axis. */
+static ValueId take(Graph *g, const char *name, ValueId x, int64_t index, int64_t axis) {
+  ValueId ins[2] = {x, scalar_const(g, arena_printf(g->arena, "%s/index", name), DT_I64, index)};
+  ValueId out = graph_add_value(g, name);
+  int gi = graph_add_node(g, GRAPH_OP_GATHER, name, ins, 2, &out, 1);
+  GraphAttr a = {.name = "axis", .kind = GRAPH_ATTR_INT, .i = axis};
+  graph_node_set_attr(g, &g->nodes[gi], a);
+  return out;
+}
+
+typedef struct ScanShape {
+  int nstate, nscan_in, nscan_out;
+  int64_t len, *axis;
+  const OnnxAttr *in_dirs, *out_dirs, *out_axes;
+} ScanShape;
+
+/* One unrolled scan over `len` steps: states and scan inputs in, final
+ * states and stacked scan outputs out. */
+static loom_status scan_unroll(Inliner *in, const OnnxGraph *b, const ScanShape *sh, const char *prefix,
+                               const ValueId *states_in, const ValueId *scans_in, ValueId *states_out,
+                               ValueId *scans_out) {
+  Graph *g = in->im.g;
+  int64_t len = sh->len;
+  for (int k = 0; k < sh->nstate; k++) states_out[k] = states_in[k];
+  ValueId *outs = ARENA_ARRAY(in->im.scratch, ValueId, b->noutputs);
+  ValueId **steps = ARENA_ARRAY(in->im.scratch, ValueId *, sh->nscan_out + 1);
+  for (int s = 0; s < sh->nscan_out; s++) steps[s] = ARENA_ARRAY(in->im.scratch, ValueId, len);
+  for (int64_t t = 0; t < len; t++) {
+    const char *scope = arena_printf(in->im.scratch, "%s/%lld/", prefix, (long long)t);
+    ValueId *bind = ARENA_ARRAY(in->im.scratch, ValueId, sh->nstate + sh->nscan_in);
+    for (int k = 0; k < sh->nstate; k++) bind[k] = states_out[k];
+    for (int s = 0; s < sh->nscan_in; s++) {
+      bool rev = sh->in_dirs && s < sh->in_dirs->ints.n && sh->in_dirs->ints.items[s];
+      bind[sh->nstate + s] = take(g, arena_printf(g->arena, "%sslice%d", scope, s), scans_in[s], rev ? len - 1 - t : t,
+                                  sh->axis[s]);
+    }
+    loom_status st = inline_body(in, b, scope, bind, sh->nstate + sh->nscan_in, outs);
+    if (st) return st;
+    for (int k = 0; k < sh->nstate; k++) states_out[k] = outs[k];
+    for (int s = 0; s < sh->nscan_out; s++) steps[s][t] = outs[sh->nstate + s];
+  }
+  for (int s = 0; s < sh->nscan_out; s++) {
+    if (sh->out_dirs && s < sh->out_dirs->ints.n && sh->out_dirs->ints.items[s]) /* reverse: last step first */
+      for (int64_t t = 0; t < len / 2; t++) {
+        ValueId tmp = steps[s][t];
+        steps[s][t] = steps[s][len - 1 - t];
+        steps[s][len - 1 - t] = tmp;
+      }
+    int64_t ax = sh->out_axes && s < sh->out_axes->ints.n ? sh->out_axes->ints.items[s] : 0;
+    if (ax < 0) return cf_fail(in, "%s", "negative scan_output_axes are not supported");
+    scans_out[s] = stack_steps(g, arena_printf(g->arena, "%s/scan%d", prefix, s), steps[s], (int)len, ax);
+  }
+  return LOOM_OK;
+}
+
+/* Opset >= 9: one scan. Opset 8: input 0 is sequence_lens (absent or all
+ * the full length), every input has a leading batch axis and the scan axis
+ * is 1; each batch element is its own scan, and the results are stacked
+ * along the batch axis. */
 static loom_status inline_scan(Inliner *in, int64_t opset) {
   Graph *g = in->im.g;
   const GraphNode *n = in->node;
   const OnnxGraph *b = body_attr(in->on, "body");
   const OnnxAttr *ns = find_onnx_attr(in->on, "num_scan_inputs");
   if (!b || !ns) return cf_fail(in, "%s", "missing body or num_scan_inputs");
-  if (opset < 9) return cf_fail(in, "%s", "the opset 8 form (batch axis, sequence_lens) is not supported");
-  int nscan_in = (int)ns->i, nstate = (int)graph_attr_int(n, "num_inputs", n->ninputs) - nscan_in;
-  int nscan_out = b->noutputs - nstate;
-  if (nscan_in < 1 || nstate < 0 || nscan_out < 0 || b->ninputs != nstate + nscan_in)
+  bool batched = opset < 9;
+  int first = batched ? 1 : 0, nreal = (int)graph_attr_int(n, "num_inputs", n->ninputs);
+  ScanShape sh = {.nscan_in = (int)ns->i, .len = -1};
+  sh.nstate = nreal - first - sh.nscan_in;
+  sh.nscan_out = b->noutputs - sh.nstate;
+  if (sh.nscan_in < 1 || sh.nstate < 0 || sh.nscan_out < 0 || b->ninputs != sh.nstate + sh.nscan_in)
     return cf_fail(in, "%s", "the body's inputs and outputs do not match the node's");
-  const OnnxAttr *in_axes = find_onnx_attr(in->on, "scan_input_axes"), *in_dirs = find_onnx_attr(in->on, "scan_input_directions");
-  const OnnxAttr *out_axes = find_onnx_attr(in->on, "scan_output_axes"), *out_dirs = find_onnx_attr(in->on, "scan_output_directions");
-  int64_t len = -1;
-  int64_t *axis = ARENA_ARRAY(in->im.scratch, int64_t, nscan_in);
-  for (int s = 0; s < nscan_in; s++) {
-    const GraphValue *x = &g->values[n->inputs[nstate + s]];
+  const OnnxAttr *in_axes = find_onnx_attr(in->on, "scan_input_axes");
+  sh.in_dirs = find_onnx_attr(in->on, batched ? "directions" : "scan_input_directions");
+  sh.out_dirs = find_onnx_attr(in->on, "scan_output_directions");
+  sh.out_axes = find_onnx_attr(in->on, "scan_output_axes");
+  sh.axis = ARENA_ARRAY(in->im.scratch, int64_t, sh.nscan_in);
+  int64_t nbatch = 1;
+  for (int s = 0; s < sh.nscan_in; s++) {
+    const GraphValue *x = &g->values[n->inputs[first + sh.nstate + s]];
     if (!graph_value_is_static(x)) return cf_fail(in, "%s", "a scan input has no static shape");
-    axis[s] = in_axes && s < in_axes->ints.n ? in_axes->ints.items[s] : 0;
-    if (axis[s] < 0) axis[s] += x->rank;
-    if (axis[s] < 0 || axis[s] >= x->rank) return cf_fail(in, "%s", "scan_input_axes is out of range");
-    if (len >= 0 && x->dims[axis[s]] != len) return cf_fail(in, "%s", "the scan inputs have different lengths");
-    len = x->dims[axis[s]];
+    sh.axis[s] = batched ? 1 : in_axes && s < in_axes->ints.n ? in_axes->ints.items[s] : 0;
+    if (sh.axis[s] < 0) sh.axis[s] += x->rank;
+    if (sh.axis[s] < 0 || sh.axis[s] >= x->rank) return cf_fail(in, "%s", "the scan axis is out of range");
+    if (sh.len >= 0 && x->dims[sh.axis[s]] != sh.len) return cf_fail(in, "%s", "the scan inputs have different lengths");
+    sh.len = x->dims[sh.axis[s]];
+    if (batched) nbatch = x->dims[0];
+    if (batched) sh.axis[s] = 0; /* within one batch element */
   }
-  if (len < 1 || len > MAX_UNROLL) return cf_fail(in, "%s", "the sequence length must be 1 to 4096");
-  ValueId *state = ARENA_ARRAY(in->im.scratch, ValueId, nstate + 1);
-  for (int k = 0; k < nstate; k++) state[k] = n->inputs[k];
-  ValueId *outs = ARENA_ARRAY(in->im.scratch, ValueId, b->noutputs);
-  ValueId **steps = ARENA_ARRAY(in->im.scratch, ValueId *, nscan_out + 1);
-  for (int s = 0; s < nscan_out; s++) steps[s] = ARENA_ARRAY(in->im.scratch, ValueId, len);
-  for (int64_t t = 0; t < len; t++) {
-    const char *scope = arena_printf(in->im.scratch, "%s/%lld/", in->on->name, (long long)t);
-    ValueId *bind = ARENA_ARRAY(in->im.scratch, ValueId, nstate + nscan_in);
-    for (int k = 0; k < nstate; k++) bind[k] = state[k];
-    for (int s = 0; s < nscan_in; s++) {
-      bool rev = in_dirs && s < in_dirs->ints.n && in_dirs->ints.items[s];
-      ValueId idx = scalar_const(g, arena_printf(g->arena, "%sindex%d", scope, s), DT_I64, rev ? len - 1 - t : t);
-      ValueId ins[2] = {n->inputs[nstate + s], idx};
-      const char *name = arena_printf(g->arena, "%sslice%d", scope, s);
-      ValueId out = graph_add_value(g, name);
-      int gi = graph_add_node(g, GRAPH_OP_GATHER, name, ins, 2, &out, 1);
-      GraphAttr a = {.name = "axis", .kind = GRAPH_ATTR_INT, .i = axis[s]};
-      graph_node_set_attr(g, &g->nodes[gi], a);
-      bind[nstate + s] = out;
+  if (sh.len < 1 || sh.len > MAX_UNROLL || nbatch < 1 || nbatch * sh.len > MAX_UNROLL)
+    return cf_fail(in, "%s", "the sequence (times the batch) must be 1 to 4096 steps");
+  if (batched && n->ninputs > 0 && n->inputs[0] >= 0) {
+    const GraphTensor *lens = graph_value_constant(g, n->inputs[0]);
+    for (int64_t k = 0; lens && k < graph_tensor_numel(lens); k++)
+      if (graph_tensor_get_i64(lens, k) != sh.len) lens = NULL;
+    if (!lens) return cf_fail(in, "%s", "sequence_lens other than the full length for every batch element");
+  }
+  int nout = sh.nstate + sh.nscan_out;
+  ValueId *states = ARENA_ARRAY(in->im.scratch, ValueId, sh.nstate + 1);
+  ValueId *scans = ARENA_ARRAY(in->im.scratch, ValueId, sh.nscan_in + 1);
+  ValueId **per_batch = ARENA_ARRAY(in->im.scratch, ValueId *, nout + 1);
+  for (int k = 0; k < nout; k++) per_batch[k] = ARENA_ARRAY(in->im.scratch, ValueId, nbatch);
+  ValueId *res = ARENA_ARRAY(in->im.scratch, ValueId, nout + 1);
+  for (int64_t bi = 0; bi < nbatch; bi++) {
+    const char *prefix = batched ? arena_printf(in->im.scratch, "%s/b%lld", in->on->name, (long long)bi) : in->on->name;
+    for (int k = 0; k < sh.nstate; k++)
+      states[k] = batched ? take(g, arena_printf(g->arena, "%s/state%d", prefix, k), n->inputs[first + k], bi, 0)
+                          : n->inputs[k];
+    for (int s = 0; s < sh.nscan_in; s++) {
+      ValueId x = n->inputs[first + sh.nstate + s];
+      scans[s] = batched ? take(g, arena_printf(g->arena, "%s/input%d", prefix, s), x, bi, 0) : x;
     }
-    loom_status st = inline_body(in, b, scope, bind, nstate + nscan_in, outs);
+    loom_status st = scan_unroll(in, b, &sh, prefix, states, scans, res, res + sh.nstate);
     if (st) return st;
-    for (int k = 0; k < nstate; k++) state[k] = outs[k];
-    for (int s = 0; s < nscan_out; s++) steps[s][t] = outs[nstate + s];
+    for (int k = 0; k < nout; k++) per_batch[k][bi] = res[k];
   }
-  for (int k = 0; k < nstate; k++) bind_output(g, n, k, state[k]);
-  for (int s = 0; s < nscan_out; s++) {
-    if (out_dirs && s < out_dirs->ints.n && out_dirs->ints.items[s]) /* reverse: last step first */
-      for (int64_t t = 0; t < len / 2; t++) {
-        ValueId tmp = steps[s][t];
-        steps[s][t] = steps[s][len - 1 - t];
-        steps[s][len - 1 - t] = tmp;
-      }
-    int64_t ax = out_axes && s < out_axes->ints.n ? out_axes->ints.items[s] : 0;
-    if (ax < 0) return cf_fail(in, "%s", "negative scan_output_axes are not supported");
-    const char *name = arena_printf(g->arena, "%s/scan%d", in->on->name, s);
-    bind_output(g, n, nstate + s, stack_steps(g, name, steps[s], (int)len, ax));
+  for (int k = 0; k < nout; k++) {
+    ValueId v = batched ? stack_steps(g, arena_printf(g->arena, "%s/batch%d", in->on->name, k), per_batch[k], (int)nbatch, 0)
+                        : per_batch[k][0];
+    bind_output(g, n, k, v);
   }
   return LOOM_OK;
 }
