@@ -17,6 +17,12 @@ usage: make_compiler_models.py OUTDIR
                          and max, DeformConv with mask and bias, TopK (opset 20)
   dynamic_ops.onnx       outputs whose extents depend on the data: NonZero, Unique
                          along an axis (4 outputs), Compress, NonMaxSuppression
+  sequence_ops.onnx      bidirectional LSTM with peepholes, initial states and
+                         sequence lengths, reverse GRU (linear_before_reset), RNN
+                         with custom activations; Attention (GQA, causal, bool
+                         mask, softcap), RotaryEmbedding; DFT (onesided, inverse,
+                         dft_length), STFT with a window, windows,
+                         MelWeightMatrix, Det (opset 23)
 """
 import os
 import sys
@@ -223,6 +229,47 @@ def dynamic_ops(outdir):
     save(helper.make_model(g), outdir, "dynamic_ops", opset=13)
 
 
+def sequence_ops(outdir):
+    f = TensorProto.FLOAT
+    nodes, inits = [], []
+    H, I_, T, B = 4, 3, 5, 2
+    i32 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int32), name)
+    inits += [W("lw", 2, 4 * H, I_), W("lr", 2, 4 * H, H), W("lb", 2, 8 * H), W("lp", 2, 3 * H), i32("lens", [5, 3]),
+              W("gw", 1, 3 * H, I_), W("gr", 1, 3 * H, H), W("gb", 1, 6 * H), W("rw", 1, H, I_), W("rr", 1, H, H),
+              I("axis1", 1), I("dlen", 7), I("step", 4), F("win", np.hanning(8)), i32("wsize", 6), i32("mbins", 6),
+              i32("mlen", 16), i32("mrate", 8000), numpy_helper.from_array(np.array(20.0, dtype=np.float32), "mlo"),
+              numpy_helper.from_array(np.array(3000.0, dtype=np.float32), "mhi")]
+    nodes += [
+        helper.make_node("LSTM", ["x", "lw", "lr", "lb", "lens", "h0", "c0", "lp"], ["ly", "lyh", "lyc"], name="lstm",
+                         hidden_size=H, direction="bidirectional"),
+        helper.make_node("GRU", ["x", "gw", "gr", "gb"], ["gy", "gyh"], name="gru", hidden_size=H, direction="reverse",
+                         linear_before_reset=1),
+        helper.make_node("RNN", ["x", "rw", "rr"], ["ry", "ryh"], name="rnn", hidden_size=H,
+                         activations=["LeakyRelu"], activation_alpha=[0.3]),
+        helper.make_node("Attention", ["q", "k", "v", "mask"], ["att"], name="attention", is_causal=1, softcap=2.0),
+        helper.make_node("RotaryEmbedding", ["q", "cos", "sin", "pos"], ["rope"], name="rope", interleaved=1),
+        helper.make_node("DFT", ["sig", "", "axis1"], ["spec"], name="dft", onesided=1),
+        helper.make_node("DFT", ["csig", "dlen", "axis1"], ["ispec"], name="idft", inverse=1),
+        helper.make_node("STFT", ["audio", "step", "win"], ["stft"], name="stft"),
+        helper.make_node("HammingWindow", ["wsize"], ["hamming"], name="hamming", periodic=0),
+        helper.make_node("MelWeightMatrix", ["mbins", "mlen", "mrate", "mlo", "mhi"], ["mel"], name="mel"),
+        helper.make_node("Det", ["m"], ["det"], name="det"),
+    ]
+    shapes = {"x": [T, B, I_], "h0": [2, B, H], "c0": [2, B, H], "q": [2, 4, 3, 8], "k": [2, 2, 5, 8],
+              "v": [2, 2, 5, 8], "cos": [6, 4], "sin": [6, 4], "sig": [2, 9, 1], "csig": [2, 6, 2],
+              "audio": [1, 32, 1], "m": [3, 5, 5]}
+    ins = [helper.make_tensor_value_info(n, f, s) for n, s in shapes.items()]
+    ins += [helper.make_tensor_value_info("mask", TensorProto.BOOL, [3, 5]),
+            helper.make_tensor_value_info("pos", TensorProto.INT64, [2, 3])]
+    outs = [helper.make_tensor_value_info(n, f, s) for n, s in
+            [("ly", [T, 2, B, H]), ("lyh", [2, B, H]), ("lyc", [2, B, H]), ("gy", [T, 1, B, H]), ("gyh", [1, B, H]),
+             ("ry", [T, 1, B, H]), ("ryh", [1, B, H]), ("att", [2, 4, 3, 8]), ("rope", [2, 4, 3, 8]),
+             ("spec", [2, 5, 2]), ("ispec", [2, 7, 2]), ("stft", [1, 7, 5, 2]), ("hamming", [6]), ("mel", [9, 6]),
+             ("det", [3])]]
+    g = helper.make_graph(nodes, "sequence_ops", ins, outs, inits)
+    save(helper.make_model(g), outdir, "sequence_ops", opset=23, ir_version=10)
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(outdir, exist_ok=True)
@@ -232,6 +279,7 @@ def main():
     vit_patch(outdir)
     vision_ops(outdir)
     dynamic_ops(outdir)
+    sequence_ops(outdir)
 
 
 if __name__ == "__main__":

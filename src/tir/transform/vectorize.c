@@ -67,7 +67,9 @@ static const Expr *vec_expr(VecCtx *c, const Expr *e) {
   switch (e->kind) {
     case EXPR_VAR: return expr_ramp(a, c->min, expr_i64(a, 1), c->lanes); /* e == var */
     case EXPR_LOAD: {
-      if (e->load.n != 1) return NULL;
+      /* Bool elements are bytes with no vector type in the C back end (a
+       * bool mask read per key position stays scalar). */
+      if (e->load.n != 1 || dtype_is_bool(e->dtype)) return NULL;
       const Expr *idx = vec_expr(c, e->load.indices[0]);
       if (!idx) return NULL;
       idx = fold_ramp(a, c->az, idx);

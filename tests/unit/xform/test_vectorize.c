@@ -60,9 +60,11 @@ static PrimFunc *vec_loop(Arena *a, const Expr *i, const Stmt *body, Buffer *A, 
 /* Each body must fall back to a serial loop and still compute the same. */
 static void test_fallback_cases(void **state) {
   (void)state;
-  for (int which = 0; which < 7; which++) {
+  for (int which = 0; which < 8; which++) {
     Arena *a = arena_new();
     Buffer *A = xc_buf1(a, "A", 32), *B = xc_buf1(a, "B", 32), *S = xc_buf1(a, "S", 4);
+    const Expr *n32 = xc_i(a, 32);
+    Buffer *M = buffer_new(a, "M", DT_BOOL1, 1, &n32);
     const Expr *i = expr_var(a, "i", DT_I64);
     const Expr *zero = xc_i(a, 0), *one = xc_i(a, 1);
     const Expr *ai = expr_load(a, A, &i, 1);
@@ -93,8 +95,12 @@ static void test_fallback_cases(void **state) {
       case 6: /* dependence between iterations: B[i+1] = B[i] + 1 */
         body = stmt_store(a, B, expr_add(a, expr_load(a, B, &i, 1), expr_float(a, DT_F32, 1.0)), &ip1, 1);
         break;
+      case 7: /* a bool mask load (bytes; no vector type in C): B[i] = M[i] ? 1 : 2 */
+        body = stmt_store(a, B, expr_select(a, expr_load(a, M, &i, 1), expr_float(a, DT_F32, 1.0), expr_float(a, DT_F32, 2.0)),
+                          &i, 1);
+        break;
     }
-    PrimFunc *f = vec_loop(a, i, body, A, B, S);
+    PrimFunc *f = vec_loop(a, i, body, A, B, which == 7 ? M : S);
     const PrimFunc *v = tir_vectorize(a, f);
     xc_dump("vectorize(fallback)", v);
     XcCount c = xc_count(v);

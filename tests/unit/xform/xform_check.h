@@ -46,6 +46,7 @@ static inline void xc_fill(void *data, DType t, int64_t n, uint64_t *seed) {
     else if (t.bits == 64) ((int64_t *)data)[i] = (int64_t)(r % 201) - 100;
     else if (t.bits == 32) ((int32_t *)data)[i] = (int32_t)(r % 201) - 100;
     else if (t.bits == 8) ((int8_t *)data)[i] = (int8_t)(r % 201 - 100);
+    else if (dtype_is_bool(t)) ((uint8_t *)data)[i] = (uint8_t)(r & 1);
     else fail_msg("xc_fill: unsupported dtype");
   }
 }
