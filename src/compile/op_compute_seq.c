@@ -80,17 +80,19 @@ static loom_status rnn_params(const Graph *g, const GraphNode *n, TopiRnnParams 
   p->hidden = graph_attr_int(n, "hidden_size", r->rank == 3 ? r->dims[2] : 0);
   int per = kind == TOPI_RNN_LSTM ? 3 : kind == TOPI_RNN_GRU ? 2 : 1;
   const char *acts = graph_attr_string(n, "activations", NULL);
-  if (!acts) return LOOM_OK;
-  char buf[256];
-  if (strlen(acts) >= sizeof buf) return fail(n, err, LOOM_ERR_INVALID_ARG, "activations list is too long");
-  strcpy(buf, acts);
+  if (!acts || !*acts) return LOOM_OK;
+  /* The importer joined the STRINGS attribute with commas. */
   TopiRnnAct list[6];
   int count = 0;
-  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    if (count >= 6 || !topi_rnn_act_parse(tok, &list[count]))
+  for (const char *s = acts; *s; count++) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    char tok[32];
+    snprintf(tok, sizeof tok, "%.*s", (int)(len < sizeof tok ? len : sizeof tok - 1), s);
+    if (count >= 6 || len >= sizeof tok || !topi_rnn_act_parse(tok, &list[count]))
       return err_set(err, LOOM_ERR_UNSUPPORTED, "%s (node \"%s\"): activation \"%s\" is not supported (or too many)",
                      graph_op_info(n->op)->name, n->name, tok);
-    count++;
+    s = end ? end + 1 : s + len;
   }
   if (count != per * p->directions)
     return err_set(err, LOOM_ERR_INVALID_ARG, "%s (node \"%s\"): %d activations given, expected %d",
@@ -101,8 +103,8 @@ static loom_status rnn_params(const Graph *g, const GraphNode *n, TopiRnnParams 
   return LOOM_OK;
 }
 
-static loom_status attention(const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                             Arena *a, LoomError *err) {
+static loom_status attention(const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs, Arena *a,
+                             LoomError *err) {
   TopiAttentionParams p;
   memset(&p, 0, sizeof p);
   p.q_num_heads = graph_attr_int(n, "q_num_heads", 0);
@@ -112,7 +114,6 @@ static loom_status attention(const Graph *g, const GraphNode *n, TeTensor *const
   p.is_causal = graph_attr_int(n, "is_causal", 0) != 0;
   p.softcap = graph_attr_float(n, "softcap", 0);
   p.qk_mode = (int)graph_attr_int(n, "qk_matmul_output_mode", 0);
-  (void)g;
   return topi_attention(a, name, ins[0], ins[1], ins[2], opt_in(n, ins, 3), opt_in(n, ins, 4), opt_in(n, ins, 5),
                         opt_in(n, ins, 6), &p, outs, err)
              ? LOOM_OK
@@ -123,7 +124,7 @@ loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *
                                      const char *name, TeTensor **outs, LoomError *err) {
   bool ok = false;
   switch (n->op) {
-  case GRAPH_OP_ATTENTION: return attention(g, n, ins, name, outs, a, err);
+  case GRAPH_OP_ATTENTION: return attention(n, ins, name, outs, a, err);
   case GRAPH_OP_ROTARY_EMBEDDING:
     outs[0] = topi_rotary_embedding(a, name, ins[0], ins[1], ins[2], opt_in(n, ins, 3),
                                     graph_attr_int(n, "interleaved", 0) != 0, graph_attr_int(n, "rotary_embedding_dim", 0),
