@@ -105,6 +105,7 @@ static void test_conv2d_nchwc(void **state) {
       {1, 32, 14, 14, 32, 3, 3, 1, 1}, /* 3x3 same padding */
       {1, 16, 15, 15, 32, 3, 3, 2, 1}, /* stride 2, odd size */
       {1, 32, 7, 7, 16, 1, 1, 1, 0},   /* 1x1, no pad stage */
+      {1, 64, 7, 7, 32, 3, 3, 1, 1},   /* input channels blocked: 4 chunks of one block */
   };
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
     for (int threads = 1; threads <= 2; threads++) {
