@@ -203,6 +203,26 @@ def bert_like(outdir):
     save(model(g, 13), outdir, "bert_like.onnx")
 
 
+def flex_attention(outdir):
+    """FlexAttention (ai.onnx.preview): GQA (4 query heads, 2 kv heads) and a
+    score_mod reading an outer initializer; and two bad nodes."""
+    def flex(name, qshape, kshape, vshape, inits=(), **attrs):
+        node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], name=name, domain="ai.onnx.preview", **attrs)
+        ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in (("q", qshape), ("k", kshape), ("v", vshape))]
+        g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], list(inits))
+        m = model(g, 21)
+        m.opset_import.append(helper.make_opsetid("ai.onnx.preview", 1))
+        save(m, outdir, name + ".onnx", check=False)
+    s = helper.make_tensor_value_info("s", TensorProto.FLOAT, None)
+    s2 = helper.make_tensor_value_info("s2", TensorProto.FLOAT, None)
+    mod = helper.make_graph([helper.make_node("Add", ["s", "bias"], ["s2"])], "mod", [s], [s2])
+    bias = numpy_helper.from_array(np.array(0.5, np.float32), "bias")
+    flex("flex_gqa", [1, 4, 3, 8], [1, 2, 5, 8], [1, 2, 5, 6], [bias], score_mod=mod, scale=0.25)
+    flex("flex_rank3", [4, 3, 8], [2, 5, 8], [2, 5, 6])
+    two = helper.make_graph([helper.make_node("Add", ["s", "t"], ["s2"])], "two", [s, helper.make_tensor_value_info("t", TensorProto.FLOAT, None)], [s2])
+    flex("flex_bad_mod", [1, 2, 3, 8], [1, 2, 5, 8], [1, 2, 5, 6], prob_mod=two)
+
+
 def bad_models(outdir):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
@@ -502,6 +522,7 @@ def main():
     opset17(outdir)
     external_data(outdir)
     bert_like(outdir)
+    flex_attention(outdir)
     bad_models(outdir)
     random_ops(outdir)
 

@@ -69,6 +69,7 @@ loom_status onnx_check_supported(Importer *im, const OnnxGraph *og) {
     const OnnxNode *n = &og->nodes[i];
     bool std_domain = !n->domain[0] || !strcmp(n->domain, "ai.onnx");
     if (std_domain && onnx_op_supported(n->op_type)) continue;
+    if (onnx_is_flex_attention(n)) continue;
     if (count < 64) {
       if (count) sb_puts(&sb, ", ");
       if (std_domain) sb_printf(&sb, "%s (node \"%s\")", n->op_type, n->name);
@@ -234,7 +235,8 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
    * the decoded model must outlive this call, with its own copy of the
    * bytes that raw_data points into. */
   bool keep = false;
-  for (int i = 0; !st && i < m->graph->nnodes && !keep; i++) keep = onnx_is_control_flow(m->graph->nodes[i].op_type);
+  for (int i = 0; !st && i < m->graph->nnodes && !keep; i++) /* (a FlexAttention mod graph may hold control flow) */
+    keep = onnx_is_control_flow(m->graph->nodes[i].op_type) || onnx_is_flex_attention(&m->graph->nodes[i]);
   if (keep) {
     const uint8_t *copy = arena_memdup(im.scratch, data, size);
     m = onnx_model_decode(im.scratch, copy, size, err);

@@ -234,6 +234,20 @@ static loom_status inline_body(Inliner *in, const OnnxGraph *b, const char *scop
   return LOOM_OK;
 }
 
+loom_status onnx_inline_graph(Importer *im, const OnnxNode *n, const OnnxGraph *b, const char *scope, const ValueId *bind,
+                              int nbind, ValueId *outs) {
+  loom_status st = check_body(im, n, b, 0);
+  if (!st) st = onnx_check_supported(im, b);
+  if (st) return st;
+  Inliner in;
+  memset(&in, 0, sizeof in);
+  in.im = *im;
+  in.on = n;
+  st = inline_body(&in, b, scope, bind, nbind, outs);
+  im->names = in.im.names; /* the map may have grown */
+  return st;
+}
+
 static ValueId scalar_const(Graph *g, const char *name, DType dt, int64_t v) {
   GraphTensor *t = graph_tensor_new(g->arena, dt, 0, NULL);
   graph_tensor_set_i64(t, 0, v);

@@ -51,8 +51,18 @@ bool onnx_is_control_flow(const char *op_type);
 /* Records If/Loop/Scan node n (inputs already resolved) as a graph node
  * that keeps n for onnx_inline_control_flow. */
 loom_status onnx_convert_control(Importer *im, const OnnxNode *n, const ValueId *ins, int nins);
+/* Converts graph b (an attribute of node n) in place at import time: its
+ * inputs bound to `bind`, its outputs returned in outs, its values named
+ * with the prefix `scope`; names it does not define resolve through
+ * im->names. */
+loom_status onnx_inline_graph(Importer *im, const OnnxNode *n, const OnnxGraph *b, const char *scope, const ValueId *bind,
+                              int nbind, ValueId *outs);
 /* Hands the importer's arena (the decoded model and its bytes) to g. */
 void onnx_keep_model(Graph *g, Arena *scratch);
+
+/* ---- FlexAttention (import_flex.c): expanded into default-domain ops ---- */
+bool onnx_is_flex_attention(const OnnxNode *n);
+loom_status onnx_convert_flex(Importer *im, const OnnxNode *n);
 
 /* True when the op type (default domain) has a converter. */
 bool onnx_op_supported(const char *op_type);

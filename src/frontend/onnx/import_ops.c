@@ -590,6 +590,7 @@ loom_status onnx_convert_node(Importer *im, const OnnxNode *n) {
   c.im = im;
   c.n = n;
   if (!strcmp(n->op_type, "Constant")) return convert_constant(&c);
+  if (onnx_is_flex_attention(n)) return onnx_convert_flex(im, n);
   if (n->ninputs > 12) {
     /* Variadic ops (Concat, Sum) can have many inputs; keep them. */
   }

@@ -216,6 +216,21 @@ static void test_bert_like(void **state) {
   graph_free(g);
 }
 
+/* FlexAttention expands into default-domain ops; its score_mod is inlined
+ * (reading the graph's initializer "bias"). */
+static void test_flex_attention(void **state) {
+  (void)state;
+  Graph *g = load("flex_gqa.onnx");
+  expect_shape(g, "y", 4, (int64_t[]){1, 4, 3, 6});
+  char *text = dump(g);
+  if (!strstr(text, "Softmax")) fail_msg("no Softmax in:\n%s", text);
+  free(text);
+  graph_free(g);
+  expect_error("flex_rank3.onnx", LOOM_ERR_INVALID_ARG, "FlexAttention (node \"flex_rank3\"): input 0 has rank 3");
+  expect_error("flex_bad_mod.onnx", LOOM_ERR_INVALID_ARG,
+               "FlexAttention (node \"flex_bad_mod\"): prob_mod must be a graph with one input and one output");
+}
+
 static void test_bad_models(void **state) {
   (void)state;
   expect_error("unsupported.onnx", LOOM_ERR_UNSUPPORTED,
@@ -308,6 +323,7 @@ int main(void) {
       cmocka_unit_test(test_shape_chain_dynamic),
       cmocka_unit_test(test_opset7),       cmocka_unit_test(test_opset17),      cmocka_unit_test(test_external_data),
       cmocka_unit_test(test_bert_like),    cmocka_unit_test(test_bad_models),
+      cmocka_unit_test(test_flex_attention),
       cmocka_unit_test(test_random_ops_vs_onnx_inference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
