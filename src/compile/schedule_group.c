@@ -5,8 +5,9 @@
  *      stages stay, since an inlined pad puts a select in the hot loop, and
  *      so do math-heavy stages read by several blocks and stages a block
  *      reads at several indices);
- *   2. the anchor (the reduction with the most iterations: the conv or
- *      matmul of the group) gets its topi default schedule, with the block
+ *   2. the anchor (the reduction with the most iterations: the conv,
+ *      depthwise conv or matmul of the group) gets its topi default
+ *      schedule (src/topi/schedule_*.c), with the block
  *      consuming its output folded into the register tile as an epilogue;
  *   3. every other block gets a generic schedule: parallel over its outer
  *      loops, vectorized innermost where that is legal.

@@ -108,83 +108,75 @@ static void test_big_parallel_tiles_stay_shared(void **state) {
   arena_free(a);
 }
 
-/* Tiles of a fused parallel loop f = (a, rb): T[a, rb*2 + ii, j] with
- * a = floordiv(f, 2), rb = floormod(f, 2), written and updated element by
- * element in one nest (a register tile's init and accumulation), then read
- * with the rows flipped, so only disjointness lets T move inside f (and no
- * further). No single dimension moves monotonically with f, but in
+/* for f in 0:4 parallel { for i, j { T[idx] = A[idx]; T[idx] += 1 }
+ * for i, j { B[idx] = T[idx] * T[flip] } } over [2, ni', nj'] buffers (i <
+ * ni, j < nj): T is written and updated element by element in one nest (a
+ * register tile's init and accumulation), then read at other indices
+ * (flip), so only disjointness of f's tiles lets T move inside f (and no
+ * further). */
+static PrimFunc *fill_use_fn(Arena *a, const int64_t *shape, const Expr *f, const Expr *i, const Expr *j, int64_t ni,
+                             int64_t nj, const Expr *const *idx, const Expr *const *flip) {
+  const Expr *sh[3] = {xc_i(a, shape[0]), xc_i(a, shape[1]), xc_i(a, shape[2])};
+  Buffer *A = buffer_new(a, "A", DT_F32, 3, sh), *T = buffer_new(a, "T", DT_F32, 3, sh);
+  Buffer *B = buffer_new(a, "B", DT_F32, 3, sh);
+  const Expr *t = expr_load(a, T, idx, 3);
+  const Stmt *st[2] = {stmt_store(a, T, expr_load(a, A, idx, 3), idx, 3),
+                       stmt_store(a, T, expr_add(a, t, expr_float(a, DT_F32, 1.0)), idx, 3)};
+  const Stmt *fill = stmt_for(a, i, xc_i(a, 0), xc_i(a, ni), FOR_SERIAL,
+                              stmt_for(a, j, xc_i(a, 0), xc_i(a, nj), FOR_SERIAL, stmt_seq(a, st, 2)));
+  const Stmt *use = stmt_for(a, i, xc_i(a, 0), xc_i(a, ni), FOR_SERIAL,
+                             stmt_for(a, j, xc_i(a, 0), xc_i(a, nj), FOR_SERIAL,
+                                      stmt_store(a, B, expr_mul(a, t, expr_load(a, T, flip, 3)), idx, 3)));
+  const Stmt *loop = stmt_for(a, f, xc_i(a, 0), xc_i(a, 4), FOR_PARALLEL, stmt_seq2(a, fill, use));
+  const Buffer *params[2] = {A, B};
+  return primfunc_new(a, "fill_use", params, 2, stmt_allocate(a, T, loop));
+}
+
+/* T's allocation moved right inside f, with extents e0 and e1 in its first
+ * two dimensions. */
+static void check_inside_f(Arena *a, PrimFunc *fn, int64_t e0, int64_t e1, uint64_t seed) {
+  const PrimFunc *g = tir_compact_buffers(a, fn);
+  xc_dump("compact(fused loop)", g);
+  assert_int_equal(g->body->kind, STMT_FOR);
+  const Stmt *alloc = g->body->loop.body;
+  assert_int_equal(alloc->kind, STMT_ALLOCATE);
+  assert_true(expr_is_int(alloc->alloc.buffer->shape[0], e0));
+  assert_true(expr_is_int(alloc->alloc.buffer->shape[1], e1));
+  xc_check_same(fn, g, seed);
+}
+
+/* Row tiles of a fused loop f = (a, rb): T[a, rb*2 + ii, j] with
+ * a = floordiv(f, 2), rb = floormod(f, 2), read with the rows of the tile
+ * flipped. No single dimension moves monotonically with f, but in
  * row-major order each tile (2 whole rows of T[a]) comes after the previous
  * one: T becomes a private [1, 2, 5] tile (the depthwise conv's padded rows
  * and accumulators per channel block x row block). */
 static void test_fused_loop_tiles(void **state) {
   (void)state;
   Arena *a = arena_new();
-  const Expr *shape[3] = {xc_i(a, 2), xc_i(a, 4), xc_i(a, 5)};
-  Buffer *A = buffer_new(a, "A", DT_F32, 3, shape), *T = buffer_new(a, "T", DT_F32, 3, shape);
-  Buffer *B = buffer_new(a, "B", DT_F32, 3, shape);
   const Expr *f = expr_var(a, "f", DT_I64), *ii = expr_var(a, "ii", DT_I64), *j = expr_var(a, "j", DT_I64);
-  const Expr *two = xc_i(a, 2);
-  const Expr *idx[3] = {expr_floordiv(a, f, two), expr_add(a, expr_mul(a, expr_floormod(a, f, two), two), ii), j};
-  const Expr *t = expr_load(a, T, idx, 3);
-  const Expr *flip[3] = {idx[0], expr_add(a, expr_mul(a, expr_floormod(a, f, two), two), expr_sub(a, xc_i(a, 1), ii)), j};
-  const Stmt *st[2] = {stmt_store(a, T, expr_load(a, A, idx, 3), idx, 3),
-                       stmt_store(a, T, expr_add(a, t, expr_float(a, DT_F32, 1.0)), idx, 3)};
-  const Stmt *fill = stmt_for(a, ii, xc_i(a, 0), two, FOR_SERIAL,
-                              stmt_for(a, j, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL, stmt_seq(a, st, 2)));
-  const Stmt *use = stmt_for(a, ii, xc_i(a, 0), two, FOR_SERIAL,
-                             stmt_for(a, j, xc_i(a, 0), xc_i(a, 5), FOR_SERIAL,
-                                      stmt_store(a, B, expr_mul(a, t, expr_load(a, T, flip, 3)), idx, 3)));
-  const Stmt *nest = stmt_seq2(a, fill, use);
-  const Stmt *loop = stmt_for(a, f, xc_i(a, 0), xc_i(a, 4), FOR_PARALLEL, nest);
-  const Buffer *params[2] = {A, B};
-  PrimFunc *fn = primfunc_new(a, "fused_tiles", params, 2, stmt_allocate(a, T, loop));
-  const PrimFunc *g = tir_compact_buffers(a, fn);
-  xc_dump("compact(fused tiles)", g);
-  assert_int_equal(g->body->kind, STMT_FOR);
-  const Stmt *alloc = g->body->loop.body;
-  assert_int_equal(alloc->kind, STMT_ALLOCATE);
-  assert_true(expr_is_int(alloc->alloc.buffer->shape[0], 1));
-  assert_true(expr_is_int(alloc->alloc.buffer->shape[1], 2));
-  xc_check_same(fn, g, 157);
+  const Expr *two = xc_i(a, 2), *rows = expr_mul(a, expr_floormod(a, f, two), two);
+  const Expr *idx[3] = {expr_floordiv(a, f, two), expr_add(a, rows, ii), j};
+  const Expr *flip[3] = {idx[0], expr_add(a, rows, expr_sub(a, xc_i(a, 1), ii)), j};
+  check_inside_f(a, fill_use_fn(a, (int64_t[]){2, 4, 5}, f, ii, j, 2, 5, idx, flip), 1, 2, 157);
   arena_free(a);
 }
 
 /* Column tiles of a fused loop f = (a, t): T[a, i, t*3 + j] (i < 4, j < 3),
- * filled and updated in one nest, read with rows flipped. Consecutive f
- * interleave in row-major order (two column tiles per row), but split back
- * into a = floordiv(f, 2), t = floormod(f, 2) the tiles are disjoint over t
- * and over a: T becomes a private [1, 4, 3] tile (a batch matmul's register
- * tile under batch x column tiles in parallel). */
+ * read with rows flipped. Consecutive f interleave in row-major order (two
+ * column tiles per row), but split back into a = floordiv(f, 2),
+ * t = floormod(f, 2) the tiles are disjoint over t and over a: T becomes a
+ * private [1, 4, 3] tile (a batch matmul's register tile under batch x
+ * column tiles in parallel). */
 static void test_fused_column_tiles(void **state) {
   (void)state;
   Arena *a = arena_new();
-  const Expr *shape[3] = {xc_i(a, 2), xc_i(a, 4), xc_i(a, 6)};
-  Buffer *A = buffer_new(a, "A", DT_F32, 3, shape), *T = buffer_new(a, "T", DT_F32, 3, shape);
-  Buffer *B = buffer_new(a, "B", DT_F32, 3, shape);
   const Expr *f = expr_var(a, "f", DT_I64), *i = expr_var(a, "i", DT_I64), *j = expr_var(a, "j", DT_I64);
   const Expr *two = xc_i(a, 2);
   const Expr *col = expr_add(a, expr_mul(a, expr_floormod(a, f, two), xc_i(a, 3)), j);
   const Expr *idx[3] = {expr_floordiv(a, f, two), i, col};
   const Expr *flip[3] = {idx[0], expr_sub(a, xc_i(a, 3), i), col};
-  const Expr *t = expr_load(a, T, idx, 3);
-  const Stmt *st[2] = {stmt_store(a, T, expr_load(a, A, idx, 3), idx, 3),
-                       stmt_store(a, T, expr_add(a, t, expr_float(a, DT_F32, 1.0)), idx, 3)};
-  const Stmt *fill = stmt_for(a, i, xc_i(a, 0), xc_i(a, 4), FOR_SERIAL,
-                              stmt_for(a, j, xc_i(a, 0), xc_i(a, 3), FOR_SERIAL, stmt_seq(a, st, 2)));
-  const Stmt *use = stmt_for(a, i, xc_i(a, 0), xc_i(a, 4), FOR_SERIAL,
-                             stmt_for(a, j, xc_i(a, 0), xc_i(a, 3), FOR_SERIAL,
-                                      stmt_store(a, B, expr_mul(a, t, expr_load(a, T, flip, 3)), idx, 3)));
-  const Stmt *loop = stmt_for(a, f, xc_i(a, 0), xc_i(a, 4), FOR_PARALLEL, stmt_seq2(a, fill, use));
-  const Buffer *params[2] = {A, B};
-  PrimFunc *fn = primfunc_new(a, "fused_cols", params, 2, stmt_allocate(a, T, loop));
-  const PrimFunc *g = tir_compact_buffers(a, fn);
-  xc_dump("compact(fused column tiles)", g);
-  assert_int_equal(g->body->kind, STMT_FOR);
-  const Stmt *alloc = g->body->loop.body;
-  assert_int_equal(alloc->kind, STMT_ALLOCATE);
-  assert_true(expr_is_int(alloc->alloc.buffer->shape[0], 1));
-  assert_true(expr_is_int(alloc->alloc.buffer->shape[2], 3));
-  xc_check_same(fn, g, 158);
+  check_inside_f(a, fill_use_fn(a, (int64_t[]){2, 4, 6}, f, i, j, 4, 3, idx, flip), 1, 4, 158);
   arena_free(a);
 }
 
