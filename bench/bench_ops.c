@@ -12,8 +12,8 @@
  * topi_depthwise_conv2d_nchwc_onnx in the blocked layout the layout pass
  * picks, topi_matmul_nd), made a PrimFunc with te_create_primfunc, scheduled
  * by compile_schedule_group (src/compile/schedule_group.c, the compiler's
- * own group scheduler: the topi default schedule of the anchor, the generic
- * one for everything else, e.g. depthwise) and built by driver_build, all
+ * own group scheduler: the topi default schedule of the anchor, conv,
+ * depthwise conv or matmul) and built by driver_build, all
  * kernels of one thread count in one module. Its input is already blocked
  * (NCHWc) and its weights pre-packed, as in a compiled model (the compiler
  * packs weights at compile time), so only the kernel is timed. The schedule
