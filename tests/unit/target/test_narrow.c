@@ -32,6 +32,13 @@ static const Expr *cast_body(Arena *a, const Expr *const *ax, void *user) {
 
 /* B = cast(S, A); C = cast(f32, B), over N elements; the inner loop of both
  * stages split by 16 and vectorized when `vec`. */
+/* A schedule owns the function it returns: kept until the test ends. */
+static Schedule *g_scheds[32];
+static int g_nscheds;
+static void free_scheds(void) {
+  while (g_nscheds) sch_free(g_scheds[--g_nscheds]);
+}
+
 static PrimFunc *round_trip(Arena *a, const char *name, DType in, DType s, bool vec) {
   LoomError err = {0};
   int64_t n = N;
@@ -43,6 +50,8 @@ static PrimFunc *round_trip(Arena *a, const char *name, DType in, DType s, bool 
   if (!f) fail_msg("te: %s", err.msg);
   if (!vec) return f;
   Schedule *sch = sch_create(f, DECIDE_DEFAULT, 0);
+  assert_true(g_nscheds < 32);
+  g_scheds[g_nscheds++] = sch;
   for (int b = 0; b < 2; b++) {
     SchRV loops[1], parts[2];
     assert_int_equal(sch_get_loops(sch, sch_get_block(sch, b ? "C" : "B"), loops, 1), 1);
@@ -129,6 +138,7 @@ static void test_float_round_trips(void **state) {
   /* f64 -> f16 rounds once (no detour through f32) */
   check_type(a, DT_F16, DT_F64);
   arena_free(a);
+  free_scheds();
 }
 
 static void test_int_round_trips(void **state) {
@@ -160,6 +170,7 @@ static void test_int_round_trips(void **state) {
     module_unload(m);
   }
   arena_free(a);
+  free_scheds();
 }
 
 typedef struct Add2 {
