@@ -102,16 +102,19 @@ loom_status onnx_convert_control(Importer *im, const OnnxNode *n, const ValueId 
     if (st) return st;
   }
   enum { MAX_IMPLICIT = 256 };
-  ValueId *ins = ARENA_ARRAY(im->scratch, ValueId, nins + MAX_IMPLICIT);
+  ValueId *ins = ARENA_ARRAY(im->scratch, ValueId, nins + MAX_IMPLICIT + 1);
   memcpy(ins, real_ins, sizeof(ValueId) * (size_t)nins);
   int nimplicit = 0;
   for (int k = 0; k < n->nattrs; k++) {
     if (!n->attrs[k].g) continue;
     NameMap local; /* each body's own names; a name map used as a set */
     namemap_init(&local);
-    implicit_inputs(im, n->attrs[k].g, &local, ins + nins, &nimplicit, MAX_IMPLICIT);
+    implicit_inputs(im, n->attrs[k].g, &local, ins + nins, &nimplicit, MAX_IMPLICIT + 1);
     namemap_free(&local);
   }
+  if (nimplicit > MAX_IMPLICIT)
+    return err_set(im->err, LOOM_ERR_UNSUPPORTED, "%s (node \"%s\"): its bodies read more than %d outer values",
+                   n->op_type, n->name, MAX_IMPLICIT);
   GraphOp op = !strcmp(n->op_type, "If") ? GRAPH_OP_IF : !strcmp(n->op_type, "Loop") ? GRAPH_OP_LOOP : GRAPH_OP_SCAN;
   ValueId *outs = ARENA_ARRAY(im->scratch, ValueId, n->noutputs);
   for (int k = 0; k < n->noutputs; k++) {
@@ -211,7 +214,7 @@ static loom_status inline_body(Inliner *in, const OnnxGraph *b, const char *scop
     n.inputs = ins;
     n.outputs = os;
     if (onnx_is_control_flow(n.op_type) && in->outer_scope)
-      return cf_fail(in, "control flow nested more than two levels deep (%s) is not supported", n.op_type);
+      return cf_fail(in, "control flow nested more than two levels deep (%s)", n.op_type);
     /* In the kept arena: a control-flow node keeps a pointer to it. */
     OnnxNode *kept = ARENA_NEW(im->scratch, OnnxNode);
     *kept = n;
