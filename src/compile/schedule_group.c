@@ -16,6 +16,7 @@
 #include "compile/compile.h"
 
 #include "support/vec.h"
+#include "tir/flops.h"
 #include "tir/schedule/schedule.h"
 #include "topi/topi_schedule.h"
 
@@ -240,8 +241,18 @@ static bool is_depthwise_nchwc(const Block *b, const BlockInfo *bi) {
   return innermost_reads_use(b, cb) && expr_uses_var(x->min[4], cb) && expr_uses_var(w->min[5], cb);
 }
 
+/* A group whose work (tir_func_work) is below this stays serial. Chosen
+ * from `loom run --profile` of MobileNetV2 at 2 threads: a dispatch to the
+ * pool costs ~0.5 µs (a 1-µs flatten runs faster serially), while a
+ * 63k-unit global pool already ran 2.5x slower serially and 1M-unit
+ * depthwise convs ~1.7x slower; 4096 units is ~1 µs of serial work, where
+ * halving the time cannot pay for the dispatch. */
+#define SERIAL_WORK_LIMIT ((int64_t)1 << 12)
+
 const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
                                        Schedule **keep) {
+  int64_t work = tir_func_work(gf->func);
+  if (work >= 0 && work < SERIAL_WORK_LIMIT) num_threads = 1;
   Schedule *s = sch_create(gf->func, DECIDE_DEFAULT, 0);
   *keep = s;
   Arena *a = sch_arena(s);

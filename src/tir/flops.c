@@ -8,6 +8,7 @@
 typedef struct Count {
   int64_t total;
   bool unknown;
+  bool min_one; /* tir_func_work: a block without arithmetic counts 1 per point */
 } Count;
 
 static bool is_arith(ExprKind k) {
@@ -49,7 +50,8 @@ static bool count_block(Visitor *v, const Stmt *s) {
   if (s->kind != STMT_BLOCK_REALIZE || c->unknown) return !c->unknown;
   const Block *b = s->realize.block;
   int64_t ops = ops_per_point(b);
-  if (ops == 0) return true;
+  if (ops == 0 && !c->min_one) return true;
+  if (ops == 0) ops = 1;
   int64_t points = 1;
   for (int i = 0; i < b->n_iters; i++) {
     int64_t e;
@@ -72,10 +74,14 @@ static bool count_block(Visitor *v, const Stmt *s) {
   return true;
 }
 
-int64_t tir_func_flops(const PrimFunc *f) {
+static int64_t count(const PrimFunc *f, bool min_one) {
   if (!f || !f->body) return -1;
-  Count c = {0, false};
+  Count c = {0, false, min_one};
   Visitor v = {count_block, NULL, &c};
   visit_stmt(&v, f->body);
   return c.unknown ? -1 : c.total;
 }
+
+int64_t tir_func_flops(const PrimFunc *f) { return count(f, false); }
+
+int64_t tir_func_work(const PrimFunc *f) { return count(f, true); }

@@ -27,4 +27,9 @@
  * extent that is not a constant, or a total beyond 2^53. */
 int64_t tir_func_flops(const PrimFunc *f);
 
+/* Like tir_func_flops, but a block with no arithmetic (a copy, pad or
+ * layout transform) counts 1 per point instead of 0: the size of a
+ * kernel's work, used to keep small kernels serial (schedule_group.c). */
+int64_t tir_func_work(const PrimFunc *f);
+
 #endif
