@@ -244,26 +244,39 @@ static loom_status read_pb_input(Graph *g, const char *file, DLTensor *t, int64_
   return LOOM_OK;
 }
 
+/* A tensor file held in memory (.pb in g's arena, or .npy). */
+typedef struct HeldTensor {
+  DLTensor t;
+  int64_t shape[NPY_MAX_DIMS];
+  NpyArray npy;
+  bool is_npy;
+} HeldTensor;
+
+static int hold_tensor(Graph *g, const char *file, HeldTensor *h) {
+  LoomError err = {0};
+  if (ends_with(file, ".pb")) {
+    if (read_pb_input(g, file, &h->t, h->shape, &err)) return fail(1, "run: %s", err.msg);
+  } else {
+    if (npy_read(file, &h->npy, &err)) return fail(1, "run: %s", err.msg);
+    h->is_npy = true;
+    h->t = npy_as_tensor(&h->npy);
+  }
+  return 0;
+}
+
+static void held_free(HeldTensor *h) {
+  if (h->is_npy) npy_free(&h->npy);
+}
+
 /* Binds one .npy or .pb file to input `index`; the message names the file too. */
 static int bind_input(LoomModel *m, int32_t index, const char *file) {
-  LoomError err = {0};
-  loom_status st;
-  if (ends_with(file, ".pb")) {
-    Graph *g = graph_new("input");
-    int64_t shape[NPY_MAX_DIMS];
-    DLTensor t;
-    st = read_pb_input(g, file, &t, shape, &err);
-    if (!st && (st = loom_model_set_input(m, index, &t))) snprintf(err.msg, sizeof err.msg, "%s", loom_model_error(m));
-    graph_free(g);
-  } else {
-    NpyArray arr;
-    if (npy_read(file, &arr, &err)) return fail(1, "run: %s", err.msg);
-    DLTensor t = npy_as_tensor(&arr);
-    st = loom_model_set_input(m, index, &t);
-    npy_free(&arr);
-    if (st) snprintf(err.msg, sizeof err.msg, "%s (from \"%s\")", loom_model_error(m), file);
-  }
-  return st ? fail(1, "run: %s", err.msg) : 0;
+  Graph *g = graph_new("input");
+  HeldTensor h = {0};
+  int rc = hold_tensor(g, file, &h);
+  if (!rc && loom_model_set_input(m, index, &h.t)) rc = fail(1, "run: %s (from \"%s\")", loom_model_error(m), file);
+  held_free(&h);
+  graph_free(g);
+  return rc;
 }
 
 /* Writes t as an ONNX TensorProto file named after the output, atomically. */
@@ -458,26 +471,6 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
   return arr;
 }
 
-/* A tensor file held in memory for specialization (.pb in g's arena, or .npy). */
-typedef struct HeldTensor {
-  DLTensor t;
-  int64_t shape[NPY_MAX_DIMS];
-  NpyArray npy;
-  bool is_npy;
-} HeldTensor;
-
-static int hold_tensor(Graph *g, const char *file, HeldTensor *h) {
-  LoomError err = {0};
-  if (ends_with(file, ".pb")) {
-    if (read_pb_input(g, file, &h->t, h->shape, &err)) return fail(1, "run: %s", err.msg);
-  } else {
-    if (npy_read(file, &h->npy, &err)) return fail(1, "run: %s", err.msg);
-    h->is_npy = true;
-    h->t = npy_as_tensor(&h->npy);
-  }
-  return 0;
-}
-
 /* `loom run MODEL.onnx`: compiles the model specialized to these inputs
  * (their shapes, and the values of those that decide shapes; see
  * src/compile/specialize.c) into a temporary artifact at out, and turns
@@ -522,8 +515,7 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   }
   a->num_positional = 0;
   a->specialized = true;
-  for (int i = 0; held && i < n; i++)
-    if (held[i].is_npy) npy_free(&held[i].npy);
+  for (int i = 0; held && i < n; i++) held_free(&held[i]);
   free(held);
   free(vals);
   graph_free(g);

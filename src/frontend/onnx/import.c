@@ -269,7 +269,7 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
   return im.g;
 }
 
-Graph *onnx_import_file(const char *path, LoomError *err) {
+uint8_t *onnx_read_file(const char *path, size_t *len_out, LoomError *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     err_set(err, LOOM_ERR_IO, "cannot open \"%s\": %s", path, strerror(errno));
@@ -300,6 +300,14 @@ Graph *onnx_import_file(const char *path, LoomError *err) {
     err_set(err, LOOM_ERR_IO, "error reading \"%s\"", path);
     return NULL;
   }
+  *len_out = len;
+  return buf;
+}
+
+Graph *onnx_import_file(const char *path, LoomError *err) {
+  size_t len;
+  uint8_t *buf = onnx_read_file(path, &len, err);
+  if (!buf) return NULL;
   /* External data lives next to the model file. */
   char *dir = strdup(path);
   LOOM_ASSERT(dir);

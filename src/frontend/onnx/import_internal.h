@@ -27,6 +27,10 @@ void namemap_put(NameMap *m, const char *key, ValueId v);
 /* -1 when absent. */
 ValueId namemap_get(const NameMap *m, const char *key);
 
+/* A whole file in a malloc'd buffer (the caller frees it); NULL with
+ * LOOM_ERR_IO naming the path. */
+uint8_t *onnx_read_file(const char *path, size_t *len, LoomError *err);
+
 /* ONNX data type -> DType; false for types Loom does not support. */
 bool onnx_dtype_to_loom(int onnx_type, DType *out);
 const char *onnx_dtype_name(int onnx_type);

@@ -2,8 +2,6 @@
 
 #include "frontend/onnx/import_internal.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,31 +25,9 @@ GraphTensor *onnx_tensor_pb_decode(Graph *g, const uint8_t *data, size_t size, c
 }
 
 GraphTensor *onnx_tensor_pb_read(Graph *g, const char *path, LoomError *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    err_set(err, LOOM_ERR_IO, "cannot open \"%s\": %s", path, strerror(errno));
-    return NULL;
-  }
-  uint8_t *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? cap * 2 : 1 << 16;
-      uint8_t *nb = realloc(buf, cap);
-      if (!nb) break;
-      buf = nb;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  bool bad = ferror(f) || len < cap;
-  fclose(f);
-  if (!buf || (bad && len == cap)) {
-    free(buf);
-    err_set(err, LOOM_ERR_IO, "cannot read \"%s\"", path);
-    return NULL;
-  }
+  size_t len;
+  uint8_t *buf = onnx_read_file(path, &len, err);
+  if (!buf) return NULL;
   GraphTensor *t = onnx_tensor_pb_decode(g, buf, len, path, err);
   free(buf);
   return t;
