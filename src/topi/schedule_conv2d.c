@@ -31,44 +31,51 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
                    topi_loop_extent(s, rw) * (int64_t)sizeof(float);
   if (ow_ext < 1 || ko_ext < 1 || ico_ext < 1 || wblock < 1) return LOOM_ERR_SCHEDULE;
 
-  /* Input-channel blocking (small outputs, 14 columns or fewer): every
-   * column tile reads all the weights of its KT output blocks (256 KiB for
-   * 1024 input channels), which then stream from L2 for a handful of FMAs
-   * each. Blocked, the input-channel loop goes outermost in chunks whose
-   * weights stay in L1 (at most CHUNK_BYTES), every tile accumulates
-   * into the whole output (its register tile loaded and stored per chunk:
-   * cache_inplace) and the epilogue runs after the last chunk. The tiles
-   * must then divide the width (a partial tile's guard keeps its registers
-   * in memory). bench/ops: ResNet-50's 14x14 and 7x7 convs gain 5-20%;
-   * at 28x28 and above the exact tiles lose more than blocking gains. */
-  enum { CHUNK_BYTES = 32 * 1024, SMALL_OW = 14 };
+  /* Input-channel blocking (512 input channels or more): every column
+   * tile reads all the weights of its KT output blocks (96 KiB for 512
+   * input channels of a 1x1 conv), which then stream from L2 for a handful
+   * of FMAs each. Blocked, the input-channel loop goes outermost in chunks
+   * whose weights stay in L1 (at most CHUNK_BYTES: half of it, the input
+   * rows need the rest), every tile accumulates into the whole output (its
+   * register tile loaded and stored per chunk: cache_inplace) and the
+   * epilogue runs after the last chunk. bench/ops on ResNet-50: the convs
+   * with 512 to 2048 input channels gain 5-20% at every size (7x7 to
+   * 28x28); with 256 or fewer the unblocked order is as fast or faster. */
+  enum { CHUNK_BYTES = 16 * 1024, BLOCK_MIN_CHANNELS = 512 };
   static const int64_t kblock_choices[] = {0, 1};
   static const double kblock_no[] = {1.0, 0.0}, kblock_yes[] = {0.2, 0.8};
-  bool small = ow_ext <= SMALL_OW && topi_loop_extent(s, oh) <= SMALL_OW;
   int64_t kblock;
-  if (sch_sample_categorical(s, kblock_choices, small && ico_ext > 1 && 2 * wblock * ico_ext > CHUNK_BYTES
-                                                     ? kblock_yes : kblock_no, 2, &kblock))
+  if (sch_sample_categorical(s, kblock_choices,
+                             ico_ext > 1 && ico_ext * topi_loop_extent(s, ici) >= BLOCK_MIN_CHANNELS ? kblock_yes
+                                                                                                    : kblock_no,
+                             2, &kblock))
     return LOOM_ERR_SCHEDULE;
 
   /* Register tile: OWB output columns x KT output-channel blocks, one
    * vector each. Per reduction step it loads KT weight vectors and OWB
    * broadcasts for OWB * KT FMAs, so the best tile has the fewest loads per
    * FMA among those whose accumulators, weights and broadcast fit the 32
-   * vector registers; OWB need not divide the width (the tail is a
-   * partitioned loop) as long as little work is wasted, unless K is
-   * blocked or the output is small. Measured like the matmul's 6 x 4: wide
-   * channel tiles beat long column tiles. KT divides the output-channel
-   * blocks (3 for K = 24 in blocks of 8). Both are sampling points (the
+   * vector registers, weighted by the work partial tiles waste (at most an
+   * eighth in each dimension: partial tiles are partitioned loops, each
+   * with its own smaller register tile): blocked 1x1 convs get 7 x 3 at 7
+   * and 14 columns, 6 x 4 at 28. Sampling points (the
    * best is the most probable choice). */
-  enum { MAX_OWB = 16, N_KT = 4 };
+  enum { MAX_OWB = 16, N_KT = 4, L1_BYTES = 32 * 1024 };
   int64_t best_owb = 1, best_kt = 1;
   double best_cost = 1e9;
-  for (int64_t kt = 1; kt <= N_KT; kt++) {
-    if (ko_ext % kt) continue;
+  for (int64_t kt = 1; kt <= N_KT && kt <= ko_ext; kt++) {
+    int64_t ktiles = (ko_ext + kt - 1) / kt;
+    if (ktiles * kt > ko_ext + ko_ext / 8) continue;
+    /* Unblocked, a tile's weights over all input channels are reused from
+     * L1 by the next row only when they fit; otherwise they stream from L2
+     * and a weight load costs about three broadcasts, so wide tiles (14 x 2)
+     * that reuse each weight vector more often win. */
+    double weight_load = !kblock && kt * ico_ext * wblock > L1_BYTES ? 3.0 : 1.0;
     for (int64_t w = 1; w <= MAX_OWB && w <= ow_ext; w++) {
       int64_t tiles = (ow_ext + w - 1) / w;
-      if (w * kt + kt + 1 > 32 || tiles * w > ow_ext + ow_ext / 8 || ((small || kblock) && ow_ext % w)) continue;
-      double cost = (double)(w + kt) / (double)(w * kt);
+      if (w * kt + kt + 1 > 32 || tiles * w > ow_ext + ow_ext / 8) continue;
+      double cost = (double)(w + weight_load * kt) / (double)(w * kt) * (double)(tiles * w) / (double)ow_ext *
+                    (double)(ktiles * kt) / (double)ko_ext;
       if (cost < best_cost - 1e-9) best_cost = cost, best_owb = w, best_kt = kt;
     }
   }
@@ -77,21 +84,22 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   for (int i = 0; i < MAX_OWB; i++)
     owb_choices[i] = i + 1, owb_probs[i] = owb_choices[i] == best_owb ? 0.5 : 0.5 / (MAX_OWB - 1);
   for (int i = 0; i < N_KT; i++)
-    kt_choices[i] = i + 1, kt_probs[i] = kt_choices[i] == best_kt ? 0.7 : (ko_ext % kt_choices[i] ? 0.0 : 0.1);
+    kt_choices[i] = i + 1, kt_probs[i] = kt_choices[i] == best_kt ? 0.7 : 0.1;
   int64_t owb_pick, kt;
   if (sch_sample_categorical(s, owb_choices, owb_probs, MAX_OWB, &owb_pick) ||
       sch_sample_categorical(s, kt_choices, kt_probs, N_KT, &kt))
     return LOOM_ERR_SCHEDULE;
   if (owb_pick > ow_ext) owb_pick = ow_ext;
+  if (kt > ko_ext) kt = ko_ext;
   /* The chunk: the most input-channel blocks whose weights fit CHUNK_BYTES
    * and divide the blocks (a partial chunk cannot decompose its init). */
   int64_t icb = 1;
   for (int64_t d = 2; d < ico_ext; d++)
     if (ico_ext % d == 0 && d * kt * wblock <= CHUNK_BYTES) icb = d;
-  if (kblock && (ow_ext % owb_pick || icb >= ico_ext)) kblock = 0;
+  if (kblock && icb >= ico_ext) kblock = 0;
   SchRV ows[2], kos[2];
   if (sch_split(s, ow, (int64_t[]){-1, owb_pick}, 2, ows)) return LOOM_ERR_SCHEDULE;
-  if (sch_split(s, ko, (int64_t[]){ko_ext / kt, kt}, 2, kos)) return LOOM_ERR_SCHEDULE;
+  if (sch_split(s, ko, (int64_t[]){-1, kt}, 2, kos)) return LOOM_ERR_SCHEDULE;
   /* Reduction order: input-channel blocks outermost, as computed, unless
    * the channel block is tiny (the 3-channel stem: blocks of 1): then the
    * window loop rw would be the innermost, and the C compiler unrolls it

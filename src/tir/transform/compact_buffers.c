@@ -307,10 +307,10 @@ static AccessCtx accesses(const Stmt *s, const Buffer *b) {
 }
 
 /* Does every load of b in s read an element that s wrote before, in the
- * same execution of s? A sequence: each statement touching b is covered,
- * or a statement before the first load writes a box covering every load. A loop: its iterations
- * touch disjoint regions and each one is covered (the register tile loaded,
- * updated and stored per iteration of a tile loop). */
+ * same execution of s? A sequence: each statement that loads b is covered
+ * itself, or an earlier statement writes a box covering its loads. A loop:
+ * its iterations touch disjoint regions and each one is covered (the
+ * register tile loaded, updated and stored per iteration of a tile loop). */
 static bool covered(CompactCtx *c, const Buffer *b, const Stmt *s) {
   if (s->kind == STMT_ALLOCATE) return covered(c, b, s->alloc.body);
   if (s->kind == STMT_FOR) {
@@ -319,23 +319,18 @@ static bool covered(CompactCtx *c, const Buffer *b, const Stmt *s) {
     return covered(c, b, s->loop.body);
   }
   if (s->kind != STMT_SEQ) return false;
-  bool each = true; /* every statement touching b covers its own loads */
-  for (int i = 0; i < s->seq.n && each; i++)
-    if (xform_stmt_touches_buffer(s->seq.stmts[i], b)) each = covered(c, b, s->seq.stmts[i]);
-  if (each) return true;
-  /* A store before the first load writing a box that covers every load:
-   * later stores (an update of the tile) only overwrite what was written. */
-  int n = s->seq.n, first_load = n;
-  for (int i = 0; i < n && first_load == n; i++)
-    if (accesses(s->seq.stmts[i], b).loads) first_load = i;
-  if (first_load == 0 || first_load == n) return false;
-  IntSet *need = region_of(c, b, s, true, false);
-  if (!need) return false;
-  for (int i = 0; i < first_load; i++) {
-    LoopList loops = {0};
-    if (has_covering_store(c, b, s->seq.stmts[i], &loops, need)) return true;
+  for (int i = 0; i < s->seq.n; i++) {
+    const Stmt *st = s->seq.stmts[i];
+    if (!accesses(st, b).loads || covered(c, b, st)) continue;
+    IntSet *need = region_of(c, b, st, true, false);
+    bool ok = false;
+    for (int j = i - 1; j >= 0 && need && !ok; j--) {
+      LoopList loops = {0};
+      ok = has_covering_store(c, b, s->seq.stmts[j], &loops, need);
+    }
+    if (!ok) return false;
   }
-  return false;
+  return true;
 }
 
 static bool written_before_read(CompactCtx *c, const Buffer *b, const Stmt *loop) {
@@ -380,6 +375,7 @@ static const Stmt *rebase_stmt_cb(Mutator *m, const Stmt *s) {
 enum { COMPACT_PRIVATE_LIMIT_BYTES = 64 * 1024 };
 
 static int64_t region_bytes(CompactCtx *c, const Buffer *b, const Stmt *s);
+static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s);
 
 /* NULL when the allocation would be private to a parallel loop's iteration
  * and too big for the stack (the caller then allocates further out). */
@@ -466,6 +462,47 @@ static const Stmt *allocate_expanded(CompactCtx *c, const Buffer *b, const Stmt 
   return stmt_allocate(a, nb, mutate_stmt(&m, loop));
 }
 
+/* Places b in a sequence: in the one statement touching it, or, when
+ * several do, cut into runs that each read only what they wrote
+ * themselves (a loop and the tail loop partitioning split off it), one
+ * allocation per run. A cut before statement p is valid when everything
+ * from p on is covered: a run between two such cuts reads nothing
+ * written before it. Returns s itself when b must be allocated around
+ * the whole sequence. */
+static const Stmt *place_seq(CompactCtx *c, const Buffer *b, const Stmt *s) {
+  Arena *a = c->arena;
+  int n = s->seq.n, first = -1, last = -1;
+  for (int i = 0; i < n; i++)
+    if (xform_stmt_touches_buffer(s->seq.stmts[i], b)) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  if (first < 0) return s;
+  bool *cut = ARENA_ARRAY(a, bool, n + 1);
+  int runs = 1;
+  for (int p = first + 1; p <= last; p++)
+    if (xform_stmt_touches_buffer(s->seq.stmts[p], b) &&
+        covered(c, b, stmt_seq(a, s->seq.stmts + p, n - p)))
+      cut[p] = true, runs++;
+  if (runs == 1 && first != last) return s;
+  VEC(const Stmt *) out = {0};
+  for (int i = 0; i < first; i++) VEC_PUSH(a, out, s->seq.stmts[i]);
+  for (int i = first; i <= last;) {
+    int j = i + 1;
+    while (j <= last && !cut[j]) j++;
+    int end = j - 1; /* the run: i..end, its last statement touching b */
+    while (end > i && !xform_stmt_touches_buffer(s->seq.stmts[end], b)) end--;
+    const Stmt *run = end == i ? s->seq.stmts[i] : stmt_seq(a, s->seq.stmts + i, end - i + 1);
+    const Stmt *placed = end == i ? place(c, b, run) : allocate_compact(c, b, run);
+    if (!placed) return NULL;
+    VEC_PUSH(a, out, placed);
+    for (int k = end + 1; k < j; k++) VEC_PUSH(a, out, s->seq.stmts[k]);
+    i = j;
+  }
+  for (int i = last + 1; i < n; i++) VEC_PUSH(a, out, s->seq.stmts[i]);
+  return stmt_seq(a, out.items, out.n);
+}
+
 /* Places b's allocation as deep in s as its accesses allow. NULL when the
  * only placements left would be private to a parallel loop's iterations
  * and too big for the stack; the parallel loop then keeps it outside. */
@@ -473,16 +510,9 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
   Arena *a = c->arena;
   switch (s->kind) {
     case STMT_SEQ: {
-      int hit = -1, count = 0;
-      for (int i = 0; i < s->seq.n; i++)
-        if (xform_stmt_touches_buffer(s->seq.stmts[i], b)) {
-          hit = i;
-          count++;
-        }
-      if (count != 1) break;
-      const Stmt **items = arena_memdup(a, s->seq.stmts, sizeof(Stmt *) * (size_t)s->seq.n);
-      if (!(items[hit] = place(c, b, s->seq.stmts[hit]))) return NULL;
-      return stmt_seq(a, items, s->seq.n);
+      const Stmt *seq = place_seq(c, b, s);
+      if (seq == s) break;
+      return seq;
     }
     case STMT_FOR: {
       if (s->loop.kind == FOR_THREAD_BINDING) break;

@@ -15,8 +15,11 @@ const PrimFunc *tir_lower(Arena *a, const PrimFunc *f, const LowerOptions *opt, 
   if (!f) return NULL;
   /* Bindings substituted into guards fold here, before partitioning reads them. */
   f = tir_simplify(a, f);
+  /* Partitioning first (the simplifier then drops the guards proven false
+   * in tails): a tile without guards is one compaction can keep in
+   * registers, each part of a partitioned loop its own. */
+  if (opt->partition_loops) f = tir_simplify(a, tir_loop_partition(a, f));
   if (opt->compact_buffers) f = tir_compact_buffers(a, f);
-  if (opt->partition_loops) f = tir_loop_partition(a, f);
   f = tir_flatten_buffers(a, f, err);
   if (!f) return NULL;
   f = tir_legalize_narrow(a, f);

@@ -28,9 +28,44 @@ static PrimFunc *renamed(Arena *a, const PrimFunc *f, const char *name) {
   return g;
 }
 
+/* Bytes of the allocations in s: the largest one inside a loop (a register
+ * tile, once compaction has shrunk it) and the sum of those outside loops. */
+typedef struct AllocBytes {
+  int64_t max_in_loop, outside;
+} AllocBytes;
+
+static void alloc_bytes(const Stmt *s, bool in_loop, AllocBytes *out) {
+  if (!s) return;
+  switch (s->kind) {
+    case STMT_FOR: alloc_bytes(s->loop.body, true, out); return;
+    case STMT_IF:
+      alloc_bytes(s->if_.then_s, in_loop, out);
+      alloc_bytes(s->if_.else_s, in_loop, out);
+      return;
+    case STMT_SEQ:
+      for (int i = 0; i < s->seq.n; i++) alloc_bytes(s->seq.stmts[i], in_loop, out);
+      return;
+    case STMT_ALLOCATE: {
+      int64_t bytes = 4, e;
+      for (int d = 0; d < s->alloc.buffer->ndim; d++) bytes *= expr_as_int(s->alloc.buffer->shape[d], &e) ? e : 1 << 20;
+      if (!in_loop) out->outside += bytes;
+      else if (bytes > out->max_in_loop) out->max_in_loop = bytes;
+      alloc_bytes(s->alloc.body, in_loop, out);
+      return;
+    }
+    default: return;
+  }
+}
+
 /* Relative error metric: |x - y| <= 1e-4 * max(1, max |reference|); the
- * schedules reorder float sums (k-blocking, vector lanes). */
-static void check_schedule(PrimFunc *f, const char *block, const char *epilogue, ScheduleFn fn, int threads) {
+ * schedules reorder float sums (k-blocking, vector lanes). With
+ * max_tile_bytes > 0, a register tile must be allocated inside a loop and
+ * none may be bigger, and the allocations outside loops (a padded input, a
+ * whole-output accumulator) must stay within max_outside_bytes: a tile's
+ * cache left at full size breaks either (partial tiles get register tiles
+ * of their own too). */
+static void check_schedule_tiles(PrimFunc *f, const char *block, const char *epilogue, ScheduleFn fn, int threads,
+                                 int64_t max_tile_bytes, int64_t max_outside_bytes) {
   Arena *a = arena_new();
   LoomError err = {0};
   Target target = target_host();
@@ -42,6 +77,13 @@ static void check_schedule(PrimFunc *f, const char *block, const char *epilogue,
   const PrimFunc *funcs[2] = {renamed(a, f, "reference"), renamed(a, sch_func(s), "scheduled")};
   DriverModule *m = NULL;
   if (driver_build(a, funcs, 2, NULL, &m, &err)) fail_msg("build: %s", err.msg);
+  if (max_tile_bytes > 0) {
+    AllocBytes ab = {0, 0};
+    alloc_bytes(driver_lowered(m, 1)->body, false, &ab);
+    if (ab.max_in_loop == 0 || ab.max_in_loop > max_tile_bytes || ab.outside > max_outside_bytes)
+      fail_msg("a register tile left in memory (%lld bytes in a loop, %lld outside):\n%s", (long long)ab.max_in_loop,
+               (long long)ab.outside, tir_print_func(driver_lowered(m, 1)));
+  }
   Kernel kr, ks;
   assert_int_equal(driver_get_kernel(m, "reference", &kr, &err), LOOM_OK);
   assert_int_equal(driver_get_kernel(m, "scheduled", &ks, &err), LOOM_OK);
@@ -65,6 +107,10 @@ static void check_schedule(PrimFunc *f, const char *block, const char *epilogue,
   driver_module_free(m);
   sch_free(s);
   arena_free(a);
+}
+
+static void check_schedule(PrimFunc *f, const char *block, const char *epilogue, ScheduleFn fn, int threads) {
+  check_schedule_tiles(f, block, epilogue, fn, threads, 0, 0);
 }
 
 static void test_matmul(void **state) {
@@ -105,7 +151,13 @@ static void test_conv2d_nchwc(void **state) {
       {1, 32, 14, 14, 32, 3, 3, 1, 1}, /* 3x3 same padding */
       {1, 16, 15, 15, 32, 3, 3, 2, 1}, /* stride 2, odd size */
       {1, 32, 7, 7, 16, 1, 1, 1, 0},   /* 1x1, no pad stage */
-      {1, 64, 7, 7, 32, 3, 3, 1, 1},   /* input channels blocked: 4 chunks of one block */
+      {1, 64, 7, 7, 32, 3, 3, 1, 1},   /* 3x3, 7 columns */
+      /* Input channels blocked (512): 3x3 in chunks of one block; 1x1 with
+       * partial tiles in both the columns (13 = 7 + 6) and the output blocks
+       * (11 = 3 + 3 + 3 + 2),
+       * each partial tile a register tile of its own. */
+      {1, 512, 7, 7, 48, 3, 3, 1, 1},
+      {1, 512, 13, 13, 176, 1, 1, 1, 0},
   };
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
     for (int threads = 1; threads <= 2; threads++) {
@@ -113,7 +165,12 @@ static void test_conv2d_nchwc(void **state) {
       LoomError err = {0};
       PrimFunc *f = topi_conv2d_nchwc(a, &convs[i], 16, 16, &err);
       if (!f) fail_msg("%s", err.msg);
-      check_schedule(f, "conv2d_NCHWc", NULL, topi_schedule_conv2d_nchwc_cpu, threads);
+      const TopiConv2d *c = &convs[i];
+      int64_t oh = topi_conv_out_extent(c->H, c->R, c->stride, c->pad);
+      int64_t ow = topi_conv_out_extent(c->W, c->S, c->stride, c->pad);
+      int64_t padded = c->C * (c->H + 2 * c->pad) * (c->W + 2 * c->pad), out = c->K * oh * ow;
+      check_schedule_tiles(f, "conv2d_NCHWc", NULL, topi_schedule_conv2d_nchwc_cpu, threads, 32 * 64,
+                           (int64_t)sizeof(float) * ((c->pad ? padded : 0) + out));
       arena_free(a);
     }
 }
