@@ -221,6 +221,15 @@ def main():
     ]
     text = "\n".join(report) + "\n"
     print(text)
+    # One JSON line for scripts: per model and thread count, the medians and
+    # both ratios (null where a side failed).
+    js = []
+    for m, t, o, lo, r in rows:
+        ok = r != "-"
+        js.append({"model": m, "threads": t, "ort_ms": float(o) if ok else None,
+                   "loom_ms": float(lo) if ok else None, "ort_over_loom": float(r) if ok else None,
+                   "loom_over_ort": round(1.0 / float(r), 4) if ok and float(r) > 0 else None})
+    print(json.dumps({"bench": "models", "repeat": a.repeat, "onnxruntime": ort.__version__, "rows": js}))
     out = os.path.join(ROOT, "build", "bench", f"models-{datetime.datetime.now():%Y-%m-%d-%H%M%S}.md")
     with open(out, "w") as f:
         f.write(text)
