@@ -158,6 +158,7 @@ static void test_conv2d_nchwc(void **state) {
        * each partial tile a register tile of its own. */
       {1, 512, 7, 7, 48, 3, 3, 1, 1},
       {1, 512, 13, 13, 176, 1, 1, 1, 0},
+      {1, 256, 28, 28, 128, 1, 1, 1, 0}, /* input over 512 KiB, 4 channel tiles: rows outermost */
   };
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
     for (int threads = 1; threads <= 2; threads++) {
