@@ -156,9 +156,9 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
    * output's init and copy-out of the blocked form run in parallel. */
   SchRV stages[4] = {init, copy, kblock ? tile[0] : -1, kblock ? tile[1] : -1};
   for (int t = 0; t < 4 && stages[t] >= 0; t++) {
-    SchRV xl[8];
-    int nx = sch_get_loops(s, stages[t], xl, 8);
-    if (nx < 1 || sch_vectorize(s, xl[nx - 1])) return LOOM_ERR_SCHEDULE;
+    SchRV xl[16];
+    int nx = sch_get_loops(s, stages[t], xl, 16);
+    if (nx < 1 || nx > 16 || sch_vectorize(s, xl[nx - 1])) return LOOM_ERR_SCHEDULE;
     if (!kblock || t >= 2) topi_unroll_tile_loops(s, stages[t], ows[0]);
     else if (num_threads > 1 && nx > 2 && sch_parallel(s, xl[1])) topi_schedule_note(s, "parallel init/copy-out");
   }
