@@ -6,7 +6,7 @@
  *      so do math-heavy stages read by several blocks and stages a block
  *      reads at several indices);
  *   2. the anchor (the reduction with the most iterations: the conv,
- *      depthwise conv or matmul of the group) gets its topi default
+ *      depthwise conv, matmul or pool of the group) gets its topi default
  *      schedule (src/topi/schedule_*.c), with the block
  *      consuming its output folded into the register tile as an epilogue;
  *   3. every other block gets a generic schedule: parallel over its outer
@@ -241,6 +241,27 @@ static bool is_depthwise_nchwc(const Block *b, const BlockInfo *bi) {
   return innermost_reads_use(b, cb) && expr_uses_var(x->min[4], cb) && expr_uses_var(w->min[5], cb);
 }
 
+/* 2-D pooling (topi_pool_nd_onnx, NCHW or NCHWc): iterators n, c, h, w,
+ * [cb] then ry, rx (reduce), body acc = max(acc, v) or acc + v of one input
+ * read at h*s + ry*d, w*s + rx*d (a window; a reduction over whole axes,
+ * ReduceMean's, reads at ry, rx alone). */
+static bool is_pool2d(const Block *b, const BlockInfo *bi) {
+  int n = b->n_iters;
+  if ((n != 6 && n != 7) || bi->n_reduce != 2 || b->iters[n - 2].type != ITER_REDUCE ||
+      b->iters[n - 1].type != ITER_REDUCE || b->n_reads != 1 || b->n_writes != 1)
+    return false;
+  const Stmt *st = b->body;
+  if (st->kind != STMT_STORE || (st->store.value->kind != EXPR_MAX && st->store.value->kind != EXPR_ADD)) return false;
+  const Expr *v = st->store.value;
+  const Expr *acc = v->bin.a->kind == EXPR_LOAD && v->bin.a->load.buffer == st->store.buffer ? v->bin.a : v->bin.b;
+  if (acc->kind != EXPR_LOAD || acc->load.buffer != st->store.buffer) return false;
+  const BufferRegion *x = &b->reads[0];
+  if (x->buffer->ndim != n - 2) return false;
+  for (int d = 2; d < 4; d++)
+    if (!expr_uses_var(x->min[d], b->iters[d].var) || !expr_uses_var(x->min[d], b->iters[n - 4 + d].var)) return false;
+  return n == 6 || expr_uses_var(x->min[4], b->iters[4].var);
+}
+
 /* A group whose work (tir_func_work) is below this stays serial. Chosen
  * from `loom run --profile` of MobileNetV2 at 2 threads: a dispatch to the
  * pool costs ~0.5 µs (a 1-µs flatten runs faster serially), while a
@@ -278,10 +299,12 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
                        is_multiply_accumulate(ab);
     bool conv_nchwc = ab->n_iters == 9 && anchor->n_reduce == 4 && ab->iters[8].type == ITER_REDUCE;
     bool dw_nchwc = is_depthwise_nchwc(ab, anchor);
+    bool pool2d = !matmul_like && !conv_nchwc && !dw_nchwc && is_pool2d(ab, anchor);
     if (matmul_like) st = topi_schedule_matmul_cpu(s, ab->name, epi, target, num_threads);
     else if (conv_nchwc) st = topi_schedule_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
     else if (dw_nchwc) st = topi_schedule_depthwise_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
-    if (matmul_like || conv_nchwc || dw_nchwc) {
+    else if (pool2d) st = topi_schedule_pool2d_cpu(s, ab->name, epi, target, num_threads);
+    if (matmul_like || conv_nchwc || dw_nchwc || pool2d) {
       anchor_done = true;
       if (st == LOOM_OK && epi && sch_get_block(s, epi) < 0) done_epilogue = epi;
     }
@@ -292,7 +315,7 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     const BlockInfo *bi = &bs.items.items[i];
     if (anchor_done && bi == anchor) continue;
     if (done_epilogue && !strcmp(bi->block->name, done_epilogue)) continue;
-    if (anchor_done && ends_with(bi->block->name, "_pad")) continue; /* the conv schedule owns its pad */
+    if (anchor_done && ends_with(bi->block->name, "_pad")) continue; /* the anchor's schedule owns its pad */
     schedule_generic(s, bi, target, num_threads);
   }
   return sch_func(s);

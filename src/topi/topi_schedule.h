@@ -39,6 +39,15 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
 loom_status topi_schedule_depthwise_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                                      const Target *target, int num_threads);
 
+/* 2-D max / average pooling (topi_pool_nd_onnx, NCHWc or NCHW: loops n, c,
+ * oh, ow, [cb] | ry, rx; block "<name>" or the average's "<name>_sum", its
+ * division the epilogue): an output-width x vector register tile (the
+ * channel block, or output columns in NCHW), the window unrolled, the
+ * padding inlined or computed per block of output rows (never for the
+ * whole tensor), parallel over (n, c, row block) (schedule_pool.c). */
+loom_status topi_schedule_pool2d_cpu(Schedule *s, const char *block, const char *epilogue, const Target *target,
+                                     int num_threads);
+
 /* The constant extent of a loop, -1 when it is symbolic or the handle is
  * stale. */
 int64_t topi_loop_extent(const Schedule *s, SchRV loop);
