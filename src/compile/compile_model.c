@@ -48,7 +48,8 @@ static loom_status run_graph_passes(Graph *g, int opt_level, LoomError *err) {
   loom_status st;
   if (opt_level >= 1) {
     if ((st = graph_pass_fold_batchnorm(g, err)) || (st = graph_pass_canonicalize(g, err)) ||
-        (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
+        (st = graph_pass_split_gemv(g, target_host().num_cores, err)) || (st = graph_pass_cse(g, err)) ||
+        (st = graph_pass_dce(g, err)))
       return st;
   }
   if (opt_level >= 2 && (st = graph_pass_layout_nchwc(g, NULL, err))) return st;

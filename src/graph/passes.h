@@ -36,6 +36,15 @@ loom_status graph_pass_fold_empty(Graph *g, LoomError *err);
  * constant 2 becomes Mul(x, x), by 0.5 Sqrt(x). */
 loom_status graph_pass_canonicalize(Graph *g, LoomError *err);
 
+/* ---- pass_split_gemv.c ---- */
+/* A product [1, K] x [K, N] (Gemm without transposes or scaling, or
+ * MatMul) with a constant f32 matrix of 1 MiB or more and K divisible by
+ * `parts` becomes a batch matmul of `parts` row ranges of the matrix
+ * ([parts, 1, K/parts] x [parts, K/parts, N], the same bytes) and a
+ * ReduceSum over the parts (then the Gemm's bias Add): each thread then
+ * streams one contiguous range of the weights. Nothing for parts < 2. */
+loom_status graph_pass_split_gemv(Graph *g, int parts, LoomError *err);
+
 /* ---- pass_cse.c ---- */
 /* Merges nodes with the same op, attributes and inputs (the later one's
  * outputs are replaced by the earlier one's), and constants with the same

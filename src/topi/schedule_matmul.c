@@ -77,6 +77,12 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
    * Capped at GEMV_MAX_VECS vectors (the unroll limit). */
   enum { GEMV_MAX_VECS = 64, GEMV_TILES_PER_THREAD = 2 };
   int64_t N_vecs = (N + lanes - 1) / lanes, tiles = GEMV_TILES_PER_THREAD * (num_threads > 1 ? num_threads : 1);
+  /* A batch of at least one product per thread (graph_pass_split_gemv's
+   * row ranges of one matrix) needs no column tiles to share the work:
+   * each product reads its whole rows in one contiguous run. */
+  int64_t batches = 1;
+  for (int d = 0; d < n - 3 && li == loops[n - 3]; d++) batches *= topi_loop_extent(s, loops[d]);
+  if (batches >= (num_threads > 1 ? num_threads : 1) && n > 3 && li == loops[n - 3]) tiles = 1;
   int64_t gemv_vecs = (N_vecs + tiles - 1) / tiles;
   if (gemv_vecs > GEMV_MAX_VECS) gemv_vecs = GEMV_MAX_VECS;
   if (gemv_vecs < 1) gemv_vecs = 1;
@@ -109,8 +115,8 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   if (sch_sample_categorical(s, pack_choices, M < 16 ? pack_probs_small : pack_probs_big, 2, &pack))
     return LOOM_ERR_SCHEDULE;
 
-  /* Narrow outputs: the column tile cannot exceed N rounded to vectors. */
-  while (nr_vecs > 1 && nr_vecs * lanes > N) nr_vecs--;
+  /* Narrow outputs: the column tile cannot exceed N rounded up to vectors. */
+  while (nr_vecs > 1 && (nr_vecs - 1) * lanes >= N) nr_vecs--;
   if (mr > M) mr = M;
   if (kblock && (M % mr || K % kc)) kblock = false; /* partial tiles: see above; a partial K block cannot decompose */
 

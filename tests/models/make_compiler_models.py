@@ -17,6 +17,9 @@ usage: make_compiler_models.py OUTDIR
                          and max, DeformConv with mask and bias, TopK (opset 20)
   dynamic_ops.onnx       outputs whose extents depend on the data: NonZero, Unique
                          along an axis (4 outputs), Compress, NonMaxSuppression
+  classifier.onnx        classifier heads with big weights (split over K into
+                         per-thread row ranges): Gemm transB=1 with bias,
+                         MatMul without
   sequence_ops.onnx      bidirectional LSTM with peepholes, initial states and
                          sequence lengths, reverse GRU (linear_before_reset), RNN
                          with custom activations; Attention (GQA, causal, bool
@@ -270,6 +273,18 @@ def sequence_ops(outdir):
     save(helper.make_model(g), outdir, "sequence_ops", opset=23, ir_version=10)
 
 
+def classifier(outdir):
+    inits = [W("fc_w", 1000, 512, scale=0.05), F("fc_b", rng.uniform(-1, 1, 1000)), W("proj", 512, 700, scale=0.05)]
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+             helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["y"], name="fc", transB=1),
+             helper.make_node("MatMul", ["f", "proj"], ["z"], name="proj")]
+    g = helper.make_graph(nodes, "classifier", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512, 3, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1000]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 700])], inits)
+    save(helper.make_model(g), outdir, "classifier")
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(outdir, exist_ok=True)
@@ -280,6 +295,7 @@ def main():
     vision_ops(outdir)
     dynamic_ops(outdir)
     sequence_ops(outdir)
+    classifier(outdir)
 
 
 if __name__ == "__main__":
