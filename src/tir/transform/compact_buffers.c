@@ -462,45 +462,61 @@ static const Stmt *allocate_expanded(CompactCtx *c, const Buffer *b, const Stmt 
   return stmt_allocate(a, nb, mutate_stmt(&m, loop));
 }
 
-/* Places b in a sequence: in the one statement touching it, or, when
- * several do, cut into runs that each read only what they wrote
- * themselves (a loop and the tail loop partitioning split off it), one
- * allocation per run. A cut before statement p is valid when everything
- * from p on is covered: a run between two such cuts reads nothing
- * written before it. Returns s itself when b must be allocated around
- * the whole sequence. */
-static const Stmt *place_seq(CompactCtx *c, const Buffer *b, const Stmt *s) {
+/* Do statements [from, mid) and [mid, to) of seq s access disjoint
+ * regions of b (provably apart in some dimension)? */
+static bool runs_disjoint(CompactCtx *c, const Buffer *b, const Stmt *s, int from, int mid, int to) {
   Arena *a = c->arena;
-  int n = s->seq.n, first = -1, last = -1;
-  for (int i = 0; i < n; i++)
+  IntSet *x = region_of(c, b, stmt_seq(a, s->seq.stmts + from, mid - from), true, true);
+  IntSet *y = region_of(c, b, stmt_seq(a, s->seq.stmts + mid, to - mid), true, true);
+  for (int d = 0; x && y && d < b->ndim; d++)
+    if (arith_can_prove(c->az, expr_binary(a, EXPR_LT, x[d].max, y[d].min)) ||
+        arith_can_prove(c->az, expr_binary(a, EXPR_LT, y[d].max, x[d].min)))
+      return true;
+  return false;
+}
+
+typedef VEC(const Stmt *) StmtList;
+
+/* Places b in statements [from, to) of seq s, appending the result to
+ * out; false when a placement would be too big for a parallel loop's
+ * stack. One statement touching b: placed inside it. Several: cut before
+ * the first statement p touching b from which no value flows back, i.e.
+ * everything from p on is covered (reads only what it wrote itself) or
+ * touches a region of b disjoint from what comes before p; each side gets
+ * its own allocation (a loop and the tail partitioning split off it, row
+ * tiles and their tail, column tiles). No such cut: one allocation around
+ * them all. */
+static bool place_run(CompactCtx *c, const Buffer *b, const Stmt *s, int from, int to, StmtList *out) {
+  Arena *a = c->arena;
+  int touching = 0, first = -1, only = -1;
+  for (int i = from; i < to; i++)
     if (xform_stmt_touches_buffer(s->seq.stmts[i], b)) {
       if (first < 0) first = i;
-      last = i;
+      only = i;
+      touching++;
     }
-  if (first < 0) return s;
-  bool *cut = ARENA_ARRAY(a, bool, n + 1);
-  int runs = 1;
-  for (int p = first + 1; p <= last; p++)
-    if (xform_stmt_touches_buffer(s->seq.stmts[p], b) &&
-        covered(c, b, stmt_seq(a, s->seq.stmts + p, n - p)))
-      cut[p] = true, runs++;
-  if (runs == 1 && first != last) return s;
-  VEC(const Stmt *) out = {0};
-  for (int i = 0; i < first; i++) VEC_PUSH(a, out, s->seq.stmts[i]);
-  for (int i = first; i <= last;) {
-    int j = i + 1;
-    while (j <= last && !cut[j]) j++;
-    int end = j - 1; /* the run: i..end, its last statement touching b */
-    while (end > i && !xform_stmt_touches_buffer(s->seq.stmts[end], b)) end--;
-    const Stmt *run = end == i ? s->seq.stmts[i] : stmt_seq(a, s->seq.stmts + i, end - i + 1);
-    const Stmt *placed = end == i ? place(c, b, run) : allocate_compact(c, b, run);
-    if (!placed) return NULL;
-    VEC_PUSH(a, out, placed);
-    for (int k = end + 1; k < j; k++) VEC_PUSH(a, out, s->seq.stmts[k]);
-    i = j;
+  if (touching <= 1) {
+    const Stmt *placed = touching ? place(c, b, s->seq.stmts[only]) : NULL;
+    if (touching && !placed) return false;
+    for (int i = from; i < to; i++) VEC_PUSH(a, *out, i == only ? placed : s->seq.stmts[i]);
+    return true;
   }
-  for (int i = last + 1; i < n; i++) VEC_PUSH(a, out, s->seq.stmts[i]);
-  return stmt_seq(a, out.items, out.n);
+  for (int p = first + 1; p < to; p++) {
+    if (!xform_stmt_touches_buffer(s->seq.stmts[p], b)) continue;
+    if (covered(c, b, stmt_seq(a, s->seq.stmts + p, to - p)) || runs_disjoint(c, b, s, from, p, to))
+      return place_run(c, b, s, from, p, out) && place_run(c, b, s, p, to, out);
+  }
+  const Stmt *placed = allocate_compact(c, b, stmt_seq(a, s->seq.stmts + from, to - from));
+  if (!placed) return false;
+  VEC_PUSH(a, *out, placed);
+  return true;
+}
+
+/* Places b in a sequence (see place_run); NULL as place. */
+static const Stmt *place_seq(CompactCtx *c, const Buffer *b, const Stmt *s) {
+  StmtList out = {0};
+  if (!place_run(c, b, s, 0, s->seq.n, &out)) return NULL;
+  return out.n == 1 ? out.items[0] : stmt_seq(c->arena, out.items, out.n);
 }
 
 /* Places b's allocation as deep in s as its accesses allow. NULL when the
@@ -509,11 +525,9 @@ static const Stmt *place_seq(CompactCtx *c, const Buffer *b, const Stmt *s) {
 static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
   Arena *a = c->arena;
   switch (s->kind) {
-    case STMT_SEQ: {
-      const Stmt *seq = place_seq(c, b, s);
-      if (seq == s) break;
-      return seq;
-    }
+    case STMT_SEQ:
+      if (!xform_stmt_touches_buffer(s, b)) break;
+      return place_seq(c, b, s);
     case STMT_FOR: {
       if (s->loop.kind == FOR_THREAD_BINDING) break;
       arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
