@@ -177,7 +177,8 @@ void threadpool_parallel_for(void *pool, int64_t n, LoomParallelBody body, void 
   p->body = body;
   p->closure = closure;
   p->n = n;
-  p->n_chunks = (int)(n < p->n_threads ? n : p->n_threads);
+  int64_t chunks = (int64_t)p->n_threads * THREADPOOL_CHUNKS_PER_THREAD;
+  p->n_chunks = (int)(n < chunks ? n : chunks);
   atomic_store(&p->chunks_done, 0);
   uint32_t gen = atomic_load(&p->generation) + 1;
   atomic_store(&p->ticket, ticket_make(gen, p->n_chunks));

@@ -25,6 +25,13 @@ loom_status threadpool_create(int num_threads, ThreadPool **out, LoomError *err)
 void threadpool_destroy(ThreadPool *pool);
 int threadpool_num_threads(const ThreadPool *pool);
 
+/* Chunks per thread a parallel loop is cut into (at most; fewer when it
+ * has fewer iterations): threads claim chunks as they finish, so when one
+ * is slow (a shared machine's host runs something else on its core, or it
+ * woke late) the others take over its remaining chunks instead of waiting
+ * at the end of the loop for its whole share. */
+enum { THREADPOOL_CHUNKS_PER_THREAD = 4 };
+
 /* The LoomParallelFor of the kernel ABI; `pool` is a ThreadPool *. */
 void threadpool_parallel_for(void *pool, int64_t n, LoomParallelBody body, void *closure);
 
