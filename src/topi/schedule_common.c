@@ -58,3 +58,13 @@ SchRV topi_find_pad(Schedule *s, const char *block) {
   }
   return -1;
 }
+
+loom_status topi_tile_accumulator(Schedule *s, SchRV block, const char *epilogue, SchRV tile_loop, SchRV reduce_loop,
+                                  SchRV *init, SchRV *copy) {
+  *copy = sch_cache_write(s, block, 0, SCOPE_LOCAL);
+  if (*copy < 0) return LOOM_ERR_SCHEDULE;
+  topi_fold_epilogue(s, epilogue);
+  if (sch_reverse_compute_at(s, *copy, tile_loop)) return LOOM_ERR_SCHEDULE;
+  *init = sch_decompose_reduction(s, block, reduce_loop);
+  return *init < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK;
+}

@@ -88,12 +88,8 @@ loom_status topi_schedule_depthwise_conv2d_nchwc_cpu(Schedule *s, const char *bl
   SchRV order[9] = {n, c, hs[0], hs[1], ws[0], ry, rx, ws[1], cb};
   if (sch_reorder(s, order, 9)) return LOOM_ERR_SCHEDULE;
 
-  SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
-  if (copy < 0) return LOOM_ERR_SCHEDULE;
-  topi_fold_epilogue(s, epilogue);
-  if (sch_reverse_compute_at(s, copy, ws[0])) return LOOM_ERR_SCHEDULE;
-  SchRV init = sch_decompose_reduction(s, b, ry);
-  if (init < 0) return LOOM_ERR_SCHEDULE;
+  SchRV init, copy;
+  if (topi_tile_accumulator(s, b, epilogue, ws[0], ry, &init, &copy)) return LOOM_ERR_SCHEDULE;
   if (sch_unroll(s, ry) || sch_unroll(s, rx) || sch_unroll(s, ws[1]) || sch_vectorize(s, cb)) return LOOM_ERR_SCHEDULE;
   SchRV il[8], cl[8];
   int ni = sch_get_loops(s, init, il, 8), nc = sch_get_loops(s, copy, cl, 8);

@@ -173,12 +173,8 @@ loom_status topi_schedule_pool2d_cpu(Schedule *s, const char *block, const char 
   SchRV order[9] = {n, c, hs[0], hs[1], ws[0], ry, rx, ws[1], vloop};
   if (sch_reorder(s, order, vloop >= 0 ? 9 : 8)) return LOOM_ERR_SCHEDULE;
 
-  SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
-  if (copy < 0) return LOOM_ERR_SCHEDULE;
-  topi_fold_epilogue(s, epilogue);
-  if (sch_reverse_compute_at(s, copy, ws[0])) return LOOM_ERR_SCHEDULE;
-  SchRV init = sch_decompose_reduction(s, b, ry);
-  if (init < 0) return LOOM_ERR_SCHEDULE;
+  SchRV init, copy;
+  if (topi_tile_accumulator(s, b, epilogue, ws[0], ry, &init, &copy)) return LOOM_ERR_SCHEDULE;
   if (sch_unroll(s, ry) || sch_unroll(s, rx) || sch_unroll(s, ws[1])) return LOOM_ERR_SCHEDULE;
   if (vloop >= 0 && sch_vectorize(s, vloop)) return LOOM_ERR_SCHEDULE;
   /* Init and copy-out: vectors of the tile (a scalar tile stays scalar:

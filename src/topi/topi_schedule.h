@@ -66,6 +66,11 @@ void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer);
  * "<name>_pad" where the conv is "<name>" or "<name>_conv" (the ONNX ops);
  * -1 when there is none. */
 SchRV topi_find_pad(Schedule *s, const char *block);
+/* The register tile of a reduction: its output cached (cache_write) and
+ * written out under tile_loop with the epilogue folded in, its init
+ * decomposed before reduce_loop. */
+loom_status topi_tile_accumulator(Schedule *s, SchRV block, const char *epilogue, SchRV tile_loop, SchRV reduce_loop,
+                                  SchRV *init, SchRV *copy);
 /* A plain copy stage (the padding) at root level: vectorized over the
  * innermost loop, parallel over all loops but the last two, fused. */
 loom_status topi_schedule_copy_stage(Schedule *s, SchRV blk, int num_threads);
