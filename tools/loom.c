@@ -124,6 +124,14 @@ static int cmd_compile(int argc, char **argv) {
 
 /* ---- run ---- */
 
+/* A tensor file held in memory (.pb in g's arena, or .npy). */
+typedef struct HeldTensor {
+  DLTensor t;
+  int64_t shape[NPY_MAX_DIMS];
+  NpyArray npy;
+  bool is_npy;
+} HeldTensor;
+
 typedef struct RunArgs {
   const char *model;
   const char **named_names, **named_files; /* --input NAME=FILE */
@@ -133,6 +141,12 @@ typedef struct RunArgs {
   const char *output_dir;
   bool output_pb; /* --output-format pb */
   bool specialized; /* an .onnx model compiled for these inputs: some may be compiled in */
+  /* The input files specialize_onnx read, kept to bind them without reading
+   * them again (named held_names; .pb data in held_graph's arena). */
+  HeldTensor *held;
+  const char **held_names;
+  int num_held;
+  Graph *held_graph;
   long repeat, threads;
   bool json, profile;
 } RunArgs;
@@ -184,7 +198,13 @@ static int parse_run_args(int argc, char **argv, RunArgs *a) {
   return 0;
 }
 
+static void held_free(HeldTensor *h);
+
 static void free_run_args(RunArgs *a) {
+  for (int i = 0; i < a->num_held; i++) held_free(&a->held[i]);
+  free(a->held);
+  free(a->held_names);
+  if (a->held_graph) graph_free(a->held_graph);
   for (int i = 0; i < a->num_named; i++) free((char *)a->named_names[i]);
   free(a->named_names);
   free(a->named_files);
@@ -243,14 +263,6 @@ static loom_status read_pb_input(Graph *g, const char *file, DLTensor *t, int64_
   t->dtype = (DLDataType){gt->dtype.code, gt->dtype.code == DT_BOOL ? 8 : gt->dtype.bits, 1};
   return LOOM_OK;
 }
-
-/* A tensor file held in memory (.pb in g's arena, or .npy). */
-typedef struct HeldTensor {
-  DLTensor t;
-  int64_t shape[NPY_MAX_DIMS];
-  NpyArray npy;
-  bool is_npy;
-} HeldTensor;
 
 static int hold_tensor(Graph *g, const char *file, HeldTensor *h) {
   LoomError err = {0};
@@ -331,7 +343,12 @@ static int bind_inputs(LoomModel *m, const RunArgs *a) {
       rc = fail(1, "run: missing input \"%s\" (%s %s): pass --input %s=FILE or a positional file", info.name,
                 dl_dtype_name(info.dtype), dl_shape_str(info.shape, info.ndim, sh, sizeof sh), info.name);
     } else {
-      rc = bind_input(m, k, file[k]);
+      int h = -1;
+      for (int j = 0; j < a->num_held && h < 0; j++)
+        if (!strcmp(a->held_names[j], info.name)) h = j;
+      if (h < 0) rc = bind_input(m, k, file[k]);
+      else if (loom_model_set_input(m, k, &a->held[h].t))
+        rc = fail(1, "run: %s (from \"%s\")", loom_model_error(m), file[k]);
     }
   }
   free(file);
@@ -483,7 +500,9 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   int rc = 0, n = a->num_positional + a->num_named;
   HeldTensor *held = calloc((size_t)n + 1, sizeof *held);
   LoomInputValue *vals = calloc((size_t)n + 1, sizeof *vals);
-  if (!held || !vals) rc = fail(1, "out of memory");
+  const char **names = calloc((size_t)n + 1, sizeof *names);
+  Graph *hg = graph_new("inputs");
+  if (!held || !vals || !names || !hg) rc = fail(1, "out of memory");
   if (!rc && a->num_positional > g->ninputs)
     rc = fail(1, "run: %d positional input files, but the model has %d inputs", a->num_positional, g->ninputs);
   for (int i = 0; !rc && i < n; i++) {
@@ -493,7 +512,9 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
     bool known = false;
     for (int k = 0; k < g->ninputs; k++) known |= !strcmp(g->values[g->inputs[k]].name, name);
     if (!known) rc = fail(1, "run: --input: the model has no input named \"%s\"", name);
-    if (!rc) rc = hold_tensor(g, file, &held[i]);
+    if (!rc) rc = hold_tensor(hg, file, &held[i]);
+    if (!rc) a->num_held = i + 1;
+    names[i] = name = arena_strdup(hg->arena, name);
     vals[i] = (LoomInputValue){name, &held[i].t};
     if (!rc && pos) { /* becomes --input NAME=FILE */
       a->named_names[a->num_named] = strdup(name);
@@ -515,8 +536,9 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   }
   a->num_positional = 0;
   a->specialized = true;
-  for (int i = 0; held && i < n; i++) held_free(&held[i]);
-  free(held);
+  a->held = held;
+  a->held_names = names;
+  a->held_graph = hg;
   free(vals);
   graph_free(g);
   return rc;
