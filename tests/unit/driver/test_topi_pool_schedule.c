@@ -17,52 +17,29 @@
 
 #include "driver/driver.h"
 #include "runtime/threadpool.h"
+#include "schedule_run.h"
 #include "tir/text.h"
 #include "topi/topi.h"
 #include "topi/topi_ops.h"
 #include "topi/topi_schedule.h"
 
-static PrimFunc *renamed(Arena *a, const PrimFunc *f, const char *name) {
-  PrimFunc *g = arena_memdup(a, f, sizeof *f);
-  g->name = arena_strdup(a, name);
-  return g;
-}
-
 /* seed 0: the default decisions; otherwise random ones. */
 static void check_pool_schedule(const PrimFunc *f, const char *block, const char *epilogue, int threads,
                                 uint64_t seed) {
   Arena *a = arena_new();
-  LoomError err = {0};
   Target target = target_host();
   Schedule *s = sch_create(f, seed ? DECIDE_RANDOM : DECIDE_DEFAULT, seed);
   if (topi_schedule_pool2d_cpu(s, block, epilogue, &target, threads)) {
     char *text = tir_print_func(sch_func(s));
     fail_msg("schedule refused: %s\n%s", sch_error(s), text);
   }
-  const PrimFunc *funcs[2] = {renamed(a, f, "reference"), renamed(a, sch_func(s), "scheduled")};
-  DriverModule *m = NULL;
-  if (driver_build(a, funcs, 2, NULL, &m, &err)) fail_msg("build: %s", err.msg);
-  Kernel kr, ks;
-  assert_int_equal(driver_get_kernel(m, "reference", &kr, &err), LOOM_OK);
-  assert_int_equal(driver_get_kernel(m, "scheduled", &ks, &err), LOOM_OK);
-  DriverTensors tr, ts;
-  assert_int_equal(driver_tensors_alloc(driver_lowered(m, 0), 5, &tr, &err), LOOM_OK);
-  assert_int_equal(driver_tensors_alloc(driver_lowered(m, 1), 5, &ts, &err), LOOM_OK);
-  ThreadPool *pool = NULL;
-  assert_int_equal(threadpool_create(threads, &pool, &err), LOOM_OK);
-  if (kernel_call(&kr, tr.ptrs, tr.n, NULL, NULL, &err)) fail_msg("reference: %s", err.msg);
-  if (kernel_call(&ks, ts.ptrs, ts.n, pool, NULL, &err)) fail_msg("scheduled: %s", err.msg);
-  int out = tr.n - 1;
-  const float *x = tr.tensors[out].data, *y = ts.tensors[out].data;
-  size_t count = tr.bytes[out] / sizeof(float);
-  for (size_t i = 0; i < count; i++)
-    if (fabs((double)x[i] - y[i]) > 1e-5 * fmax(1.0, fabs(x[i])))
+  ScheduleRun r = {0};
+  schedule_run(a, f, sch_func(s), threads, 5, &r);
+  for (size_t i = 0; i < r.count; i++)
+    if (fabs((double)r.want[i] - r.got[i]) > 1e-5 * fmax(1.0, fabs(r.want[i])))
       fail_msg("%s, %d threads, seed %llu: element %zu: reference %g, scheduled %g", f->name, threads,
-               (unsigned long long)seed, i, x[i], y[i]);
-  threadpool_destroy(pool);
-  driver_tensors_free(&tr);
-  driver_tensors_free(&ts);
-  driver_module_free(m);
+               (unsigned long long)seed, i, r.want[i], r.got[i]);
+  schedule_run_free(&r);
   sch_free(s);
   arena_free(a);
 }

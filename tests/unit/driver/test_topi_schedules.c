@@ -14,6 +14,7 @@
 
 #include "driver/driver.h"
 #include "runtime/threadpool.h"
+#include "schedule_run.h"
 #include "tir/text.h"
 #include "topi/topi.h"
 #include "topi/topi_ops.h"
@@ -21,12 +22,6 @@
 
 typedef loom_status (*ScheduleFn)(Schedule *s, const char *block, const char *epilogue, const Target *t,
                                   int threads);
-
-static PrimFunc *renamed(Arena *a, const PrimFunc *f, const char *name) {
-  PrimFunc *g = arena_memdup(a, f, sizeof *f);
-  g->name = arena_strdup(a, name);
-  return g;
-}
 
 /* The output's caches (buffers named after the output: "C_local" for
  * "C") allocated in s: how many are register tiles (at most max_tile
@@ -75,18 +70,16 @@ static void alloc_bytes(const Stmt *s, bool in_loop, AllocBytes *out) {
 static void check_schedule_tiles(PrimFunc *f, const char *block, const char *epilogue, ScheduleFn fn, int threads,
                                  int64_t max_tile_bytes) {
   Arena *a = arena_new();
-  LoomError err = {0};
   Target target = target_host();
   Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
   if (fn(s, block, epilogue, &target, threads)) {
     char *text = tir_print_func(sch_func(s));
     fail_msg("schedule refused: %s\n%s", sch_error(s), text);
   }
-  const PrimFunc *funcs[2] = {renamed(a, f, "reference"), renamed(a, sch_func(s), "scheduled")};
-  DriverModule *m = NULL;
-  if (driver_build(a, funcs, 2, NULL, &m, &err)) fail_msg("build: %s", err.msg);
+  ScheduleRun r = {0};
+  schedule_run(a, f, sch_func(s), threads, 11, &r);
   if (max_tile_bytes > 0) {
-    const PrimFunc *lowered = driver_lowered(m, 1);
+    const PrimFunc *lowered = driver_lowered(r.module, 1);
     const Buffer *out = f->params[f->n_params - 1];
     int64_t out_bytes = 4, e;
     for (int d = 0; d < out->ndim; d++) out_bytes *= expr_as_int(out->shape[d], &e) ? e : 1;
@@ -98,27 +91,12 @@ static void check_schedule_tiles(PrimFunc *f, const char *block, const char *epi
                (long long)ab.tiles, (long long)ab.max_in_loop, (long long)ab.big_outside, (long long)ab.max_outside,
                tir_print_func(lowered));
   }
-  Kernel kr, ks;
-  assert_int_equal(driver_get_kernel(m, "reference", &kr, &err), LOOM_OK);
-  assert_int_equal(driver_get_kernel(m, "scheduled", &ks, &err), LOOM_OK);
-  DriverTensors tr, ts;
-  assert_int_equal(driver_tensors_alloc(driver_lowered(m, 0), 11, &tr, &err), LOOM_OK);
-  assert_int_equal(driver_tensors_alloc(driver_lowered(m, 1), 11, &ts, &err), LOOM_OK);
-  ThreadPool *pool = NULL;
-  assert_int_equal(threadpool_create(threads, &pool, &err), LOOM_OK);
-  if (kernel_call(&kr, tr.ptrs, tr.n, NULL, NULL, &err)) fail_msg("reference: %s", err.msg);
-  if (kernel_call(&ks, ts.ptrs, ts.n, pool, NULL, &err)) fail_msg("scheduled: %s", err.msg);
-  int out = tr.n - 1;
-  const float *x = tr.tensors[out].data, *y = ts.tensors[out].data;
-  size_t count = tr.bytes[out] / sizeof(float);
   double scale = 1.0;
-  for (size_t i = 0; i < count; i++) scale = fmax(scale, fabs(x[i]));
-  for (size_t i = 0; i < count; i++)
-    if (fabs((double)x[i] - y[i]) > 1e-4 * scale) fail_msg("element %zu: reference %g, scheduled %g", i, x[i], y[i]);
-  threadpool_destroy(pool);
-  driver_tensors_free(&tr);
-  driver_tensors_free(&ts);
-  driver_module_free(m);
+  for (size_t i = 0; i < r.count; i++) scale = fmax(scale, fabs(r.want[i]));
+  for (size_t i = 0; i < r.count; i++)
+    if (fabs((double)r.want[i] - r.got[i]) > 1e-4 * scale)
+      fail_msg("element %zu: reference %g, scheduled %g", i, r.want[i], r.got[i]);
+  schedule_run_free(&r);
   sch_free(s);
   arena_free(a);
 }
@@ -129,8 +107,6 @@ static void check_schedule(PrimFunc *f, const char *block, const char *epilogue,
 
 static void test_matmul(void **state) {
   (void)state;
-  /* The last two have a K x 64 panel of B over 512 KiB: K is blocked (the
-   * second with a partial last block). */
   /* The last two have a K x 64 panel of B over 512 KiB: K is blocked in the
    * first; 2200 has no block size dividing it (not blocked). */
   static const int64_t shapes[][3] = {{64, 64, 64}, {30, 50, 17}, {1, 100, 64}, {7, 8, 9}, {128, 96, 40},
