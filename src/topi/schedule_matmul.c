@@ -80,9 +80,10 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   /* A batch of at least one product per thread (graph_pass_split_gemv's
    * row ranges of one matrix) needs no column tiles to share the work:
    * each product reads its whole rows in one contiguous run. */
+  bool batched = n > 3 && li == loops[n - 3]; /* batch loops kept (B not shared) */
   int64_t batches = 1;
-  for (int d = 0; d < n - 3 && li == loops[n - 3]; d++) batches *= topi_loop_extent(s, loops[d]);
-  if (batches >= (num_threads > 1 ? num_threads : 1) && n > 3 && li == loops[n - 3]) tiles = 1;
+  for (int d = 0; batched && d < n - 3; d++) batches *= topi_loop_extent(s, loops[d]);
+  if (batched && batches >= num_threads) tiles = 1;
   int64_t gemv_vecs = (N_vecs + tiles - 1) / tiles;
   if (gemv_vecs > GEMV_MAX_VECS) gemv_vecs = GEMV_MAX_VECS;
   if (gemv_vecs < 1) gemv_vecs = 1;
