@@ -32,6 +32,8 @@ GraphAttr graph_attr_make_int(Graph *g, const char *name, int64_t v);
 ValueId graph_add_value_derived(Graph *g, const char *base, const char *suffix);
 /* The same for a constant owning t (in g->arena). */
 ValueId graph_add_constant_derived(Graph *g, const char *base, const char *suffix, GraphTensor *t);
+/* A constant 1-D int64 tensor of v[0..n) (shapes, axes, pads), named likewise. */
+ValueId graph_add_i64s_derived(Graph *g, const char *base, const char *suffix, const int64_t *v, int n);
 
 /* Channel block of a layout name: 0 for "NCHW", b for "NCHW<b>c" (b >= 1),
  * -1 for anything else (infer_nchwc.c). */

@@ -341,11 +341,7 @@ static bool try_rewrite_global_pool(LayoutCtx *c, const GraphNode *n) {
   ValueId x = n->inputs[0], y = n->outputs[0];
   int b = c->rep_block[x];
   if (b <= 0 || !is_static_f32_rank(&g->values[x], 4)) return false;
-  int64_t two = 2;
-  GraphTensor *axes = graph_tensor_new(g->arena, DT_I64, 1, &two);
-  graph_tensor_set_i64(axes, 0, 2);
-  graph_tensor_set_i64(axes, 1, 3);
-  ValueId ins[2] = {c->rep_id[x], graph_add_constant_derived(g, n->name, "axes", axes)};
+  ValueId ins[2] = {c->rep_id[x], graph_add_i64s_derived(g, n->name, "axes", (int64_t[]){2, 3}, 2)};
   ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", b));
   GraphOp op = n->op == GRAPH_OP_GLOBAL_AVERAGE_POOL ? GRAPH_OP_REDUCE_MEAN : GRAPH_OP_REDUCE_MAX;
   GraphNode *o = graph_nodebuf_add(g, &c->buf, op, n->name, ins, 2, &yb, 1);
@@ -458,11 +454,8 @@ static bool try_rewrite_pad(LayoutCtx *c, const GraphNode *n) {
     memcpy(c->fold_pads[y], hw, sizeof hw);
     return true; /* nothing emitted: every consumer reads x instead */
   }
-  int64_t ten = 10;
-  GraphTensor *bp = graph_tensor_new(g->arena, DT_I64, 1, &ten);
   int64_t v[10] = {0, 0, p[2], p[3], 0, 0, 0, p[6], p[7], 0};
-  for (int k = 0; k < 10; k++) graph_tensor_set_i64(bp, k, v[k]);
-  ValueId ins[3] = {c->rep_id[x], graph_add_constant_derived(g, g->values[n->inputs[1]].name, "nchwc", bp),
+  ValueId ins[3] = {c->rep_id[x], graph_add_i64s_derived(g, g->values[n->inputs[1]].name, "nchwc", v, 10),
                     n->ninputs > 2 ? n->inputs[2] : GRAPH_NO_VALUE};
   ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", b));
   GraphNode *o = graph_nodebuf_add(g, &c->buf, GRAPH_OP_PAD, n->name, ins, n->ninputs > 2 ? 3 : 2, &yb, 1);

@@ -20,12 +20,6 @@
 
 enum { SPLIT_MIN_BYTES = 1 << 20 };
 
-static ValueId i64_const(Graph *g, const char *base, const char *what, const int64_t *v, int n) {
-  GraphTensor *t = graph_tensor_new(g->arena, DT_I64, 1, (int64_t[]){n});
-  memcpy(t->data, v, sizeof(int64_t) * (size_t)n);
-  return graph_add_constant_derived(g, base, what, t);
-}
-
 /* B [K, N] (f32, constant) of a plain product A [1, K] x B: Gemm without
  * transposes or scaling (canonicalize has folded a constant transB). */
 static const GraphTensor *splittable(const Graph *g, const GraphNode *n, int parts) {
@@ -59,7 +53,7 @@ static void split(Graph *g, GraphNodeBuf *buf, const GraphNode *n, const GraphTe
   memcpy(bp->data, b->data, sizeof(float) * (size_t)(K * N));
   ValueId bv = graph_add_constant_derived(g, g->values[n->inputs[1]].name, "parts", bp);
 
-  ValueId ashape = i64_const(g, name, "a_shape", (int64_t[]){parts, 1, kp}, 3);
+  ValueId ashape = graph_add_i64s_derived(g, name, "a_shape", (int64_t[]){parts, 1, kp}, 3);
   ValueId ap = graph_add_value_derived(g, g->values[a].name, "parts");
   graph_set_type(g, ap, dt, 3, (int64_t[]){parts, 1, kp});
   graph_nodebuf_add(g, buf, GRAPH_OP_RESHAPE, arena_printf(g->arena, "%s_a_parts", name), (ValueId[]){a, ashape}, 2,
@@ -70,7 +64,7 @@ static void split(Graph *g, GraphNodeBuf *buf, const GraphNode *n, const GraphTe
   graph_nodebuf_add(g, buf, GRAPH_OP_MATMUL, arena_printf(g->arena, "%s_parts", name), (ValueId[]){ap, bv}, 2,
                     &partial, 1);
 
-  ValueId axes = i64_const(g, name, "axes", (int64_t[]){0}, 1);
+  ValueId axes = graph_add_i64s_derived(g, name, "axes", (int64_t[]){0}, 1);
   ValueId sum = bias ? graph_add_value_derived(g, g->values[y].name, "sum") : y;
   graph_set_type(g, sum, dt, 2, (int64_t[]){1, N});
   GraphNode *r = graph_nodebuf_add(g, buf, GRAPH_OP_REDUCE_SUM, arena_printf(g->arena, "%s_sum", name),
@@ -92,7 +86,7 @@ loom_status graph_pass_split_gemv(Graph *g, int parts, LoomError *err) {
       graph_nodebuf_push(g, &buf, n);
       continue;
     }
-    GraphNode copy = *n; /* adding values and constants may move g->nodes' neighbours, not nodes */
+    GraphNode copy = *n; /* split adds values: keep no pointer into the graph's arrays across it */
     split(g, &buf, &copy, b, parts);
     any = true;
   }

@@ -105,3 +105,10 @@ ValueId graph_add_constant_derived(Graph *g, const char *base, const char *suffi
   graph_set_type(g, v, t->dtype, t->rank, t->dims);
   return v;
 }
+
+ValueId graph_add_i64s_derived(Graph *g, const char *base, const char *suffix, const int64_t *v, int n) {
+  int64_t len = n;
+  GraphTensor *t = graph_tensor_new(g->arena, DT_I64, 1, &len);
+  for (int k = 0; k < n; k++) graph_tensor_set_i64(t, k, v[k]);
+  return graph_add_constant_derived(g, base, suffix, t);
+}
