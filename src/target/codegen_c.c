@@ -248,16 +248,14 @@ static bool alloc_elems(CodegenC *cg, const Buffer *b, int64_t *out) {
   return true;
 }
 
-static void emit_allocate(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
-  const Buffer *b = s->alloc.buffer;
-  int64_t n;
-  if (!alloc_elems(cg, b, &n)) return;
+/* Declares allocation b: promoted to registers, a stack array, or a slice
+ * of the workspace. */
+static void declare_allocation(CodegenC *cg, StrBuf *sb, const Buffer *b, int64_t n, const Stmt *body, int ind) {
+  if (cg_promote_alloc(cg, sb, b, n, body, ind)) return;
   const char *ty = cg_scalar_type(cg, b->dtype, b->name);
   size_t bytes = (size_t)n * (size_t)dtype_bytes(dtype_element(b->dtype));
   const char *name = cg_name_of(cg, b, b->name);
   sb_indent(sb, ind);
-  sb_puts(sb, "{\n");
-  sb_indent(sb, ind + 1);
   if (bytes <= CODEGEN_C_STACK_LIMIT) {
     sb_printf(sb, "%s %s[%lld] __attribute__((aligned(64)));\n", ty, name, (long long)(n > 0 ? n : 1));
   } else if (cg->parallel_depth > 0) {
@@ -271,8 +269,17 @@ static void emit_allocate(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
               ty, cg->workspace_bytes);
     cg->workspace_bytes += (bytes + 63) / 64 * 64;
   }
-  sb_indent(sb, ind + 1);
+  sb_indent(sb, ind);
   sb_printf(sb, "(void)%s;\n", name);
+}
+
+static void emit_allocate(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
+  const Buffer *b = s->alloc.buffer;
+  int64_t n;
+  if (!alloc_elems(cg, b, &n)) return;
+  sb_indent(sb, ind);
+  sb_puts(sb, "{\n");
+  declare_allocation(cg, sb, b, n, s->alloc.body, ind + 1);
   int saved = cg->scope.n;
   scope_push(cg, b);
   emit_stmt(cg, sb, s->alloc.body, ind + 1);
@@ -439,6 +446,7 @@ loom_status codegen_c_func(StrBuf *out, const PrimFunc *f, LoomError *err) {
                    f->name ? f->name : "(null)");
   CodegenC cg = {.arena = arena_new(), .func = f, .func_name = f->name, .err = err};
   ptrmap_init(&cg.names, cg.arena);
+  ptrmap_init(&cg.promoted, cg.arena);
   sb_init(&cg.decls);
   sb_init(&cg.outlined);
   for (size_t k = 0; k < sizeof reserved_names / sizeof reserved_names[0]; k++)

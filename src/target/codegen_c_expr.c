@@ -497,6 +497,11 @@ static void emit_load(CodegenC *cg, StrBuf *sb, const Expr *e) {
             cg->func_name, b->name);
     return;
   }
+  const char *slot = cg_promoted_slot(cg, b, e->load.indices, e->load.n, e->dtype.lanes);
+  if (slot) {
+    sb_puts(sb, slot);
+    return;
+  }
   const char *bn = cg_name_of(cg, b, b->name);
   const Expr *idx = cg_flat_index(cg, b, e->load.indices, e->load.n);
   if (e->dtype.lanes == 1) {
@@ -536,9 +541,14 @@ void cg_emit_store(CodegenC *cg, StrBuf *sb, const Stmt *s) {
             cg->func_name, b->name);
     return;
   }
+  const Expr *v = s->store.value;
+  const char *slot = cg_promoted_slot(cg, b, s->store.indices, s->store.n, v->dtype.lanes);
+  if (slot) {
+    sb_printf(sb, "%s = %s;\n", slot, expr_text(cg, v));
+    return;
+  }
   const char *bn = cg_name_of(cg, b, b->name);
   const Expr *idx = cg_flat_index(cg, b, s->store.indices, s->store.n);
-  const Expr *v = s->store.value;
   if (v->dtype.lanes != idx->dtype.lanes) {
     cg_fail(cg, LOOM_ERR_INVALID_ARG, "C codegen of \"%s\": store to \"%s\" of %d lanes at an index of %d lanes",
             cg->func_name, b->name, v->dtype.lanes, idx->dtype.lanes);

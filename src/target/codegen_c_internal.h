@@ -16,6 +16,7 @@ typedef struct CodegenC {
   const PrimFunc *func;
   const char *func_name;
   PtrMap names;             /* Var or Buffer node -> C identifier */
+  PtrMap promoted;          /* Buffer -> its register slots (codegen_c_promote.c) */
   VEC(const char *) taken;  /* identifiers in use (C keywords, libm, ours) */
   VEC(const void *) scope;  /* vars and buffers visible at the current point */
   VEC(const char *) helpers_done;
@@ -59,5 +60,14 @@ const char *cg_vector_math(CodegenC *cg, CallOp op, DType t);
 const Expr *cg_flat_index(CodegenC *cg, const Buffer *b, const Expr *const *idx, int n);
 /* Emits `buf[index] = value;` (scalar, contiguous vector or scatter). */
 void cg_emit_store(CodegenC *cg, StrBuf *sb, const Stmt *s);
+
+/* codegen_c_promote.c: when every access of local allocation b in body is
+ * at a constant offset and of one width (an unrolled register tile),
+ * declares one C variable per vector (or element) and returns true; loads
+ * and stores then go through cg_promoted_slot. */
+bool cg_promote_alloc(CodegenC *cg, StrBuf *sb, const Buffer *b, int64_t n_elems, const Stmt *body, int ind);
+/* The variable holding b's access at idx (lanes wide); NULL when b was not
+ * promoted. */
+const char *cg_promoted_slot(CodegenC *cg, const Buffer *b, const Expr *const *idx, int n, int lanes);
 
 #endif

@@ -452,12 +452,58 @@ static void test_f64_bool_symbolic_parallel(void **state) {
   arena_free(a);
 }
 
+/* A tile accessed only at constant offsets (an unrolled register tile)
+ * becomes one variable per vector, and its scalar accesses lanes of them:
+ * "tile" copies X to acc as two vectors, adds 1 to acc[5], copies acc to Y.
+ * "array" fills its tile in a loop (a variable offset): it stays an array. */
+static void test_register_tile_promotion(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  const Buffer *X = h_buf(a, "X", DT_F32, 32), *Y = h_buf(a, "Y", DT_F32, 32);
+  const Buffer *ps[] = {X, Y};
+  const Buffer *t = h_buf(a, "acc", DT_F32, 32), *u = h_buf(a, "arr", DT_F32, 32);
+  const Stmt *st[5], *st2[3];
+  const Expr *i = expr_var(a, "i", DT_I64);
+  st2[0] = h_for(a, i, 32, FOR_SERIAL, h_st(a, u, i, h_ld(a, X, i)));
+  for (int v = 0; v < 2; v++) {
+    const Expr *r = h_ramp(a, h_i(a, 16 * v), 16);
+    st[v] = h_st(a, t, r, h_ld(a, X, r));
+    st[3 + v] = h_st(a, Y, r, h_ld(a, t, r));
+    st2[1 + v] = h_st(a, Y, r, h_ld(a, u, r));
+  }
+  st[2] = h_st(a, t, h_i(a, 5), expr_add(a, h_ld(a, t, h_i(a, 5)), expr_float(a, DT_F32, 1)));
+  PrimFunc *fs[] = {primfunc_new(a, "tile", ps, 2, stmt_allocate(a, t, stmt_seq(a, st, 5))),
+                    primfunc_new(a, "array", ps, 2, stmt_allocate(a, u, stmt_seq(a, st2, 3)))};
+  char *src;
+  Module *m = harness_compile(fs, 2, &src);
+  assert_non_null(strstr(src, "float32x16 acc_0 = {0};"));
+  assert_non_null(strstr(src, "float32x16 acc_1 = {0};"));
+  assert_non_null(strstr(src, "acc_0[5] = (acc_0[5] + 1.0f);"));
+  assert_null(strstr(src, "float acc[32]"));
+  assert_non_null(strstr(src, "float arr[32] __attribute__((aligned(64)));"));
+  const char *names[] = {"tile", "array"};
+  for (int f = 0; f < 2; f++) {
+    Kernel k = harness_kernel(m, names[f]);
+    float x[32], y[32];
+    fill(x, 32, 7);
+    int64_t shape[] = {32};
+    DLTensor tx = harness_tensor(x, kDLFloat, 32, 1, shape), ty = harness_tensor(y, kDLFloat, 32, 1, shape);
+    DLTensor *args[] = {&tx, &ty};
+    assert_int_equal(call(&k, args, 2, NULL), 0);
+    for (int j = 0; j < 32; j++) assert_true(y[j] == x[j] + (f == 0 && j == 5 ? 1.0f : 0.0f));
+  }
+  free(src);
+  module_unload(m);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vector_add),       cmocka_unit_test(test_matmul_parallel),
       cmocka_unit_test(test_floordiv_floormod), cmocka_unit_test(test_select_cast_call),
       cmocka_unit_test(test_allocations),      cmocka_unit_test(test_argument_checks),
       cmocka_unit_test(test_codegen_refusals), cmocka_unit_test(test_f64_bool_symbolic_parallel),
+      cmocka_unit_test(test_register_tile_promotion),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
