@@ -20,7 +20,6 @@
 #include "tir/schedule/schedule.h"
 
 #include <string.h>
-#include <stdlib.h>
 
 /* Does the block's second read (B) ignore its first nb iterators (the
  * batch)? */
@@ -117,10 +116,6 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   if (sch_sample_categorical(s, pack_choices, M < 16 ? pack_probs_small : pack_probs_big, 2, &pack))
     return LOOM_ERR_SCHEDULE;
 
-  if (getenv("XKC")) { kc = atoi(getenv("XKC")); kblock = kc > 0 && K > kc; }
-  if (getenv("XMR")) mr = atoi(getenv("XMR"));
-  if (getenv("XNR")) nr_vecs = atoi(getenv("XNR"));
-  if (getenv("XPACK")) pack = atoi(getenv("XPACK"));
   /* Narrow outputs: the column tile cannot exceed N rounded up to vectors. */
   while (nr_vecs > 1 && (nr_vecs - 1) * lanes >= N) nr_vecs--;
   if (mr > M) mr = M;
