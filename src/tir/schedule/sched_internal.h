@@ -32,6 +32,7 @@ typedef struct RVEntry {
   X(INST_CACHE_INPLACE, "cache_inplace")  \
   X(INST_STORAGE_ALIGN, "storage_align")  \
   X(INST_DECOMPOSE_REDUCTION, "decompose_reduction") \
+  X(INST_RFACTOR, "rfactor")              \
   X(INST_SAMPLE_PERFECT_TILE, "sample_perfect_tile") \
   X(INST_SAMPLE_CATEGORICAL, "sample_categorical")
 
@@ -60,6 +61,7 @@ bool inst_kind_parse(const char *name, InstKind *out);
  *   cache_inplace        inputs = {block, loop}; ints = {scope}; outputs = {copy-in, copy-out blocks}
  *   storage_align        inputs = {block}; ints = {write_index, axis, factor, offset}
  *   decompose_reduction  inputs = {block, loop}; outputs = {init block}
+ *   rfactor              inputs = {loop}; outputs = {partial-result block}
  *   sample_perfect_tile  inputs = {loop}; ints = {n, max_innermost}; decision = n factors
  *   sample_categorical   ints = candidates; floats = probs (none = uniform);
  *                        decision = {chosen value}

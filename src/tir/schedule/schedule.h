@@ -127,6 +127,12 @@ loom_status sch_storage_align(Schedule *s, SchRV block, int write_index, int axi
  * `loop` (which must be an ancestor of the block, above every reduction
  * loop). Returns the init block. */
 SchRV sch_decompose_reduction(Schedule *s, SchRV block, SchRV loop);
+/* Make reduction loop `loop` (of exactly one block, out = out op rhs) a
+ * spatial axis of a partial-result buffer: a new block "<block>_rf"
+ * computes the partial results over the other reduction loops, and the
+ * original block, after them, reduces the partial results over a new loop
+ * (rfactor.c has the conditions). Returns the "_rf" block. */
+SchRV sch_rfactor(Schedule *s, SchRV loop);
 
 /* ---- sampling (decisions recorded in the trace) ---- */
 /* n factors whose product equals the loop's constant extent, innermost at

@@ -22,7 +22,7 @@
 
 static bool outputs_blocks(InstKind k) {
   return k == INST_GET_BLOCK || k == INST_CACHE_READ || k == INST_CACHE_WRITE || k == INST_CACHE_INPLACE ||
-         k == INST_DECOMPOSE_REDUCTION;
+         k == INST_DECOMPOSE_REDUCTION || k == INST_RFACTOR;
 }
 
 static char rv_prefix(const Trace *t, int upto, SchRV id) {
@@ -362,7 +362,7 @@ static loom_status replay_one(Schedule *s, const Inst *in, int index, RVMap *m) 
     case INST_GET_BLOCK: need_in = 0; break;
     case INST_GET_LOOPS: case INST_FUSE: case INST_REORDER: break;
     case INST_SPLIT: need_in = 1; break;
-    case INST_VECTORIZE: case INST_PARALLEL: case INST_UNROLL: case INST_BIND:
+    case INST_VECTORIZE: case INST_PARALLEL: case INST_UNROLL: case INST_BIND: case INST_RFACTOR:
     case INST_COMPUTE_INLINE: case INST_REVERSE_COMPUTE_INLINE: need_in = 1, need_ints = 0; break;
     case INST_COMPUTE_AT: case INST_REVERSE_COMPUTE_AT: case INST_DECOMPOSE_REDUCTION: need_in = 2, need_ints = 0; break;
     case INST_CACHE_READ: case INST_CACHE_WRITE: need_in = 1, need_ints = 2; break;
@@ -428,6 +428,10 @@ static loom_status replay_one(Schedule *s, const Inst *in, int index, RVMap *m) 
       break;
     case INST_DECOMPOSE_REDUCTION:
       outs[0] = sch_decompose_reduction(s, ins[0], ins[1]);
+      st = outs[0] < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK, n_out = 1;
+      break;
+    case INST_RFACTOR:
+      outs[0] = sch_rfactor(s, ins[0]);
       st = outs[0] < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK, n_out = 1;
       break;
     case INST_SAMPLE_PERFECT_TILE:

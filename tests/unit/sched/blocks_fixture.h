@@ -277,6 +277,12 @@ static inline void fx_check(Schedule *s) {
     assert_int_equal(tlen_, trace_length(sch_trace(s)));                                   \
   } while (0)
 
+static inline const Block *fx_block(Schedule *s, const char *name) {
+  const Stmt *r = stmt_find_block(sch_func(s)->body, name);
+  assert_non_null(r);
+  return r->realize.block;
+}
+
 /* Number of loops enclosing block `name`. */
 static inline int fx_depth(Schedule *s, const char *name) {
   const Stmt *r = stmt_find_block(sch_func(s)->body, name);

@@ -3,12 +3,6 @@
  * the program and trace unchanged. */
 #include "blocks_fixture.h"
 
-static const Block *fx_block(Schedule *s, const char *name) {
-  const Stmt *r = stmt_find_block(sch_func(s)->body, name);
-  assert_non_null(r);
-  return r->realize.block;
-}
-
 static void test_cache_read_matmul(void **state) {
   (void)state;
   Arena *a = arena_new();
