@@ -34,6 +34,7 @@
   X(RS_REVERSE_COMPUTE_AT, "reverse_compute_at")                  \
   X(RS_STORAGE_ALIGN, "storage_align")                            \
   X(RS_DECOMPOSE_REDUCTION, "decompose_reduction")                \
+  X(RS_RFACTOR, "rfactor")                                        \
   X(RS_VECTORIZE, "vectorize")                                    \
   X(RS_PARALLEL, "parallel")                                      \
   X(RS_UNROLL, "unroll")

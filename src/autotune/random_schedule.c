@@ -355,6 +355,17 @@ static void phase_storage(Gen *g) {
         done(g, before, sch_storage_align(g->s, b, w, axis, factor, offset) == LOOM_OK,
              RS_STORAGE_ALIGN, names[bi]);
     }
+    if (blk->init && chance(g, 20)) {
+      /* Mostly the innermost loop: a reduction's, in a nest rfactor accepts. */
+      SchRV b, loops[MAX_LOOPS];
+      int n = block_loops(g, names[bi], &b, loops);
+      if (n < 1) continue;
+      SchRV loop = loops[chance(g, 50) ? n - 1 : pick(g, n)];
+      Snap before = snap(g);
+      done(g, before, sch_rfactor(g->s, loop) >= 0, RS_RFACTOR, names[bi]);
+      blk = find_block(g, names[bi]);
+      if (!blk) continue;
+    }
     if (blk->init && chance(g, 40)) {
       SchRV b, loops[MAX_LOOPS];
       int n = block_loops(g, names[bi], &b, loops);

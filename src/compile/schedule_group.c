@@ -160,15 +160,40 @@ static const char *sole_consumer(const Blocks *bs, const Buffer *buf, const Bloc
   return found;
 }
 
-/* Does the last index of some read of block b use iterator v (so walking v
- * walks memory contiguously, give or take a stride)? */
+/* Does the last index of some input of block b use iterator v (so walking
+ * v walks memory contiguously, give or take a stride)? */
 static bool innermost_reads_use(const Block *b, const Expr *v) {
   for (int r = 0; r < b->n_reads; r++) {
     const BufferRegion *rg = &b->reads[r];
     int nd = rg->buffer->ndim;
+    bool own = false; /* a reduction's accumulator, listed as read too */
+    for (int w = 0; w < b->n_writes; w++) own = own || b->writes[w].buffer == rg->buffer;
+    if (own) continue;
     if (nd > 0 && expr_uses_var(rg->min[nd - 1], v)) return true;
   }
   return false;
+}
+
+/* A reduction whose innermost loop reduces along memory (a row sum, max or
+ * mean: softmax, layer norm) is a chain of dependent scalar operations, one
+ * per element. Split by a vector width w and rfactor'd, it accumulates w
+ * partial results in a vector (the tile compacts to w elements, which the
+ * C code generator keeps in a register) and sums them once per row. */
+static void vectorize_row_reduction(Schedule *s, const BlockInfo *bi, SchRV b, const SchRV *l, int n, int lanes) {
+  const Block *blk = bi->block;
+  if (blk->iters[n - 1].type != ITER_REDUCE || !innermost_reads_use(blk, blk->iters[n - 1].var)) return;
+  int64_t ext = topi_loop_extent(s, l[n - 1]), w = lanes;
+  while (w > 4 && ext % w) w /= 2;
+  if (ext < 2 * w || ext % w) return;
+  SchRV k[2];
+  if (sch_split(s, l[n - 1], (int64_t[]){-1, w}, 2, k)) return;
+  SchRV rf = sch_rfactor(s, k[1]);
+  if (rf < 0) return;
+  SchRV init = sch_decompose_reduction(s, rf, bi->n_spatial < n - 1 ? l[bi->n_spatial] : k[0]);
+  SchRV il[16], wl[16];
+  int ni = init >= 0 ? sch_get_loops(s, init, il, 16) : 0, nw = sch_get_loops(s, b, wl, 16);
+  if (ni < 1 || sch_vectorize(s, il[ni - 1]) || sch_vectorize(s, k[1]) || nw < 1 || sch_unroll(s, wl[nw - 1]))
+    topi_schedule_note(s, "row reduction: partial results not vectorized");
 }
 
 /* Step 3: loops are kept as they are (fusing them all would put a
@@ -194,7 +219,8 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
     order[k++] = inner;
     if (sch_reorder(s, order, k)) topi_schedule_note(s, "reorder reduction outside the vector loop");
   } else if (bi->n_reduce > 0) {
-    inner = -1; /* innermost loops reduce: nothing to vectorize */
+    inner = -1; /* innermost loops reduce: vectorized, if at all, by partial results */
+    vectorize_row_reduction(s, bi, b, l, n, lanes);
   }
   if (inner >= 0 && topi_loop_extent(s, inner) >= lanes) {
     SchRV parts[2];
@@ -216,7 +242,7 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
 }
 
 /* Body C[...] = C[...] + X[...] * Y[...] (a sum of products of two other
- * buffers): what the matmul schedule's tiling assumes, unlike a row max. */
+ * reads): what the matmul schedule's tiling assumes, unlike a row max. */
 static bool is_multiply_accumulate(const Block *b) {
   const Stmt *st = b->body;
   if (st->kind != STMT_STORE || st->store.value->kind != EXPR_ADD) return false;
@@ -225,7 +251,9 @@ static bool is_multiply_accumulate(const Block *b) {
     prod = v->bin.a;
     if (v->bin.b->kind != EXPR_LOAD || v->bin.b->load.buffer != st->store.buffer) return false;
   }
-  return prod->kind == EXPR_MUL && prod->bin.a->kind == EXPR_LOAD && prod->bin.b->kind == EXPR_LOAD;
+  /* x * x (a sum of squares: layer norm's variance) is a row reduction, not a product of two matrices. */
+  return prod->kind == EXPR_MUL && prod->bin.a->kind == EXPR_LOAD && prod->bin.b->kind == EXPR_LOAD &&
+         !expr_equal(prod->bin.a, prod->bin.b);
 }
 
 /* Depthwise conv2d in NCHWc (topi_depthwise_conv2d_nchwc_onnx): iterators
