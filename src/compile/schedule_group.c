@@ -179,9 +179,22 @@ static bool innermost_reads_use(const Block *b, const Expr *v) {
  * per element. Split by a vector width w and rfactor'd, it accumulates w
  * partial results in a vector (the tile compacts to w elements, which the
  * C code generator keeps in a register) and sums them once per row. */
-static void vectorize_row_reduction(Schedule *s, const BlockInfo *bi, SchRV b, const SchRV *l, int n, int lanes) {
-  const Block *blk = bi->block;
-  if (blk->iters[n - 1].type != ITER_REDUCE || !innermost_reads_use(blk, blk->iters[n - 1].var)) return;
+static void vectorize_row_reduction(Schedule *s, const char *name, int lanes) {
+  SchRV b = sch_get_block(s, name), l[16];
+  int n = b >= 0 ? sch_get_loops(s, b, l, 16) : 0;
+  const Stmt *r = stmt_find_block(sch_func(s)->body, name);
+  if (n < 1 || n > 16 || !r) return;
+  /* The block iterator the innermost loop walks, and the outermost loop that
+   * carries a reduction (where the partial results' init goes). */
+  const Block *blk = r->realize.block;
+  int inner = -1, first = -1;
+  for (int k = 0; k < blk->n_iters; k++) {
+    const Expr *v = r->realize.iter_values[k];
+    if (v == sch_loop_var(s, l[n - 1])) inner = k;
+    for (int i = 0; i < n && blk->iters[k].type == ITER_REDUCE; i++)
+      if (expr_uses_var(v, sch_loop_var(s, l[i])) && (first < 0 || i < first)) first = i;
+  }
+  if (inner < 0 || blk->iters[inner].type != ITER_REDUCE || !innermost_reads_use(blk, blk->iters[inner].var)) return;
   int64_t ext = topi_loop_extent(s, l[n - 1]), w = lanes;
   while (w > 4 && ext % w) w /= 2;
   if (ext < 2 * w || ext % w) return;
@@ -189,7 +202,7 @@ static void vectorize_row_reduction(Schedule *s, const BlockInfo *bi, SchRV b, c
   if (sch_split(s, l[n - 1], (int64_t[]){-1, w}, 2, k)) return;
   SchRV rf = sch_rfactor(s, k[1]);
   if (rf < 0) return;
-  SchRV init = sch_decompose_reduction(s, rf, bi->n_spatial < n - 1 ? l[bi->n_spatial] : k[0]);
+  SchRV init = sch_decompose_reduction(s, rf, first < n - 1 ? l[first] : k[0]);
   SchRV il[16], wl[16];
   int ni = init >= 0 ? sch_get_loops(s, init, il, 16) : 0, nw = sch_get_loops(s, b, wl, 16);
   if (ni < 1 || sch_vectorize(s, il[ni - 1]) || sch_vectorize(s, k[1]) || nw < 1 || sch_unroll(s, wl[nw - 1]))
@@ -207,7 +220,11 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
   if (b < 0) return;
   SchRV l[16];
   int n = sch_get_loops(s, b, l, 16);
-  if (n < 1 || n > 16 || n != bi->block->n_iters) return; /* moved or fused already: leave it */
+  if (n < 1 || n > 16) return;
+  if (n != bi->block->n_iters) { /* moved by compute_at: its loops no longer follow its iterators */
+    if (bi->n_reduce > 0) vectorize_row_reduction(s, bi->block->name, target_lanes(target, DT_F32));
+    return;
+  }
   int lanes = target_lanes(target, DT_F32);
   int ns = bi->n_spatial;
   SchRV inner = ns > 0 ? l[ns - 1] : -1;
@@ -220,7 +237,7 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
     if (sch_reorder(s, order, k)) topi_schedule_note(s, "reorder reduction outside the vector loop");
   } else if (bi->n_reduce > 0) {
     inner = -1; /* innermost loops reduce: vectorized, if at all, by partial results */
-    vectorize_row_reduction(s, bi, b, l, n, lanes);
+    vectorize_row_reduction(s, bi->block->name, lanes);
   }
   if (inner >= 0 && topi_loop_extent(s, inner) >= lanes) {
     SchRV parts[2];
@@ -290,6 +307,32 @@ static bool is_pool2d(const Block *b, const BlockInfo *bi) {
   return n == 6 || expr_uses_var(x->min[4], b->iters[4].var);
 }
 
+/* A chain of row-wise stages with one output (softmax: max, exp, sum and
+ * divide along the last axis) runs stage by stage over the whole tensor,
+ * each stage a pass through memory (BERT's attention scores: 768 KiB a
+ * stage, beyond L2 with the input and output). Computed at the output's
+ * loop over its second-to-last axis, every stage runs per row, and a row's
+ * intermediates stay in L1. Stages are moved consumers first, so each one's
+ * consumers are already inside that loop. */
+static void fuse_rows(Schedule *s, const Blocks *bs) {
+  const BlockInfo *out = NULL;
+  for (int i = 0; i < bs->items.n; i++) {
+    const BlockInfo *bi = &bs->items.items[i];
+    if (!bi->writes_param) continue;
+    if (out) return; /* several outputs */
+    out = bi;
+  }
+  if (!out || bs->items.n < 2 || out->n_reduce > 0 || out->n_spatial < 2) return;
+  SchRV ob = sch_get_block(s, out->block->name), l[16];
+  if (ob < 0 || sch_get_loops(s, ob, l, 16) != out->n_spatial) return;
+  for (int i = bs->items.n - 1; i >= 0; i--) {
+    const BlockInfo *bi = &bs->items.items[i];
+    SchRV b = bi == out ? -1 : sch_get_block(s, bi->block->name);
+    if (b >= 0 && sch_compute_at(s, b, l[out->n_spatial - 2]) != LOOM_OK) return;
+  }
+  topi_schedule_note(s, "stages fused per row");
+}
+
 /* A group whose work (tir_func_work) is below this stays serial. Chosen
  * from `loom run --profile` of MobileNetV2 at 2 threads: a dispatch to the
  * pool costs ~0.5 µs (a 1-µs flatten runs faster serially), while a
@@ -338,6 +381,7 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     }
   }
 
+  if (!anchor_done) fuse_rows(s, &bs);
   /* Everything else, as collected before the anchor's schedule. */
   for (int i = 0; i < bs.items.n; i++) {
     const BlockInfo *bi = &bs.items.items[i];

@@ -1,0 +1,84 @@
+/* The generic group schedule (src/compile/schedule_group.c) on row-wise
+ * reductions: softmax, LogSumExp, a kept-dims mean and an integer max along
+ * the last axis. Each row's stages must be computed per row (compute_at)
+ * and its reductions vectorized through partial results (rfactor) where the
+ * row length allows, and the scheduled kernel must compute what the
+ * unscheduled one computes, at 1 and 2 threads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile/compile.h"
+#include "unit/driver/schedule_run.h"
+#include "tir/schedule/schedule.h"
+#include "topi/topi_ops.h"
+
+typedef struct RowCase {
+  const char *label;
+  int64_t shape[3];
+  int kind; /* 0 softmax, 1 LogSumExp, 2 mean with kept dims */
+  bool per_row, vectorized; /* expected: stages moved under the rows, rfactor applied */
+} RowCase;
+
+static PrimFunc *build(Arena *a, const RowCase *c) {
+  LoomError err = {0};
+  TeTensor *x = te_placeholder(a, "x", DT_F32, 3, c->shape, &err), *y = NULL;
+  assert_non_null(x);
+  int64_t axis = 2;
+  if (c->kind == 0) y = topi_softmax_axis(a, "y", x, axis, &err);
+  if (c->kind == 1) y = topi_reduce(a, "y", TOPI_REDUCE_LOG_SUM_EXP, x, &axis, 1, false, false, &err);
+  if (c->kind == 2) y = topi_reduce(a, "y", TOPI_REDUCE_MEAN, x, &axis, 1, true, false, &err);
+  if (!y) fail_msg("%s: %s", c->label, err.msg);
+  PrimFunc *f = te_create_primfunc(a, c->label, (TeTensor *[]){x, y}, 2, &err);
+  if (!f) fail_msg("%s: %s", c->label, err.msg);
+  return f;
+}
+
+static void check(const RowCase *c) {
+  for (int threads = 1; threads <= 2; threads++) {
+    Arena *a = arena_new();
+    PrimFunc *f = build(a, c);
+    GroupFunc gf = {.func = f};
+    Target target = target_host();
+    Schedule *keep = NULL;
+    const PrimFunc *g = compile_schedule_group(&gf, &target, threads, &keep);
+    char *trace = trace_to_text(sch_trace(keep));
+    if ((strstr(trace, "compute_at(") != NULL) != c->per_row)
+      fail_msg("%s: stages %sexpected per row; trace:\n%s", c->label, c->per_row ? "" : "not ", trace);
+    if ((strstr(trace, "rfactor(") != NULL) != c->vectorized)
+      fail_msg("%s: rfactor %sexpected; trace:\n%s", c->label, c->vectorized ? "" : "not ", trace);
+    free(trace);
+    ScheduleRun r = {0};
+    schedule_run(a, f, g, threads, 3, &r);
+    for (size_t i = 0; i < r.count; i++)
+      if (fabs((double)r.want[i] - r.got[i]) > 1e-5 * fmax(1.0, fabs(r.want[i])))
+        fail_msg("%s, %d threads: element %zu: reference %g, scheduled %g", c->label, threads, i, r.want[i],
+                 r.got[i]);
+    schedule_run_free(&r);
+    sch_free(keep);
+    arena_free(a);
+  }
+}
+
+static void test_row_reductions(void **state) {
+  (void)state;
+  static const RowCase cases[] = {
+      {"softmax", {3, 5, 48}, 0, true, true},
+      {"softmax_rows_of_40", {2, 3, 40}, 0, true, true}, /* vectors of 8 */
+      {"softmax_rows_of_7", {2, 3, 7}, 0, true, false},  /* too short to vectorize */
+      {"logsumexp", {4, 2, 64}, 1, true, true},
+      {"mean_keepdims", {2, 6, 32}, 2, true, true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_row_reductions)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
