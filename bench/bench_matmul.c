@@ -9,6 +9,7 @@
  * wrong kernel cannot pass.
  *
  * usage: bench_matmul [--repeat N] [--threads 1,2] [M N K ...] */
+#include "bench_timing.h"
 #include "driver/driver.h"
 #include "runtime/threadpool.h"
 #include "target/target.h"
@@ -22,22 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef struct Shape {
   int64_t M, N, K;

@@ -54,6 +54,7 @@
  * fails the run.
  *
  * usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR] */
+#include "bench_timing.h"
 #include "compile/compile.h"
 #include "driver/driver.h"
 #include "runtime/threadpool.h"
@@ -177,31 +178,6 @@ static int pick_block(int channels) {
 
 /* ---------------- helpers ---------------- */
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double minimum(const double *v, int n) {
-  double m = v[0];
-  for (int i = 1; i < n; i++) m = fmin(m, v[i]);
-  return m;
-}
-
-static double median(const double *v, int n) {
-  double *s = malloc(sizeof(double) * (size_t)n);
-  memcpy(s, v, sizeof(double) * (size_t)n);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  free(s);
-  return m;
-}
 
 __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
   va_list ap;
