@@ -178,7 +178,6 @@ static int pick_block(int channels) {
 
 /* ---------------- helpers ---------------- */
 
-
 __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
