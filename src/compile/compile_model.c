@@ -2,7 +2,9 @@
  * order, in one place.
  *
  *   import (+ fold constants, drop identities, DCE)   frontend/onnx
- *   fold BatchNorm, canonicalize, CSE, DCE             graph/passes
+ *   fold BatchNorm, canonicalize, split GEMVs,         graph/passes
+ *   pack constant matmul weights (opt level >= 2),
+ *   CSE, DCE
  *   NCHWc layout (opt level >= 2)                      graph/pass_layout
  *   extents of data-dependent outputs                  compile/dynamic
  *   fuse into groups                                   graph/pass_fuse
@@ -46,10 +48,15 @@ static void compiled_free(Compiled *c) {
 
 static loom_status run_graph_passes(Graph *g, int opt_level, LoomError *err) {
   loom_status st;
+  Target host = target_host();
+  /* Packed weights are a layout choice, like NCHWc: opt level 2. Panels
+   * one vector wide, the matmul schedule's column unit. Before CSE and
+   * DCE, which merge equal panels and drop the unpacked weights. */
+  int panel_width = opt_level >= 2 ? target_lanes(&host, DT_F32) : 0;
   if (opt_level >= 1) {
     if ((st = graph_pass_fold_batchnorm(g, err)) || (st = graph_pass_canonicalize(g, err)) ||
-        (st = graph_pass_split_gemv(g, target_host().num_cores, err)) || (st = graph_pass_cse(g, err)) ||
-        (st = graph_pass_dce(g, err)))
+        (st = graph_pass_split_gemv(g, host.num_cores, err)) || (st = graph_pass_pack_matmul(g, panel_width, err)) ||
+        (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
       return st;
   }
   if (opt_level >= 2 && (st = graph_pass_layout_nchwc(g, NULL, err))) return st;

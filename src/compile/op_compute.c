@@ -415,6 +415,9 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
     case GRAPH_OP_MATMUL:
       outs[0] = topi_matmul_nd(a, name, ins[0], ins[1], err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+    case GRAPH_OP_MATMUL_PACKED:
+      outs[0] = topi_matmul_packed(a, name, ins[0], ins[1], graph_attr_int(n, "n", -1), err);
+      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_MAX_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
     case GRAPH_OP_AVERAGE_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
     case GRAPH_OP_GLOBAL_AVERAGE_POOL:

@@ -231,7 +231,9 @@ typedef enum GraphOpPattern {
   X(LAYOUT_TRANSFORM, "LayoutTransform", INJECTIVE, layout_transform) \
   X(CONV_NCHWC, "ConvNCHWc", OUT_ELEMWISE_FUSABLE, conv_nchwc)             \
   X(MAX_POOL_NCHWC, "MaxPoolNCHWc", OUT_ELEMWISE_FUSABLE, pool_nchwc)      \
-  X(AVERAGE_POOL_NCHWC, "AveragePoolNCHWc", OUT_ELEMWISE_FUSABLE, pool_nchwc)
+  X(AVERAGE_POOL_NCHWC, "AveragePoolNCHWc", OUT_ELEMWISE_FUSABLE, pool_nchwc) \
+  /* Loom's own (pass_pack_matmul.c, infer_matmul_packed.c): B in column panels */ \
+  X(MATMUL_PACKED, "MatMulPacked", OUT_ELEMWISE_FUSABLE, matmul_packed)
 
 typedef enum GraphOp {
 #define X(e, name, pat, infer) GRAPH_OP_##e,

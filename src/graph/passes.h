@@ -45,6 +45,16 @@ loom_status graph_pass_canonicalize(Graph *g, LoomError *err);
  * streams one contiguous range of the weights. Nothing for parts < 2. */
 loom_status graph_pass_split_gemv(Graph *g, int parts, LoomError *err);
 
+/* ---- pass_pack_matmul.c ---- */
+/* A product A x B (MatMul, or Gemm without transposes or scaling) with a
+ * constant f32 B [K, N] and at least 16 rows of A (batch dims flattened)
+ * becomes MatMulPacked(A, Bp) {n = N} (then the Gemm's bias Add), with B
+ * packed at compile time into column panels Bp [ceil(N / width), K, width]
+ * (zero-padded), so each vector of the schedule's column tile reads one
+ * contiguous panel. Matrix-vector products are left to split_gemv.
+ * Nothing for width < 1. */
+loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err);
+
 /* ---- pass_cse.c ---- */
 /* Merges nodes with the same op, attributes and inputs (the later one's
  * outputs are replaced by the earlier one's), and constants with the same

@@ -139,3 +139,52 @@ TeTensor *topi_matmul_nd(Arena *a, const char *name, const TeTensor *A, const Te
                 .rb = B->ndim};
   return te_compute(a, name, r, oshape, matmul_body, &g, err);
 }
+
+/* MatMulPacked (graph/infer_matmul_packed.c): B in column panels Bp
+ * [P, K, b]; column j of B is lane j % b of panel j / b. */
+typedef struct PackedArgs {
+  const TeTensor *A, *Bp;
+  IterVar k;
+  int64_t width;
+} PackedArgs;
+
+static const Expr *matmul_packed_body(Arena *a, const Expr *const *ax, void *user) {
+  PackedArgs *p = user;
+  int r = p->A->ndim;
+  const Expr *ai[TOPI_MAX_RANK];
+  for (int d = 0; d < r - 1; d++) ai[d] = ax[d];
+  ai[r - 1] = p->k.var;
+  const Expr *j = ax[r - 1], *w = expr_i64(a, p->width);
+  const Expr *bi[3] = {expr_floordiv(a, j, w), p->k.var, expr_floormod(a, j, w)};
+  return te_sum(a, expr_mul(a, te_load(a, p->A, ai), te_load(a, p->Bp, bi)), &p->k, 1, NULL);
+}
+
+TeTensor *topi_matmul_packed(Arena *a, const char *name, const TeTensor *A, const TeTensor *Bp, int64_t n,
+                             LoomError *err) {
+  const char *on = "MatMulPacked";
+  if (!op_check_name(on, name, err) || !op_check_tensor(on, "A", A, err) || !op_check_tensor(on, "Bp", Bp, err))
+    return NULL;
+  char b1[16], b2[16];
+  if (!dtype_eq(A->dtype, DT_F32) || !dtype_eq(Bp->dtype, DT_F32)) {
+    err_set(err, LOOM_ERR_UNSUPPORTED, "MatMulPacked: A is %s and Bp is %s; expected both f32", dtype_str(A->dtype, b1),
+            dtype_str(Bp->dtype, b2));
+    return NULL;
+  }
+  if (A->ndim < 2 || A->ndim > TOPI_MAX_RANK || Bp->ndim != 3) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "MatMulPacked: A must have rank 2 to %d and Bp rank 3 (got %d and %d)",
+            TOPI_MAX_RANK, A->ndim, Bp->ndim);
+    return NULL;
+  }
+  int64_t K = A->shape[A->ndim - 1], panels = Bp->shape[0], width = Bp->shape[2];
+  if (Bp->shape[1] != K || width < 1 || n < 1 || panels != (n + width - 1) / width) {
+    err_set(err, LOOM_ERR_INVALID_ARG,
+            "MatMulPacked: Bp \"%s\" is [%lld, %lld, %lld], expected [ceil(%lld / b), %lld, b] for A \"%s\"", Bp->name,
+            (long long)panels, (long long)Bp->shape[1], (long long)width, (long long)n, (long long)K, A->name);
+    return NULL;
+  }
+  int64_t oshape[TOPI_MAX_RANK];
+  memcpy(oshape, A->shape, sizeof(int64_t) * (size_t)A->ndim);
+  oshape[A->ndim - 1] = n;
+  PackedArgs p = {.A = A, .Bp = Bp, .k = te_reduce_axis(a, "k", K), .width = width};
+  return te_compute(a, name, A->ndim, oshape, matmul_packed_body, &p, err);
+}

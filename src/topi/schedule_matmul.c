@@ -13,6 +13,11 @@
  * packing: B is read once either way; for M = 1 the column tile is wide
  * instead, so B streams from memory in long contiguous runs.
  *
+ * A constant B that graph_pass_pack_matmul packed at compile time into
+ * column panels (MatMulPacked: Bp[j / w, k, j % w], w one vector) needs
+ * no run-time copy: each vector of the column tile reads its own panel,
+ * contiguous in k.
+ *
  * Decisions are sampling points (MR, NR, whether to pack) so a tuner can
  * replace the defaults, which come from bench/matmul on Zen 4. */
 #include "topi/topi_schedule.h"
@@ -34,12 +39,28 @@ static bool batch_shares_b(Schedule *s, const char *block, int nb) {
   return true;
 }
 
+/* B given in column panels, Bp[j / w, k, j % w] (MatMulPacked, packed at
+ * compile time by graph_pass_pack_matmul): the panel width w, else 0. */
+static int64_t b_panel_width(Schedule *s, const char *block) {
+  const Stmt *r = stmt_find_block(sch_func(s)->body, block);
+  if (!r || r->realize.block->n_reads < 2 || r->realize.block->n_iters < 3) return 0;
+  const Block *b = r->realize.block;
+  const BufferRegion *rb = &b->reads[1];
+  const Expr *j = b->iters[b->n_iters - 2].var, *k = b->iters[b->n_iters - 1].var;
+  int64_t w;
+  if (rb->buffer->ndim != 3 || !expr_as_int(rb->buffer->shape[2], &w) || w < 1) return 0;
+  bool panels = expr_uses_var(rb->min[0], j) && !expr_uses_var(rb->min[0], k) && expr_uses_var(rb->min[1], k) &&
+                !expr_uses_var(rb->min[1], j) && expr_uses_var(rb->min[2], j) && !expr_uses_var(rb->min[2], k);
+  return panels ? w : 0;
+}
+
 static loom_status fail_rv(Schedule *s, SchRV rv) { return rv < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK; }
 
 loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char *epilogue, const Target *target,
                                      int num_threads) {
   SchRV b = sch_get_block(s, block);
   if (b < 0) return LOOM_ERR_SCHEDULE;
+  int64_t panel = b_panel_width(s, block);
   SchRV loops[8];
   int n = sch_get_loops(s, b, loops, 8);
   if (n < 3) return LOOM_ERR_SCHEDULE;
@@ -54,7 +75,9 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   }
   int64_t M = topi_loop_extent(s, li), N = topi_loop_extent(s, lj);
   if (M < 1 || N < 1) return LOOM_ERR_SCHEDULE;
-  int lanes = target_lanes(target, DT_F32);
+  /* Packed B: a column vector is one panel (the pass packs panels one
+   * target vector wide), so each vector of the tile streams its panel. */
+  int lanes = panel > 0 ? (int)panel : target_lanes(target, DT_F32);
 
   int64_t mr, nr_vecs, pack, kc;
   static const int64_t mr_choices[] = {1, 4, 6, 8, 12};
@@ -113,7 +136,9 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
     return LOOM_ERR_SCHEDULE;
   if (sch_sample_categorical(s, nr_choices, M == 1 ? nr_probs_gemv : kblock ? nr_probs_kblock : nr_probs, 5, &nr_vecs))
     return LOOM_ERR_SCHEDULE;
-  if (sch_sample_categorical(s, pack_choices, M < 16 ? pack_probs_small : pack_probs_big, 2, &pack))
+  /* Panels packed at compile time need no run-time copy: the decision is
+   * still sampled (the trace keeps its shape) but can only be 0. */
+  if (sch_sample_categorical(s, pack_choices, M < 16 || panel > 0 ? pack_probs_small : pack_probs_big, 2, &pack))
     return LOOM_ERR_SCHEDULE;
 
   /* Narrow outputs: the column tile cannot exceed N rounded up to vectors. */

@@ -240,6 +240,12 @@ TeTensor *topi_gemm(Arena *a, const char *name, const TeTensor *A, const TeTenso
  * dropped from the result; batch dims broadcast. f32, i32, i64. One stage. */
 TeTensor *topi_matmul_nd(Arena *a, const char *name, const TeTensor *A, const TeTensor *B,
                          LoomError *err);
+/* MatMulPacked (graph/infer_matmul_packed.c): A [..., M, K] x B given as
+ * column panels Bp [ceil(n / b), K, b] -> [..., M, n], Y[..., i, j] =
+ * sum_k A[..., i, k] * Bp[j / b, k, j % b]. f32. One stage, like MatMul,
+ * so epilogues fuse the same way. */
+TeTensor *topi_matmul_packed(Arena *a, const char *name, const TeTensor *A, const TeTensor *Bp, int64_t n,
+                             LoomError *err);
 
 /* ---------------- reductions and normalizations (op_reduce.c) ------- */
 

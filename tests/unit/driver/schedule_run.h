@@ -5,6 +5,9 @@
 
 #include "driver/driver.h"
 #include "runtime/threadpool.h"
+#include "tir/text.h"
+
+#include <string.h>
 
 typedef struct ScheduleRun {
   DriverModule *module; /* function 0: "reference", 1: "scheduled" */
@@ -41,6 +44,65 @@ static inline void schedule_run(Arena *a, const PrimFunc *reference, const PrimF
   r->want = r->ref.tensors[out].data;
   r->got = r->sched.tensors[out].data;
   r->count = r->ref.bytes[out] / sizeof(float);
+}
+
+/* The caches of a buffer (allocations whose name starts with `prefix`:
+ * "C_" for "C_local") in a lowered function: how many there are, how many
+ * are register tiles (at most max_tile bytes), the largest one inside a
+ * loop, and how many outside loops are bigger than a tile and how big the
+ * largest of those is. */
+typedef struct AllocBytes {
+  const char *prefix;
+  int64_t max_tile, count, tiles, max_in_loop, big_outside, max_outside;
+} AllocBytes;
+
+static inline void schedule_alloc_bytes(const Stmt *s, bool in_loop, AllocBytes *out) {
+  if (!s) return;
+  switch (s->kind) {
+    case STMT_FOR: schedule_alloc_bytes(s->loop.body, true, out); return;
+    case STMT_IF:
+      schedule_alloc_bytes(s->if_.then_s, in_loop, out);
+      schedule_alloc_bytes(s->if_.else_s, in_loop, out);
+      return;
+    case STMT_SEQ:
+      for (int i = 0; i < s->seq.n; i++) schedule_alloc_bytes(s->seq.stmts[i], in_loop, out);
+      return;
+    case STMT_ALLOCATE: {
+      int64_t bytes = 4, e;
+      for (int d = 0; d < s->alloc.buffer->ndim; d++) bytes *= expr_as_int(s->alloc.buffer->shape[d], &e) ? e : 1 << 20;
+      if (!strncmp(s->alloc.buffer->name, out->prefix, strlen(out->prefix))) {
+        out->count++;
+        out->tiles += bytes <= out->max_tile;
+        if (in_loop && bytes > out->max_in_loop) out->max_in_loop = bytes;
+        if (!in_loop && bytes > out->max_tile) {
+          out->big_outside++;
+          if (bytes > out->max_outside) out->max_outside = bytes;
+        }
+      }
+      schedule_alloc_bytes(s->alloc.body, in_loop, out);
+      return;
+    }
+    default: return;
+  }
+}
+
+/* The caches of the block `block` writes (NULL: the output, f's last
+ * parameter) in `lowered` must be register tiles of at most max_tile_bytes,
+ * plus at most one accumulator of the whole output outside loops
+ * (input-channel or K blocking): a tile's cache left bigger (a partial
+ * tile's guard, a tail sharing the main loop's cache) fails. */
+static inline void schedule_check_register_tiles(Arena *a, const PrimFunc *f, const char *block, const PrimFunc *lowered,
+                                                 int64_t max_tile_bytes) {
+  const Buffer *out = f->params[f->n_params - 1];
+  int64_t out_bytes = 4, e;
+  for (int d = 0; d < out->ndim; d++) out_bytes *= expr_as_int(out->shape[d], &e) ? e : 1;
+  AllocBytes ab = {arena_printf(a, "%s_", block ? block : out->name), max_tile_bytes, 0, 0, 0, 0, 0};
+  schedule_alloc_bytes(lowered->body, false, &ab);
+  if (ab.tiles == 0 || ab.max_in_loop > max_tile_bytes || ab.big_outside > 1 || ab.max_outside > out_bytes)
+    fail_msg("a register tile left in memory (%lld tiles, largest in a loop %lld bytes, %lld caches outside loops "
+             "up to %lld bytes):\n%s",
+             (long long)ab.tiles, (long long)ab.max_in_loop, (long long)ab.big_outside, (long long)ab.max_outside,
+             tir_print_func(lowered));
 }
 
 static inline void schedule_run_free(ScheduleRun *r) {

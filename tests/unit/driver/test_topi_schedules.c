@@ -23,50 +23,10 @@
 typedef loom_status (*ScheduleFn)(Schedule *s, const char *block, const char *epilogue, const Target *t,
                                   int threads);
 
-/* The output's caches (buffers named after the output: "C_local" for
- * "C") allocated in s: how many are register tiles (at most max_tile
- * bytes), the largest one inside a loop, and how many outside loops are
- * bigger than a tile and how big the largest of those is. */
-typedef struct AllocBytes {
-  const char *prefix;
-  int64_t max_tile, tiles, max_in_loop, big_outside, max_outside;
-} AllocBytes;
-
-static void alloc_bytes(const Stmt *s, bool in_loop, AllocBytes *out) {
-  if (!s) return;
-  switch (s->kind) {
-    case STMT_FOR: alloc_bytes(s->loop.body, true, out); return;
-    case STMT_IF:
-      alloc_bytes(s->if_.then_s, in_loop, out);
-      alloc_bytes(s->if_.else_s, in_loop, out);
-      return;
-    case STMT_SEQ:
-      for (int i = 0; i < s->seq.n; i++) alloc_bytes(s->seq.stmts[i], in_loop, out);
-      return;
-    case STMT_ALLOCATE: {
-      int64_t bytes = 4, e;
-      for (int d = 0; d < s->alloc.buffer->ndim; d++) bytes *= expr_as_int(s->alloc.buffer->shape[d], &e) ? e : 1 << 20;
-      if (!strncmp(s->alloc.buffer->name, out->prefix, strlen(out->prefix))) {
-        out->tiles += bytes <= out->max_tile;
-        if (in_loop && bytes > out->max_in_loop) out->max_in_loop = bytes;
-        if (!in_loop && bytes > out->max_tile) {
-          out->big_outside++;
-          if (bytes > out->max_outside) out->max_outside = bytes;
-        }
-      }
-      alloc_bytes(s->alloc.body, in_loop, out);
-      return;
-    }
-    default: return;
-  }
-}
-
 /* Relative error metric: |x - y| <= 1e-4 * max(1, max |reference|); the
  * schedules reorder float sums (k-blocking, vector lanes). With
- * max_tile_bytes > 0, the output's caches must be register tiles of at
- * most that size, plus at most one whole-output accumulator outside loops
- * (input-channel or K blocking): a tile's cache left bigger (a partial
- * tile's guard, a tail sharing the main loop's cache) fails. */
+ * max_tile_bytes > 0, the output's caches must be register tiles
+ * (schedule_check_register_tiles). */
 static void check_schedule_tiles(PrimFunc *f, const char *block, const char *epilogue, ScheduleFn fn, int threads,
                                  int64_t max_tile_bytes) {
   Arena *a = arena_new();
@@ -78,19 +38,7 @@ static void check_schedule_tiles(PrimFunc *f, const char *block, const char *epi
   }
   ScheduleRun r = {0};
   schedule_run(a, f, sch_func(s), threads, 11, &r);
-  if (max_tile_bytes > 0) {
-    const PrimFunc *lowered = driver_lowered(r.module, 1);
-    const Buffer *out = f->params[f->n_params - 1];
-    int64_t out_bytes = 4, e;
-    for (int d = 0; d < out->ndim; d++) out_bytes *= expr_as_int(out->shape[d], &e) ? e : 1;
-    AllocBytes ab = {arena_printf(a, "%s_", out->name), max_tile_bytes, 0, 0, 0, 0};
-    alloc_bytes(lowered->body, false, &ab);
-    if (ab.tiles == 0 || ab.max_in_loop > max_tile_bytes || ab.big_outside > 1 || ab.max_outside > out_bytes)
-      fail_msg("a register tile left in memory (%lld tiles, largest in a loop %lld bytes, %lld caches outside loops "
-               "up to %lld bytes):\n%s",
-               (long long)ab.tiles, (long long)ab.max_in_loop, (long long)ab.big_outside, (long long)ab.max_outside,
-               tir_print_func(lowered));
-  }
+  if (max_tile_bytes > 0) schedule_check_register_tiles(a, f, NULL, driver_lowered(r.module, 1), max_tile_bytes);
   double scale = 1.0;
   for (size_t i = 0; i < r.count; i++) scale = fmax(scale, fabs(r.want[i]));
   for (size_t i = 0; i < r.count; i++)

@@ -3,7 +3,8 @@
  * LayoutTransform, broadcast Add/Sub/Mul/Div/Max/Min, Relu, Clip, Sigmoid,
  * BatchNormalization, MaxPool/AveragePool (and their NCHWc forms), Pad,
  * GlobalAverage/MaxPool, Flatten, Concat,
- * ReduceMean/ReduceMax (constant axes, keepdims). Written from the
+ * ReduceMean/ReduceMax (constant axes, keepdims), MatMul / Gemm with a 2-D
+ * B and MatMulPacked. Written from the
  * ONNX specification (and infer_nchwc.c for Loom's own ops), independent of
  * the passes under test. Types come from inference. */
 #ifndef LOOM_TESTS_GRAPH_REF_EVAL_H
@@ -224,6 +225,27 @@ static inline void ref_pad(const Graph *g, const GraphNode *n, double **val) {
   }
 }
 
+/* MatMul with a 2-D B [K, N] (A's leading dims are rows sharing it), Gemm
+ * without transposes or scaling (bias C broadcast), and MatMulPacked
+ * (Bp[j / w, k, j % w], infer_matmul_packed.c). */
+static inline void ref_matmul(const Graph *g, const GraphNode *n, double **val) {
+  const GraphValue *av = &g->values[n->inputs[0]], *bv = &g->values[n->inputs[1]];
+  int64_t K = av->dims[av->rank - 1], rows = ref_numel(g, n->inputs[0]) / K;
+  bool packed = n->op == GRAPH_OP_MATMUL_PACKED;
+  int64_t N = packed ? graph_attr_int(n, "n", 0) : bv->dims[1], w = packed ? bv->dims[2] : 0;
+  const double *a = val[n->inputs[0]], *b = val[n->inputs[1]];
+  bool bias = n->op == GRAPH_OP_GEMM && n->ninputs > 2 && n->inputs[2] >= 0;
+  int64_t nc = bias ? ref_numel(g, n->inputs[2]) : 0;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; k++)
+        acc += a[i * K + k] * (packed ? b[((j / w) * K + k) * w + j % w] : b[k * N + j]);
+      if (bias) acc += val[n->inputs[2]][nc == rows * N ? i * N + j : nc == N ? j : nc == rows ? i : 0];
+      val[n->outputs[0]][i * N + j] = acc;
+    }
+}
+
 static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
   ValueId y = n->outputs[0];
   int64_t count = ref_numel(g, y);
@@ -235,6 +257,7 @@ static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
   case GRAPH_OP_CONV_NCHWC: ref_conv(g, n, val, true); return;
   case GRAPH_OP_LAYOUT_TRANSFORM: ref_layout(g, n, val); return;
   case GRAPH_OP_CONCAT: ref_concat(g, n, val); return;
+  case GRAPH_OP_MATMUL: case GRAPH_OP_GEMM: case GRAPH_OP_MATMUL_PACKED: ref_matmul(g, n, val); return;
   case GRAPH_OP_REDUCE_MEAN: case GRAPH_OP_REDUCE_MAX: ref_reduce(g, n, val); return;
   case GRAPH_OP_GLOBAL_MAX_POOL: {
     int64_t inner = ref_numel(g, n->inputs[0]) / count;

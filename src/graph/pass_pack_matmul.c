@@ -1,0 +1,123 @@
+/* graph_pass_pack_matmul: a product with a constant weight matrix B [K, N]
+ * reads, for each column tile of the register-blocked schedule, a K x NR
+ * strip of B whose rows are N floats apart. The matmul schedule used to
+ * copy that strip into a contiguous panel on every call (a cache_read under
+ * the column-tile loop), about 10% of each of BERT-base's big products.
+ * ONNX Runtime (MLAS) and oneDNN pack constant B once when the session is
+ * created; this pass does the same at compile time:
+ *
+ *   Y = MatMul(A, B)      ->  Y = MatMulPacked(A, Bp) {n = N}
+ *   Y = Gemm(A, B, C)     ->  T = MatMulPacked(A, Bp) {n = N};  Y = Add(T, C)
+ *
+ *   Bp [ceil(N / b), K, b],  Bp[p, k, c] = B[k, p * b + c]  (0 past column N)
+ *
+ * so the column tile's NR/b vectors each stream one panel with unit stride
+ * in k (infer_matmul_packed.c has the op's semantics). b is the vector
+ * width the schedule uses (16 floats with AVX-512). Any N is accepted: the
+ * last panel is padded with zeros, which the product never reads.
+ *
+ * Only products with at least MIN_ROWS rows of A sharing B (batch dims of
+ * A flattened: BERT's [128, 1, 768] is 128 rows): a matrix-vector product
+ * reads B once either way and keeps its own path (pass_split_gemv.c and
+ * the wide GEMV column tiles of the matmul schedule). A's other conditions
+ * are what the packed compute supports: f32, static shape, rank >= 2, no
+ * transposes or scaling (canonicalize has already folded a constant
+ * transB). */
+#include "graph/pass_internal.h"
+#include "graph/passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The schedule packed B at run time from 16 rows on (topi_schedule_matmul_cpu's
+ * pack_probs_big), so this is where packing starts to pay there too. */
+enum { MIN_ROWS = 16 };
+
+static bool is_f32(DType t) { return dtype_eq(t, DT_F32); }
+
+/* B [K, N] (constant f32) of a product this pass rewrites, else NULL. */
+static const GraphTensor *packable(const Graph *g, const GraphNode *n) {
+  if (n->op != GRAPH_OP_GEMM && n->op != GRAPH_OP_MATMUL) return NULL;
+  if (n->ninputs < 2 || n->noutputs != 1 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->outputs[0] < 0) return NULL;
+  bool bias = n->op == GRAPH_OP_GEMM && n->ninputs > 2 && n->inputs[2] >= 0;
+  if (n->op == GRAPH_OP_GEMM &&
+      (graph_attr_int(n, "transA", 0) || graph_attr_int(n, "transB", 0) || graph_attr_float(n, "alpha", 1.0) != 1.0 ||
+       (bias && graph_attr_float(n, "beta", 1.0) != 1.0)))
+    return NULL;
+  if (n->op == GRAPH_OP_MATMUL && n->ninputs != 2) return NULL;
+  const GraphValue *a = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+  const GraphTensor *b = graph_value_constant(g, n->inputs[1]);
+  if (!b || b->rank != 2 || !is_f32(b->dtype) || b->dims[0] < 1 || b->dims[1] < 1) return NULL;
+  if (a->rank < 2 || !graph_value_is_static(a) || !is_f32(a->dtype) || a->dims[a->rank - 1] != b->dims[0]) return NULL;
+  if (n->op == GRAPH_OP_GEMM && a->rank != 2) return NULL;
+  if (!graph_value_is_static(y) || !is_f32(y->dtype)) return NULL;
+  if (bias && !is_f32(g->values[n->inputs[2]].dtype)) return NULL;
+  int64_t rows = graph_shape_numel(a->rank, a->dims) / b->dims[0];
+  return rows >= MIN_ROWS ? b : NULL;
+}
+
+/* B [K, N] in panels of `width` columns, zero-padded to whole panels. */
+static GraphTensor *pack_panels(Graph *g, const GraphTensor *b, int width) {
+  int64_t K = b->dims[0], N = b->dims[1], panels = (N + width - 1) / width;
+  GraphTensor *t = graph_tensor_new(g->arena, b->dtype, 3, (int64_t[]){panels, K, width});
+  const float *src = b->data;
+  float *dst = t->data;
+  for (int64_t p = 0; p < panels; p++) {
+    int64_t c0 = p * width, cols = N - c0 < width ? N - c0 : width;
+    for (int64_t k = 0; k < K; k++, dst += width) {
+      memcpy(dst, src + k * N + c0, sizeof(float) * (size_t)cols);
+      if (cols < width) memset(dst + cols, 0, sizeof(float) * (size_t)(width - cols));
+    }
+  }
+  return t;
+}
+
+static void rewrite(Graph *g, GraphNodeBuf *buf, const GraphNode *n, ValueId bp, int64_t N) {
+  const char *name = n->name;
+  ValueId y = n->outputs[0];
+  bool bias = n->op == GRAPH_OP_GEMM && n->ninputs > 2 && n->inputs[2] >= 0;
+  ValueId prod = y;
+  if (bias) {
+    const GraphValue *yv = &g->values[y];
+    int rank = yv->rank;
+    int64_t dims[2] = {yv->dims[0], yv->dims[1]};
+    prod = graph_add_value_derived(g, yv->name, "product");
+    graph_set_type(g, prod, DT_F32, rank, dims);
+  }
+  GraphNode *m = graph_nodebuf_add(g, buf, GRAPH_OP_MATMUL_PACKED, name, (ValueId[]){n->inputs[0], bp}, 2, &prod, 1);
+  graph_node_set_attr(g, m, graph_attr_make_int(g, "n", N));
+  if (bias)
+    graph_nodebuf_add(g, buf, GRAPH_OP_ADD, arena_printf(g->arena, "%s_bias", name), (ValueId[]){prod, n->inputs[2]}, 2,
+                      &y, 1);
+}
+
+loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err) {
+  if (width < 1) return LOOM_OK;
+  /* One packed copy per weight, however many products read it. */
+  int nvalues0 = g->nvalues;
+  ValueId *packed = malloc(sizeof(ValueId) * (size_t)(nvalues0 > 0 ? nvalues0 : 1));
+  if (!packed) return err_set(err, LOOM_ERR_INTERNAL, "pack_matmul: out of memory");
+  for (int v = 0; v < nvalues0; v++) packed[v] = GRAPH_NO_VALUE;
+  GraphNodeBuf buf = {0};
+  bool any = false;
+  for (int i = 0; i < g->nnodes; i++) {
+    const GraphNode *n = &g->nodes[i];
+    const GraphTensor *b = packable(g, n);
+    if (!b) {
+      graph_nodebuf_push(g, &buf, n);
+      continue;
+    }
+    GraphNode copy = *n; /* rewrite adds values: keep no pointer into the graph's arrays across it */
+    ValueId bv = copy.inputs[1];
+    if (packed[bv] == GRAPH_NO_VALUE)
+      packed[bv] = graph_add_constant_derived(g, g->values[bv].name, arena_printf(g->arena, "panels%d", width),
+                                              pack_panels(g, b, width));
+    rewrite(g, &buf, &copy, packed[bv], b->dims[1]);
+    any = true;
+  }
+  free(packed);
+  graph_nodebuf_commit(g, &buf);
+  if (!any) return LOOM_OK;
+  loom_status st = graph_pass_infer(g, err);
+  return st ? st : graph_verify(g, err);
+}
