@@ -8,8 +8,9 @@
  * offset and coalesced on release (the greedy-by-size "size class" of each
  * buffer is its 64-byte aligned size); a release that touches the top of the
  * arena lowers it, so a later larger buffer grows from there instead of
- * leaving a hole. In place: an all-elementwise kernel whose output has the
- * shape of an input that dies at this kernel writes over that input (every
+ * leaving a hole. In place: a kernel whose output has the shape of an input
+ * that dies at this kernel writes over that input when it reads the input
+ * only elementwise, at the index it writes (group_may_overwrite: every
  * element is read before the same element is written, by the same thread). */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
@@ -140,13 +141,22 @@ int64_t mem_plan_intervals(int n, const MemInterval *iv, int64_t *offsets, bool 
   return result;
 }
 
-/* True when every op of the group reads its inputs at the output index:
- * elementwise/broadcast ops whose outputs all have the shape of `v`. */
-static bool group_is_elementwise(const Graph *g, const GraphFusedGroup *grp, ValueId v) {
+/* Can the group's output v overwrite its input u? When every op of the group
+ * has an output of v's shape and is elementwise or broadcast, except at
+ * most one (the anchor: a conv or matmul whose epilogue the group is) that
+ * does not read u: then u is read only at the index of v being written, by
+ * the statement that writes it (a residual Add folded into a conv's tile
+ * store writes over the residual, as ONNX Runtime's fused Conv+Sum does). */
+static bool group_may_overwrite(const Graph *g, const GraphFusedGroup *grp, ValueId v, ValueId u) {
   const GraphValue *ov = &g->values[v];
+  int anchors = 0;
   for (int m = 0; m < grp->nnodes; m++) {
     const GraphNode *n = &g->nodes[grp->nodes[m]];
-    if (graph_op_info(n->op)->pattern > GRAPH_PATTERN_BROADCAST) return false;
+    if (graph_op_info(n->op)->pattern > GRAPH_PATTERN_BROADCAST) {
+      for (int k = 0; k < n->ninputs; k++)
+        if (n->inputs[k] == u) return false;
+      if (++anchors > 1) return false;
+    }
     for (int k = 0; k < n->noutputs; k++) {
       const GraphValue *o = n->outputs[k] >= 0 ? &g->values[n->outputs[k]] : NULL;
       if (!o || o->rank != ov->rank) return false;
@@ -221,10 +231,10 @@ loom_status graph_plan_memory(const Graph *g, const GraphFusionPlan *plan, Arena
     const GraphFusedGroup *grp = &plan->groups[gi];
     if (grp->noutputs != 1 || interval_of[grp->outputs[0]] < 0) continue;
     ValueId v = grp->outputs[0];
-    if (!group_is_elementwise(g, grp, v)) continue;
     for (int k = 0; k < grp->ninputs; k++) {
       int j = interval_of[grp->inputs[k]];
-      if (j >= 0 && iv[j].end == gi && same_type(&g->values[grp->inputs[k]], &g->values[v])) {
+      if (j >= 0 && iv[j].end == gi && same_type(&g->values[grp->inputs[k]], &g->values[v]) &&
+          group_may_overwrite(g, grp, v, grp->inputs[k])) {
         iv[interval_of[v]].inplace_of = j;
         break;
       }

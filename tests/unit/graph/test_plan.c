@@ -166,6 +166,39 @@ static void test_graph_chain_and_inplace(void **state) {
   graph_free(g);
 }
 
+/* A conv whose fused epilogue adds a value of its own shape writes over
+ * that value (read only at the index written); when the conv itself reads
+ * the value, it must not. */
+static void test_conv_residual_inplace(void **state) {
+  (void)state;
+  uint64_t seed = 9;
+  Graph *g = graph_new("residual");
+  int64_t xd[4] = {1, 8, 6, 6};
+  ValueId x = gb_input(g, "x", 4, xd);
+  ValueId a1 = gb_unary(g, GRAPH_OP_RELU, "a1", gb_conv(g, "c1", x, 8, 8, 3, 1, 1, true, &seed));
+  ValueId c3 = gb_conv(g, "c3", a1, 8, 8, 3, 1, 1, true, &seed);
+  ValueId side = gb_conv(g, "side", a1, 8, 8, 1, 1, 1, true, &seed);
+  /* The add fuses into one of the two convs; its epilogue alone reads the
+   * other conv's output (which dies there): in place. */
+  ValueId r1 = gb_unary(g, GRAPH_OP_RELU, "r1", gb_binary(g, GRAPH_OP_ADD, "add1", c3, side));
+  /* c4 reads r1 and adds it too: not in place. */
+  ValueId r2 = gb_unary(g, GRAPH_OP_RELU, "r2", gb_binary(g, GRAPH_OP_ADD, "add2", gb_conv(g, "c4", r1, 8, 8, 3, 1, 1, true, &seed), r1));
+  gb_output(g, gb_unary(g, GRAPH_OP_SOFTMAX, "out", r2));
+  Arena *a = arena_new();
+  GraphFusionPlan fp;
+  GraphMemoryPlan mp;
+  plan_graph(g, a, &fp, &mp);
+  check_graph_plan(g, &fp, &mp);
+  assert_int_equal(fp.ngroups, 5);
+  ValueId over = mp.inplace_of[r1];
+  assert_true(over == c3 || over == side);
+  assert_int_equal(mp.offset[r1], mp.offset[over]);
+  assert_int_equal(mp.inplace_of[r2], -1);
+  assert_true(mp.offset[r2] != mp.offset[r1]);
+  arena_free(a);
+  graph_free(g);
+}
+
 /* A small conv network through the whole pipeline. */
 static void test_network_pipeline(void **state) {
   (void)state;
@@ -214,7 +247,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_intervals),
       cmocka_unit_test(test_chain_reuses),
-      cmocka_unit_test(test_graph_chain_and_inplace),
+      cmocka_unit_test(test_graph_chain_and_inplace), cmocka_unit_test(test_conv_residual_inplace),
       cmocka_unit_test(test_network_pipeline),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
