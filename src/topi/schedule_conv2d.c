@@ -117,10 +117,14 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
   SchRV order[13] = {n, kos[0], oh, ows[0], ico, rh, rw, ici, ows[1], kos[1], ki};
   if (ico_inner) order[4] = rh, order[5] = rw, order[6] = ico;
   /* Unblocked, output-channel tiles outside rows stream the whole input
-   * once per tile. A 1x1 conv with an input over half of L2 and 4 or more
+   * once per tile. A conv with an input over half of L2 and 4 or more
    * tiles puts the rows outermost instead, so each input row is reused
    * from L2 by all the tiles (ResNet-50's stride-2 downsample, 16 tiles
-   * over a 3 MiB input: 1.5x -> 1.1x oneDNN's time). A sampling point. */
+   * over a 3 MiB input: 1.5x -> 1.1x oneDNN's time), when its weights,
+   * which every row then reads, fit L2 (1x1 convs; ResNet-50's 3x3 stride-2
+   * conv of 128 channels at 56x56, 590 KiB of weights: 0.35 ms faster at 2
+   * threads, 0.08 at 1; with 2.3 MiB of weights, at 256 channels, it was
+   * 0.24 ms slower). A sampling point. */
   enum { L2_HALF_BYTES = 512 * 1024 };
   static const int64_t rows_choices[] = {0, 1};
   static const double rows_no[] = {0.9, 0.1}, rows_yes[] = {0.1, 0.9};
@@ -132,7 +136,9 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
     in_bytes *= expr_as_int(xb->shape[d], &e) ? e : 1;
   }
   in_bytes *= (int64_t)sizeof(float);
-  bool stream_rows = !kblock && wblock == topi_loop_extent(s, ki) * topi_loop_extent(s, ici) * (int64_t)sizeof(float) &&
+  int64_t weight_bytes = ko_ext * ico_ext * wblock;
+  bool one_by_one = wblock == topi_loop_extent(s, ki) * topi_loop_extent(s, ici) * (int64_t)sizeof(float);
+  bool stream_rows = !kblock && (one_by_one || weight_bytes <= 2 * L2_HALF_BYTES) &&
                      in_bytes > L2_HALF_BYTES && topi_loop_extent(s, kos[0]) >= 4;
   int64_t rows_outer;
   if (sch_sample_categorical(s, rows_choices, stream_rows ? rows_yes : rows_no, 2, &rows_outer))

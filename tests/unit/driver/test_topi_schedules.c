@@ -97,6 +97,7 @@ static void test_conv2d_nchwc(void **state) {
       {1, 512, 7, 7, 48, 3, 3, 1, 1},
       {1, 512, 13, 13, 176, 1, 1, 1, 0},
       {1, 256, 28, 28, 128, 1, 1, 1, 0}, /* input over 512 KiB, 4 channel tiles: rows outermost */
+      {1, 128, 40, 40, 128, 3, 3, 2, 1}, /* the same for a 3x3 whose weights fit L2 */
   };
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
     for (int threads = 1; threads <= 2; threads++) {
