@@ -10,7 +10,8 @@
  * Loom's side is what the model compiler generates for such a node: the
  * compute definition of src/topi/topi_ops.h (topi_conv2d_nchwc_onnx /
  * topi_depthwise_conv2d_nchwc_onnx in the blocked layout the layout pass
- * picks, topi_matmul_nd), made a PrimFunc with te_create_primfunc, scheduled
+ * picks; topi_matmul_packed for a product with a weight, topi_matmul_nd
+ * for the attention's), made a PrimFunc with te_create_primfunc, scheduled
  * by compile_schedule_group (src/compile/schedule_group.c, the compiler's
  * own group scheduler: the topi default schedule of the anchor, conv,
  * depthwise conv or matmul) and built by driver_build, all
@@ -168,6 +169,10 @@ static const MatmulShape kMatmuls[] = {
     {"bert/attn_qk", 12, 128, 128, 64, true, false}, /* scores = Q K^T */
     {"bert/attn_av", 12, 128, 64, 128, false, false}, /* context = P V */
 };
+
+/* The panel width of packed matmul weights (graph_pass_pack_matmul: the
+ * target's f32 vector). */
+enum { MATMUL_PANEL = 16 };
 
 /* The channel block of the layout pass (src/graph/pass_layout.c pick_block). */
 static int pick_block(int channels) {
@@ -381,14 +386,19 @@ static Sched loom_matmul(Arena *a, const MatmulShape *m, LoomOp *op, const Targe
     memcpy(bs, (int64_t[]){m->k, m->n}, 2 * sizeof(int64_t));
     memcpy(cs, (int64_t[]){m->m, m->n}, 2 * sizeof(int64_t));
   }
+  /* A weight B is packed into column panels at compile time, as
+   * graph_pass_pack_matmul does in a compiled model. */
+  bool packed = m->const_b && m->batch == 1;
+  int64_t ps[3] = {(m->n + MATMUL_PANEL - 1) / MATMUL_PANEL, m->k, MATMUL_PANEL};
   memcpy(op->shapes[0], as, sizeof as);
-  memcpy(op->shapes[1], bs, sizeof bs);
+  memcpy(op->shapes[1], packed ? ps : bs, sizeof bs);
   memcpy(op->shapes[2], cs, sizeof cs);
-  op->ndims[0] = op->ndims[1] = op->ndims[2] = nd;
+  op->ndims[0] = op->ndims[2] = nd;
+  op->ndims[1] = packed ? 3 : nd;
   TeTensor *A = te_placeholder(a, "A", DT_F32, nd, as, &err);
-  TeTensor *B = te_placeholder(a, "B", DT_F32, nd, bs, &err);
+  TeTensor *B = te_placeholder(a, "B", DT_F32, op->ndims[1], op->shapes[1], &err);
   if (!A || !B) die("placeholder: %s", err.msg);
-  TeTensor *C = topi_matmul_nd(a, "C", A, B, &err);
+  TeTensor *C = packed ? topi_matmul_packed(a, "C", A, B, m->n, &err) : topi_matmul_nd(a, "C", A, B, &err);
   if (!C) die("matmul compute: %s", err.msg);
   return loom_schedule(a, op, (TeTensor *[]){A, B, C}, target, threads);
 }
@@ -644,6 +654,16 @@ static void bench_matmul(const MatmulShape *m, LoomOp *op, int threads, ThreadPo
           Bl[((size_t)b * m->k + k) * m->n + n] = B[((size_t)b * m->n + n) * m->k + k];
   } else {
     memcpy(Bl, B, nb * sizeof(float));
+  }
+  if (m->const_b && m->batch == 1) { /* Loom's B in column panels (loom_matmul): Bl[p][k][c] = B[k][p * w + c] */
+    int64_t w = op->shapes[1][2];
+    float *panels = falloc((size_t)(op->shapes[1][0] * m->k * w));
+    for (int64_t p = 0; p < op->shapes[1][0]; p++)
+      for (int64_t k = 0; k < m->k; k++)
+        for (int64_t c = 0; c < w; c++)
+          panels[(p * m->k + k) * w + c] = p * w + c < m->n ? B[k * m->n + p * w + c] : 0.0f;
+    free(Bl);
+    Bl = panels;
   }
   LoomCall lc;
   loom_call_init(&lc, op, (float *[]){A, Bl, Cl}, pool, ws);
