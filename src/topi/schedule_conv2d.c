@@ -154,18 +154,20 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
    * guard every register tile), else the output-channel tiles; a single
    * band when neither can be shared. */
   SchRV band = -1;
+  int n_order = 11;
   if (kblock) {
     int64_t nb = num_threads > 1 ? num_threads : 1, oh_ext = topi_loop_extent(s, oh);
-    bool channel_bands = oh_ext % nb != 0 && topi_loop_extent(s, kos[0]) >= nb;
-    if (!channel_bands && oh_ext % nb != 0) nb = 1;
-    SchRV rows[2] = {-1, oh};
-    if (!channel_bands && sch_split(s, oh, (int64_t[]){nb, -1}, 2, rows)) return LOOM_ERR_SCHEDULE;
-    band = channel_bands ? kos[0] : rows[0];
-    SchRV o[13] = {n, band, ics[0], channel_bands ? oh : kos[0], ows[0], ics[1], rh, rw, ici, ows[1], kos[1], ki};
-    if (!channel_bands) memmove(o + 5, o + 4, 8 * sizeof *o), o[4] = rows[1];
-    memcpy(order, o, sizeof o);
+    SchRV rows[2];
+    if (oh_ext % nb != 0 && topi_loop_extent(s, kos[0]) >= nb) {
+      SchRV o[12] = {n, kos[0], ics[0], oh, ows[0], ics[1], rh, rw, ici, ows[1], kos[1], ki};
+      memcpy(order, o, sizeof o), n_order = 12, band = kos[0];
+    } else {
+      if (sch_split(s, oh, (int64_t[]){oh_ext % nb ? 1 : nb, -1}, 2, rows)) return LOOM_ERR_SCHEDULE;
+      SchRV o[13] = {n, rows[0], ics[0], kos[0], rows[1], ows[0], ics[1], rh, rw, ici, ows[1], kos[1], ki};
+      memcpy(order, o, sizeof o), n_order = 13, band = rows[0];
+    }
   }
-  if (sch_reorder(s, order, !kblock ? 11 : band == kos[0] ? 12 : 13)) return LOOM_ERR_SCHEDULE;
+  if (sch_reorder(s, order, n_order)) return LOOM_ERR_SCHEDULE;
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
   if (copy < 0) return LOOM_ERR_SCHEDULE;
   topi_fold_epilogue(s, epilogue);
