@@ -46,16 +46,17 @@ static void compiled_free(Compiled *c) {
   memset(c, 0, sizeof *c);
 }
 
-static loom_status run_graph_passes(Graph *g, int opt_level, LoomError *err) {
+/* target: the machine the kernels are scheduled for (the GEMV split's
+ * part count, the packed panels' width). */
+static loom_status run_graph_passes(Graph *g, int opt_level, const Target *target, LoomError *err) {
   loom_status st;
-  Target host = target_host();
   /* Packed weights are a layout choice, like NCHWc: opt level 2. Panels
    * one vector wide, the matmul schedule's column unit. Before CSE and
    * DCE, which merge equal panels and drop the unpacked weights. */
-  int panel_width = opt_level >= 2 ? target_lanes(&host, DT_F32) : 0;
+  int panel_width = opt_level >= 2 ? target_lanes(target, DT_F32) : 0;
   if (opt_level >= 1) {
     if ((st = graph_pass_fold_batchnorm(g, err)) || (st = graph_pass_canonicalize(g, err)) ||
-        (st = graph_pass_split_gemv(g, host.num_cores, err)) || (st = graph_pass_pack_matmul(g, panel_width, err)) ||
+        (st = graph_pass_split_gemv(g, target->num_cores, err)) || (st = graph_pass_pack_matmul(g, panel_width, err)) ||
         (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
       return st;
   }
@@ -109,7 +110,8 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   if (opt && opt->num_inputs > 0) st = compile_specialize_inputs(c->graph, opt->inputs, opt->num_inputs, err);
   if (!st) st = onnx_prepare_graph(c->graph, path, err);
   if (!st) st = graph_pass_fold_empty(c->graph, err);
-  if (!st) st = run_graph_passes(c->graph, opt_level, err);
+  Target target = target_host();
+  if (!st) st = run_graph_passes(c->graph, opt_level, &target, err);
   if (st || (upto && !strcmp(upto, "graph"))) return st;
   if ((st = compile_attach_extents(c->graph, err))) return st;
   materialize_outputs(c->graph);
@@ -119,7 +121,6 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   if ((st = graph_plan_memory(c->graph, &c->plan, c->arena, &c->mem, err))) return st;
   if (upto && !strcmp(upto, "fused")) return LOOM_OK;
 
-  Target target = target_host();
   int threads = target.num_cores > 1 ? target.num_cores : 1;
   c->ngroups = c->plan.ngroups;
   c->groups = ARENA_ARRAY(c->arena, GroupFunc, c->ngroups);
