@@ -281,6 +281,11 @@ loom_status loom_sched_storage_align(loom_sched *s, loom_rv block, int write_ind
 /* Move the init of a reduction block into its own block before `loop`.
  * Returns the init block. */
 loom_rv loom_sched_decompose_reduction(loom_sched *s, loom_rv block, loom_rv loop);
+/* Make reduction loop `loop` (of one block out = out op rhs, op + * max
+ * min) the spatial axis of a partial-result block "<block>_rf", which it
+ * returns; the block then reduces the partial results after the reduction
+ * loops (docs/schedule.md). */
+loom_rv loom_sched_rfactor(loom_sched *s, loom_rv loop);
 
 /* Sampling (decisions recorded in the trace): n (1..8) factors whose product
  * is the loop's extent, innermost <= max_innermost (0: no limit) / one of

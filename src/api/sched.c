@@ -337,6 +337,14 @@ loom_rv loom_sched_decompose_reduction(loom_sched *s, loom_rv block, loom_rv loo
   return r;
 }
 
+loom_rv loom_sched_rfactor(loom_sched *s, loom_rv loop) {
+  const char *fn = "loom_sched_rfactor";
+  if (!sched_ctx(s, fn) || !check_loop(s, loop, fn, "loop")) return -1;
+  loom_rv r = sch_rfactor(s->s, loop);
+  if (r < 0) refused(s, fn);
+  return r;
+}
+
 /* ---- sampling ---- */
 
 loom_status loom_sched_sample_perfect_tile(loom_sched *s, loom_rv loop, int n,

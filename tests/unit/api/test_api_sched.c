@@ -142,6 +142,16 @@ static void test_primitives_run(void **state) {
   must(ctx, loom_sched_decompose_reduction(s, cb, l[1]) >= 0);
   cases[nc++] = (Case){loom_sched_func(s), false, false};
 
+  /* rfactor of the split reduction's inner part */
+  s = loom_sched_create(ctx, matmul_func(ctx, "mm_rfactor", false), 0);
+  cb = loom_sched_get_block(s, "C");
+  must(ctx, loom_sched_get_loops(s, cb, l, 3) == 3);
+  loom_rv kp[2];
+  must(ctx, !loom_sched_split(s, l[2], (int64_t[]){-1, 2}, 2, kp));
+  must(ctx, loom_sched_rfactor(s, kp[1]) >= 0);
+  assert_non_null(strstr(loom_func_text(ctx, loom_sched_func(s)), "block C_rf("));
+  cases[nc++] = (Case){loom_sched_func(s), false, false};
+
   /* cache_write + reverse_compute_at */
   s = loom_sched_create(ctx, matmul_func(ctx, "mm_cw", false), 0);
   cb = loom_sched_get_block(s, "C");
@@ -326,6 +336,10 @@ static void test_refusals(void **state) {
   expect_error(ctx, LOOM_ERR_SCHEDULE, "loom_sched_storage_align");
   assert_int_equal(loom_sched_decompose_reduction(s, db, parts[0]), -1);
   expect_error(ctx, LOOM_ERR_SCHEDULE, "loom_sched_decompose_reduction");
+  assert_int_equal(loom_sched_rfactor(s, l[1]), -1);
+  expect_error(ctx, LOOM_ERR_SCHEDULE, "loom_sched_rfactor", "reduction iterators");
+  assert_int_equal(loom_sched_rfactor(s, cb), -1);
+  expect_error(ctx, LOOM_ERR_INVALID_ARG, "loom_sched_rfactor", "loop: handle");
 
   /* sampling */
   int64_t v[4];
