@@ -15,7 +15,8 @@
  * Requirements: the loop carries only reduction iterators of exactly one
  * block, whose body is out[...] = out[...] op rhs (op: + * max min, rhs not
  * reading out) with an init; every loop from the outermost reduction loop
- * down is a perfect nest over that block and carries no spatial iterator;
+ * down is a perfect nest over that block and carries reduction iterators
+ * only (or has one iteration);
  * the block's predicate does not depend on those loops (a partial split of
  * the reduction would leave rf lanes unwritten). rf's shape is the block's
  * spatial domain plus the loop's extent; tir_compact_buffers shrinks it to
@@ -107,17 +108,19 @@ SchRV sch_rfactor(Schedule *s, SchRV loop_rv) {
     if (spatial[i])
       return sch_fail(s, "rfactor: loop \"%s\" inside the reduction loops of block \"%s\" carries a spatial iterator",
                       name, blk->name), -1;
+    /* A loop that binds no iterator re-runs the reduction (its init
+     * included); as a reduction axis of the partial results it would
+     * accumulate across its iterations instead. */
+    int64_t ext;
+    if (!reduce[i] && !(expr_as_int(path[i]->loop.extent, &ext) && ext == 1))
+      return sch_fail(s, "rfactor: loop \"%s\" inside the reduction loops of block \"%s\" binds none of its "
+                      "iterators", name, blk->name), -1;
     if (path[i]->loop.body != (i + 1 < np ? path[i + 1] : r))
       return sch_fail(s, "rfactor: loop \"%s\" holds more than the reduction of block \"%s\"", name, blk->name), -1;
     if (expr_uses_var(r->realize.predicate, path[i]->loop.var))
       return sch_fail(s, "rfactor: the predicate of block \"%s\" depends on reduction loop \"%s\"; expected an "
                       "exact split of the reduction", blk->name, name), -1;
   }
-  for (int k = 0; k < blk->n_iters; k++)
-    for (int i = 0; i < top && blk->iters[k].type == ITER_REDUCE; i++)
-      if (expr_uses_var(r->realize.iter_values[k], path[i]->loop.var))
-        return sch_fail(s, "rfactor: reduction iterator %s of block \"%s\" depends on loop \"%s\" outside the "
-                        "reduction loops", blk->iters[k].var->var.name, blk->name, path[i]->loop.var->var.name), -1;
 
   /* The partial-result block's iterators: the spatial ones (fresh), then one
    * per reduction loop, the rfactor loop's spatial. Old reduction iterators
