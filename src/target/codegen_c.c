@@ -284,6 +284,7 @@ static void emit_allocate(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
   scope_push(cg, b);
   emit_stmt(cg, sb, s->alloc.body, ind + 1);
   cg->scope.n = saved;
+  ptrmap_put(&cg->promoted, b, NULL); /* its variables end with this scope */
   sb_indent(sb, ind);
   sb_puts(sb, "}\n");
 }
