@@ -495,22 +495,28 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
  * artifact, so positions would shift). */
 static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   LoomError err = {0};
-  Graph *g = onnx_import_file(a->model, &err);
-  if (!g) return fail(1, "run: %s", err.msg);
+  Graph *hg = graph_new("inputs");
+  if (!hg) return fail(1, "out of memory");
+  /* Only the input names: the compiler imports the model itself. */
+  const char **model_inputs = NULL;
+  int n_model_inputs = onnx_input_names(a->model, hg->arena, &model_inputs, &err);
+  if (n_model_inputs < 0) {
+    graph_free(hg);
+    return fail(1, "run: %s", err.msg);
+  }
   int rc = 0, n = a->num_positional + a->num_named;
   HeldTensor *held = calloc((size_t)n + 1, sizeof *held);
   LoomInputValue *vals = calloc((size_t)n + 1, sizeof *vals);
   const char **names = calloc((size_t)n + 1, sizeof *names);
-  Graph *hg = graph_new("inputs");
-  if (!held || !vals || !names || !hg) rc = fail(1, "out of memory");
-  if (!rc && a->num_positional > g->ninputs)
-    rc = fail(1, "run: %d positional input files, but the model has %d inputs", a->num_positional, g->ninputs);
+  if (!held || !vals || !names) rc = fail(1, "out of memory");
+  if (!rc && a->num_positional > n_model_inputs)
+    rc = fail(1, "run: %d positional input files, but the model has %d inputs", a->num_positional, n_model_inputs);
   for (int i = 0; !rc && i < n; i++) {
     bool pos = i < a->num_positional;
-    const char *name = pos ? g->values[g->inputs[i]].name : a->named_names[i - a->num_positional];
+    const char *name = pos ? model_inputs[i] : a->named_names[i - a->num_positional];
     const char *file = pos ? a->positional[i] : a->named_files[i - a->num_positional];
     bool known = false;
-    for (int k = 0; k < g->ninputs; k++) known |= !strcmp(g->values[g->inputs[k]].name, name);
+    for (int k = 0; k < n_model_inputs; k++) known |= !strcmp(model_inputs[k], name);
     if (!known) rc = fail(1, "run: --input: the model has no input named \"%s\"", name);
     if (!rc) rc = hold_tensor(hg, file, &held[i]);
     if (!rc) a->num_held = i + 1;
@@ -540,7 +546,6 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   a->held_names = names;
   a->held_graph = hg;
   free(vals);
-  graph_free(g);
   return rc;
 }
 

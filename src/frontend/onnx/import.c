@@ -3,9 +3,13 @@
 #include "frontend/onnx/import_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Opsets before 7 differ in many signatures (broadcast and consumed_inputs
  * attributes...), so they are refused, except for a graph whose every op
@@ -339,4 +343,38 @@ Graph *onnx_import_file_prepared(const char *path, LoomError *err) {
     return NULL;
   }
   return g;
+}
+
+int onnx_input_names(const char *path, Arena *a, const char ***names, LoomError *err) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return err_set(err, LOOM_ERR_IO, "cannot open \"%s\": %s", path, strerror(errno)), -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+    close(fd);
+    return err_set(err, LOOM_ERR_PARSE, "%s: empty or unreadable model file", path), -1;
+  }
+  /* Mapped, not read: decoding touches the structure, not the weights' bytes. */
+  void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return err_set(err, LOOM_ERR_IO, "cannot map \"%s\": %s", path, strerror(errno)), -1;
+  Arena *scratch = arena_new();
+  OnnxModel *m = onnx_model_decode(scratch, map, (size_t)st.st_size, err);
+  int n = -1;
+  if (!m) {
+    err_prefix(err, "%s", path);
+  } else {
+    const OnnxGraph *og = m->graph;
+    *names = ARENA_ARRAY(a, const char *, og->ninputs > 0 ? og->ninputs : 1);
+    n = 0;
+    for (int k = 0; k < og->ninputs; k++) {
+      const char *name = og->inputs[k].name ? og->inputs[k].name : "";
+      bool weight = false; /* old exporters list initializers among the inputs */
+      for (int i = 0; i < og->ninitializers && !weight; i++)
+        weight = og->initializers[i].name && !strcmp(og->initializers[i].name, name);
+      if (!weight) (*names)[n++] = arena_strdup(a, name);
+    }
+  }
+  arena_free(scratch);
+  munmap(map, (size_t)st.st_size);
+  return n;
 }

@@ -31,6 +31,12 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
 /* The import followed by the standard cleanup: constant folding with shape
  * inference, Identity/Dropout removal and dead code elimination. */
 Graph *onnx_import_file_prepared(const char *path, LoomError *err);
+
+/* The names of the model's graph inputs (initializers excluded, as the
+ * importer drops them), in order, without importing it: the file is
+ * mapped and only its structure decoded. Names live in `a`. Returns their
+ * count, or -1 with err set. */
+int onnx_input_names(const char *path, Arena *a, const char ***names, LoomError *err);
 /* Replaces If/Loop/Scan nodes by their inlined or unrolled bodies, folding
  * constants until each one's deciding values are known
  * (import_control.c). LOOM_ERR_UNSUPPORTED naming the node otherwise. */
