@@ -317,13 +317,40 @@ static void test_random_ops_vs_onnx_inference(void **state) {
   graph_free(g);
 }
 
+/* onnx_input_names (what `loom run MODEL.onnx` reads instead of importing)
+ * agrees with the importer's graph inputs, initializers listed among the
+ * inputs (old exporters, opset 7) left out; a bad file gets an error. */
+static void test_input_names(void **state) {
+  (void)state;
+  static const char *const models[] = {"conv_bn_relu.onnx", "mlp.onnx", "shape_chain_dynamic.onnx", "opset7.onnx",
+                                       "opset17.onnx", "external.onnx", "bert_like.onnx"};
+  for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+    LoomError err = {0};
+    Graph *g = onnx_import_file(model_path(models[m]), &err);
+    if (!g) fail_msg("%s: %s", models[m], err.msg);
+    Arena *a = arena_new();
+    const char **names = NULL;
+    int n = onnx_input_names(model_path(models[m]), a, &names, &err);
+    if (n != g->ninputs) fail_msg("%s: %d input names, the importer has %d inputs (%s)", models[m], n, g->ninputs, err.msg);
+    for (int k = 0; k < n; k++) assert_string_equal(names[k], g->values[g->inputs[k]].name);
+    arena_free(a);
+    graph_free(g);
+  }
+  LoomError err = {0};
+  Arena *a = arena_new();
+  const char **names = NULL;
+  assert_int_equal(onnx_input_names(model_path("no_such_model.onnx"), a, &names, &err), -1);
+  assert_non_null(strstr(err.msg, "cannot open"));
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_bn_relu), cmocka_unit_test(test_mlp),          cmocka_unit_test(test_shape_chain),
       cmocka_unit_test(test_shape_chain_dynamic),
       cmocka_unit_test(test_opset7),       cmocka_unit_test(test_opset17),      cmocka_unit_test(test_external_data),
       cmocka_unit_test(test_bert_like),    cmocka_unit_test(test_bad_models),
-      cmocka_unit_test(test_flex_attention),
+      cmocka_unit_test(test_flex_attention),      cmocka_unit_test(test_input_names),
       cmocka_unit_test(test_random_ops_vs_onnx_inference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
