@@ -162,6 +162,20 @@ static void test_decompose_reduction_refusals(void **state) {
   assert_true(sch_decompose_reduction(s, c, ck) >= 0);
   fx_check(s);
   sch_free(s);
+
+  /* The row sum computed at the output's column loop re-runs per column;
+   * fused with the row loop, that loop binds the row but runs rows x
+   * columns times: hoisting the init above it would sum each row 6 times.
+   * (Found by the long random-schedule suite, softmax and layer norm.) */
+  s = sch_create(fx_softmax(a, 3, 6), DECIDE_DEFAULT, 1);
+  SchRV ol[2] = {fx_loop_rv(s, "O", 0), fx_loop_rv(s, "O", 1)};
+  assert_int_equal(sch_compute_at(s, sch_get_block(s, "S"), ol[1]), LOOM_OK);
+  SchRV fused = sch_fuse(s, ol, 2);
+  assert_true(fused >= 0);
+  fx_check(s);
+  SchRV sb = sch_get_block(s, "S");
+  FX_REFUSED(s, sch_decompose_reduction(s, sb, fused) >= 0 ? 0 : 1, "runs 18 times over fewer points");
+  sch_free(s);
   arena_free(a);
 }
 
