@@ -1,4 +1,5 @@
 #include "target/build.h"
+#include "target/target.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -158,7 +159,16 @@ loom_status build_shared_object(const char *source, const BuildOptions *opt, Bui
   if (!opt) opt = &defaults;
   memset(out, 0, sizeof *out);
   const char *cc = opt->cc ? opt->cc : build_default_cc();
-  const char *cflags = opt->cflags ? opt->cflags : BUILD_DEFAULT_CFLAGS;
+  /* -march=native asks the compiler's own view of the CPU. When the host
+   * target has no AVX-512 where the CPU does (under valgrind, which hides
+   * it from this process but not from the compiler it starts), the code
+   * must not use it either. */
+#if defined(__x86_64__)
+  bool no_avx512 = target_host().vector_bits < 512;
+#else
+  bool no_avx512 = false;
+#endif
+  const char *cflags = opt->cflags ? opt->cflags : no_avx512 ? BUILD_DEFAULT_CFLAGS " -mno-avx512f" : BUILD_DEFAULT_CFLAGS;
   const char *extra = opt->extra_flags ? opt->extra_flags : "";
   const char *inc = opt->include_dir ? opt->include_dir : getenv("LOOM_INCLUDE_DIR");
 #ifdef LOOM_DEFAULT_INCLUDE_DIR
