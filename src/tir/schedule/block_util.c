@@ -183,6 +183,20 @@ const Stmt *root_remove_alloc(Arena *a, const Stmt *func_body, const Buffer *b) 
   return root_with_allocs(a, func_body, list, k);
 }
 
+void block_loop_kinds(const Stmt *realize, const Stmt *const *path, int np, bool *spatial, bool *reduce) {
+  const Block *blk = realize->realize.block;
+  for (int i = 0; i < np; i++) {
+    spatial[i] = reduce[i] = false;
+    for (int k = 0; k < blk->n_iters; k++)
+      if (expr_uses_var(realize->realize.iter_values[k], path[i]->loop.var)) {
+        if (blk->iters[k].type == ITER_REDUCE)
+          reduce[i] = true;
+        else
+          spatial[i] = true;
+      }
+  }
+}
+
 PtrMap *block_binding_map(Arena *a, const Stmt *realize) {
   PtrMap *m = ARENA_NEW(a, PtrMap);
   ptrmap_init(m, a);

@@ -52,6 +52,10 @@ const Stmt *root_with_allocs(Arena *a, const Stmt *func_body, const Buffer *cons
 const Stmt *root_add_alloc(Arena *a, const Stmt *func_body, const Buffer *b);
 const Stmt *root_remove_alloc(Arena *a, const Stmt *func_body, const Buffer *b);
 
+/* For each loop path[0..np) above `realize`: does it carry (appear in the
+ * binding of) a spatial / a reduction iterator of the block? */
+void block_loop_kinds(const Stmt *realize, const Stmt *const *path, int np, bool *spatial, bool *reduce);
+
 /* Map: block iterator var -> its binding in `realize`. */
 PtrMap *block_binding_map(Arena *a, const Stmt *realize);
 

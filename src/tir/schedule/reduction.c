@@ -75,14 +75,7 @@ SchRV sch_decompose_reduction(Schedule *s, SchRV block_rv, SchRV loop_rv) {
 
   /* Which loops carry spatial / reduction iterators. */
   bool *spatial = ARENA_ARRAY(a, bool, np), *reduce = ARENA_ARRAY(a, bool, np);
-  for (int i = 0; i < np; i++)
-    for (int k = 0; k < blk->n_iters; k++)
-      if (expr_uses_var(r->realize.iter_values[k], path[i]->loop.var)) {
-        if (blk->iters[k].type == ITER_REDUCE)
-          reduce[i] = true;
-        else
-          spatial[i] = true;
-      }
+  block_loop_kinds(r, path, np, spatial, reduce);
   for (int i = 0; i < np; i++) {
     const char *name = path[i]->loop.var->var.name;
     if (i < li && reduce[i])

@@ -87,17 +87,11 @@ SchRV sch_rfactor(Schedule *s, SchRV loop_rv) {
   const Stmt *path[MAX_DEPTH];
   int np = sch_path_loops(body, r, path, MAX_DEPTH);
   LOOM_ASSERT(np <= MAX_DEPTH);
-  bool spatial[MAX_DEPTH] = {0}, reduce[MAX_DEPTH] = {0};
+  bool spatial[MAX_DEPTH], reduce[MAX_DEPTH];
+  block_loop_kinds(r, path, np, spatial, reduce);
   int li = -1, top = -1;
   for (int i = 0; i < np; i++) {
     if (path[i] == loop) li = i;
-    for (int k = 0; k < blk->n_iters; k++)
-      if (expr_uses_var(r->realize.iter_values[k], path[i]->loop.var)) {
-        if (blk->iters[k].type == ITER_REDUCE)
-          reduce[i] = true;
-        else
-          spatial[i] = true;
-      }
     if (reduce[i] && top < 0) top = i;
   }
   LOOM_ASSERT(li >= 0);
