@@ -35,6 +35,13 @@ ValueId graph_add_constant_derived(Graph *g, const char *base, const char *suffi
 /* A constant 1-D int64 tensor of v[0..n) (shapes, axes, pads), named likewise. */
 ValueId graph_add_i64s_derived(Graph *g, const char *base, const char *suffix, const int64_t *v, int n);
 
+/* The constant f32 weight B [K, N] of a plain product node: MatMul(A, B),
+ * or Gemm(A, B[, C]) without transposes, alpha 1 and beta 1 when C is
+ * given (canonicalize has folded a constant transB), with A and C f32
+ * too; NULL for anything else. What the GEMV split and the weight packing
+ * rewrite. */
+const GraphTensor *graph_product_weight(const Graph *g, const GraphNode *n);
+
 /* Channel block of a layout name: 0 for "NCHW", b for "NCHW<b>c" (b >= 1),
  * -1 for anything else (infer_nchwc.c). */
 int graph_layout_block(const char *layout);

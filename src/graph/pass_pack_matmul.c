@@ -33,25 +33,15 @@
  * pack_probs_big), so this is where packing starts to pay there too. */
 enum { MIN_ROWS = 16 };
 
-static bool is_f32(DType t) { return dtype_eq(t, DT_F32); }
-
-/* B [K, N] (constant f32) of a product this pass rewrites, else NULL. */
+/* B [K, N] of a product this pass rewrites (graph_product_weight; A static
+ * with at least MIN_ROWS rows, Gemm's A 2-D), else NULL. */
 static const GraphTensor *packable(const Graph *g, const GraphNode *n) {
-  if (n->op != GRAPH_OP_GEMM && n->op != GRAPH_OP_MATMUL) return NULL;
-  if (n->ninputs < 2 || n->noutputs != 1 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->outputs[0] < 0) return NULL;
-  bool bias = n->op == GRAPH_OP_GEMM && n->ninputs > 2 && n->inputs[2] >= 0;
-  if (n->op == GRAPH_OP_GEMM &&
-      (graph_attr_int(n, "transA", 0) || graph_attr_int(n, "transB", 0) || graph_attr_float(n, "alpha", 1.0) != 1.0 ||
-       (bias && graph_attr_float(n, "beta", 1.0) != 1.0)))
-    return NULL;
-  if (n->op == GRAPH_OP_MATMUL && n->ninputs != 2) return NULL;
+  const GraphTensor *b = graph_product_weight(g, n);
+  if (!b || b->dims[0] < 1 || b->dims[1] < 1) return NULL;
   const GraphValue *a = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
-  const GraphTensor *b = graph_value_constant(g, n->inputs[1]);
-  if (!b || b->rank != 2 || !is_f32(b->dtype) || b->dims[0] < 1 || b->dims[1] < 1) return NULL;
-  if (a->rank < 2 || !graph_value_is_static(a) || !is_f32(a->dtype) || a->dims[a->rank - 1] != b->dims[0]) return NULL;
+  if (a->rank < 2 || !graph_value_is_static(a) || a->dims[a->rank - 1] != b->dims[0]) return NULL;
   if (n->op == GRAPH_OP_GEMM && a->rank != 2) return NULL;
-  if (!graph_value_is_static(y) || !is_f32(y->dtype)) return NULL;
-  if (bias && !is_f32(g->values[n->inputs[2]].dtype)) return NULL;
+  if (!graph_value_is_static(y) || !dtype_eq(y->dtype, DT_F32)) return NULL;
   int64_t rows = graph_shape_numel(a->rank, a->dims) / b->dims[0];
   return rows >= MIN_ROWS ? b : NULL;
 }

@@ -20,25 +20,15 @@
 
 enum { SPLIT_MIN_BYTES = 1 << 20 };
 
-/* B [K, N] (f32, constant) of a plain product A [1, K] x B: Gemm without
- * transposes or scaling (canonicalize has folded a constant transB). */
+/* B [K, N] of a plain product A [1, K] x B (graph_product_weight), large
+ * enough to share out and with K divisible into parts of at least 16. */
 static const GraphTensor *splittable(const Graph *g, const GraphNode *n, int parts) {
-  if (n->op != GRAPH_OP_GEMM && n->op != GRAPH_OP_MATMUL) return NULL;
-  if (n->ninputs < 2 || n->noutputs != 1) return NULL;
-  if (n->op == GRAPH_OP_GEMM &&
-      (graph_attr_int(n, "transA", 0) || graph_attr_int(n, "transB", 0) || graph_attr_float(n, "alpha", 1.0) != 1.0 ||
-       graph_attr_float(n, "beta", 1.0) != 1.0))
-    return NULL;
+  const GraphTensor *b = graph_product_weight(g, n);
+  if (!b) return NULL;
   const GraphValue *a = &g->values[n->inputs[0]];
-  const GraphTensor *b = graph_value_constant(g, n->inputs[1]);
-  if (!b || b->rank != 2 || b->dtype.code != DT_FLOAT || b->dtype.bits != 32) return NULL;
-  if (a->rank != 2 || a->dims[0] != 1 || a->dims[1] != b->dims[0] || !dtype_eq(a->dtype, b->dtype)) return NULL;
+  if (a->rank != 2 || a->dims[0] != 1 || a->dims[1] != b->dims[0]) return NULL;
   int64_t K = b->dims[0], N = b->dims[1];
   if (K % parts || K / parts < 16 || K * N * (int64_t)sizeof(float) < SPLIT_MIN_BYTES) return NULL;
-  if (n->op == GRAPH_OP_GEMM && n->ninputs > 2 && n->inputs[2] >= 0) {
-    const GraphValue *c = &g->values[n->inputs[2]];
-    if (!dtype_eq(c->dtype, a->dtype)) return NULL;
-  }
   return b;
 }
 
