@@ -6,18 +6,21 @@ usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [name ...]
 
 For each model (exported with scripts/export-zoo when missing; batch 1, its
 fixed .input.npy): `loom compile` at the default opt level (timed, with an
-empty kernel cache, LOOM_CACHE_DIR), then for
-each thread count T, ORT and Loom alternately in rounds (so drift of a
-shared machine's speed hits both):
-  ORT   all graph optimizations, intra_op_num_threads=T, sequential execution;
-        W warm-up runs, then timed session.run calls
-  Loom  `loom run MODEL.loom INPUT --repeat n --threads T --json`: median_ms
-        (the last line of its output)
-ms = median of the round medians; ratio = median of the per-round ratios.
-Prints a markdown table (ratio = ORT ms / Loom ms, > 1 means Loom is faster)
-and the compile times, writes them to build/bench/models-<date>.md, and
-exits 1 when any model failed (its cells say "FAILED: <first error line>").
-Environment: LOOM (default build/tools/loom), LOOM_MODEL_DIR (default models/).
+empty kernel cache, LOOM_CACHE_DIR), then for each thread count T, in this
+one process, ORT and Loom in alternating blocks (rounds of one block each,
+which goes first alternating; a block's first runs, for 0.15 s, untimed),
+--repeat timed runs of each in all, after --warmup runs of each:
+  ORT   all graph optimizations, intra_op_num_threads=T, sequential execution
+  Loom  the artifact loaded through the runtime library (bench/loom_rt.py,
+        build/libloomrt.so), T threads
+ms = median of each side's block medians; ratio = median of the per-round
+ratios; err = Loom's largest error against ORT's outputs (the bench refuses to
+report a model whose err is over 1e-3). Prints a markdown table (ratio =
+ORT ms / Loom ms, > 1 means Loom is faster) and the compile times, writes
+them to build/bench/models-<date>.md, and exits 1 when any model failed (its
+cells say "FAILED: <first error line>").
+Environment: LOOM (default build/tools/loom), LOOM_RT (default build/libloomrt.so),
+LOOM_MODEL_DIR (default models/).
 Runs on the pyenv python3 (numpy + onnxruntime); exporting runs Debian's
 python in its own process (scripts/export-zoo).
 """
@@ -34,6 +37,8 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+
+from loom_rt import LoomError, Model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base_like"]
@@ -90,32 +95,57 @@ def ort_median_ms(sess, x, repeat):
     return statistics.median(times)
 
 
-def loom_median_ms(loom, artifact, input_path, threads, repeat, timeout):
-    out = run([loom, "run", artifact, input_path, "--repeat", str(repeat), "--threads", str(threads), "--json"],
-              "loom run", timeout)
-    lines = out.strip().splitlines()
-    try:
-        return float(json.loads(lines[-1])["median_ms"])
-    except (IndexError, ValueError, KeyError, TypeError):
-        raise Failed("loom run: last output line is not JSON with median_ms") from None
+# Each block of runs starts with untimed ones, for at least SETTLE_S: ORT's
+# worker threads spin for up to ~0.1 s after its last run (its default), and
+# take a core from Loom's first runs at 2 threads meanwhile.
+SETTLE_S = 0.15
+# Loom's outputs against ORT's (max|loom - ort| / max(1, max|ort|)): the
+# tests hold 1e-4; a timing of wrong outputs is not reported.
+MAX_ERR = 1e-3
 
 
-def side_by_side(sess, x, loom, artifact, input_path, threads, repeat, warmup, timeout):
-    """ORT and Loom alternate in rounds, so a change of machine speed during
-    the measurement (shared hosts drift by tens of percent) hits both:
-    returns (ORT ms, Loom ms, ratio), the medians over rounds of each
-    round's median, and the median of the per-round ratios."""
-    feed = {sess.get_inputs()[0].name: x}
+def block_ms(fn, runs):
+    """Runs fn untimed for SETTLE_S (once at least), then `runs` timed
+    times; returns the median in ms."""
+    t_end = time.perf_counter() + SETTLE_S
+    fn()
+    while time.perf_counter() < t_end:
+        fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def side_by_side(sess, model, x, repeat, warmup):
+    """ORT and Loom in one process, in alternating blocks of a few runs
+    (which goes first alternates), so that a shared machine's speed, which
+    drifts by tens of percent within seconds, hits both alike. Returns
+    (ORT ms, Loom ms, ratio, err): the medians of each side's block
+    medians, the median of the per-round ratios ORT/Loom, and Loom's
+    largest error against ORT's outputs, max|loom - ort| / max(1, max|ort|)."""
+    name = sess.get_inputs()[0].name
+    feed = {name: x}
+    model.set_input(name, x)
     for _ in range(warmup):
         sess.run(None, feed)
-    rounds = max(3, repeat // 5)
-    per = max(3, repeat // rounds)
+        model.run()
+    want = sess.run(None, feed)
+    model.run()
+    err = max(float(np.max(np.abs(g.astype(np.float64) - w)) / max(1.0, float(np.max(np.abs(w)))))
+              for g, w in zip(model.outputs(), want))
+    rounds = max(5, repeat // 3)
+    per = max(3, -(-repeat // rounds))
     ort_ms, loom_ms = [], []
-    for _ in range(rounds):
-        ort_ms.append(ort_median_ms(sess, x, per))
-        loom_ms.append(loom_median_ms(loom, artifact, input_path, threads, per, timeout))
+    for i in range(rounds):
+        sides = [lambda: ort_ms.append(block_ms(lambda: sess.run(None, feed), per)),
+                 lambda: loom_ms.append(block_ms(model.run, per))]
+        for side in sides if i % 2 == 0 else sides[::-1]:
+            side()
     ratios = [o / lo for o, lo in zip(ort_ms, loom_ms)]
-    return statistics.median(ort_ms), statistics.median(loom_ms), statistics.median(ratios)
+    return statistics.median(ort_ms), statistics.median(loom_ms), statistics.median(ratios), err
 
 
 def cpu_name():
@@ -136,8 +166,8 @@ def fmt_ms(v):
 def main():
     ap = argparse.ArgumentParser(prog="bench/models", description="Loom vs ONNX Runtime latency on the model zoo")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    ap.add_argument("--repeat", type=int, default=20, help="timed runs per measurement (default 20)")
-    ap.add_argument("--warmup", type=int, default=3, help="ORT warm-up runs (default 3)")
+    ap.add_argument("--repeat", type=int, default=30, help="timed runs of each per measurement (default 30)")
+    ap.add_argument("--warmup", type=int, default=3, help="warm-up runs of each (default 3)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per loom compile or run (default 900)")
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     a = ap.parse_args()
@@ -159,7 +189,7 @@ def main():
             x = np.load(input_path)
         except Failed as e:
             failed = True
-            rows += [(name, t, f"FAILED: {e}", "-", "-") for t in threads]
+            rows += [(name, t, f"FAILED: {e}", "-", "-", "-") for t in threads]
             compile_rows.append((name, "-"))
             continue
         artifact = os.path.join(work, name + ".loom")
@@ -179,39 +209,48 @@ def main():
             compile_rows.append((name, loom_err))
         for t in threads:
             print(f"-- {name}: {t} thread(s)", file=sys.stderr, flush=True)
-            ort_ms, loom_ms, ratio = "-", loom_err, "-"
+            ort_ms, loom_ms, ratio, err = "-", loom_err, "-", "-"
             try:
                 sess = ort_session(onnx_path, t)
             except Exception as e:  # noqa: BLE001 - ORT failures are reported, not raised
                 sess, ort_ms = None, f"FAILED: {first_error_line(str(e))}"
             if sess is not None and loom_ms is None:
+                model = None
                 try:
-                    ort_ms, loom_ms, r = side_by_side(sess, x, loom, artifact, input_path, t, a.repeat, a.warmup,
-                                                      a.timeout)
-                    ratio = f"{r:.2f}"
-                except Failed as e:
-                    loom_ms = f"FAILED: {e}"
+                    model = Model(artifact, t)
+                    ort_ms, loom_ms, r, e = side_by_side(sess, model, x, a.repeat, a.warmup)
+                    err = f"{e:.1e}"
+                    if e > MAX_ERR:
+                        loom_ms = f"FAILED: Loom's outputs differ from ORT's by {e:.1e} (> {MAX_ERR})"
+                    else:
+                        ratio = f"{r:.2f}"
+                except LoomError as e:
+                    loom_ms = f"FAILED: {first_error_line(str(e))}"
                 except Exception as e:  # noqa: BLE001
                     ort_ms = f"FAILED: {first_error_line(str(e))}"
+                finally:
+                    if model is not None:
+                        model.close()
             elif sess is not None:
                 try:
                     ort_ms = ort_median_ms(sess, x, a.repeat)
                 except Exception as e:  # noqa: BLE001
                     ort_ms = f"FAILED: {first_error_line(str(e))}"
             failed |= not (isinstance(ort_ms, float) and isinstance(loom_ms, float))
-            rows.append((name, t, fmt_ms(ort_ms), fmt_ms(loom_ms), ratio))
+            rows.append((name, t, fmt_ms(ort_ms), fmt_ms(loom_ms), ratio, err))
 
     report = [
         f"# bench/models, {datetime.datetime.now():%Y-%m-%d %H:%M}",
         "",
         f"{cpu_name()}, {os.cpu_count()} CPUs; onnxruntime {ort.__version__}; "
-        f"batch 1; ORT and Loom alternate in rounds ({a.repeat} runs each in all; ORT after {a.warmup} "
-        f"warm-up runs, Loom after 1); ms = median of the round medians, ratio = median of the "
-        f"per-round ratios; loom: {loom}",
+        f"batch 1; ORT and Loom in one process, in alternating blocks ({a.repeat} timed runs of each in "
+        f"all, after {a.warmup} warm-up runs; a block's first runs, for {SETTLE_S} s, untimed); ms = median "
+        f"of each side's block medians, ratio = median of the per-round ratios, err = max|loom - ort| / "
+        f"max(1, max|ort|); loom: {loom}",
         "",
-        "| model | threads | ORT ms | Loom ms | ORT/Loom |",
-        "|---|---|---|---|---|",
-        *(f"| {m} | {t} | {o} | {lo} | {r} |" for m, t, o, lo, r in rows),
+        "| model | threads | ORT ms | Loom ms | ORT/Loom | err |",
+        "|---|---|---|---|---|---|",
+        *(f"| {m} | {t} | {o} | {lo} | {r} | {e} |" for m, t, o, lo, r, e in rows),
         "",
         "ORT/Loom > 1 means Loom is faster.",
         "",
@@ -224,11 +263,12 @@ def main():
     # One JSON line for scripts: per model and thread count, the medians and
     # both ratios (null where a side failed).
     js = []
-    for m, t, o, lo, r in rows:
+    for m, t, o, lo, r, e in rows:
         ok = r != "-"
         js.append({"model": m, "threads": t, "ort_ms": float(o) if ok else None,
                    "loom_ms": float(lo) if ok else None, "ort_over_loom": float(r) if ok else None,
-                   "loom_over_ort": round(1.0 / float(r), 4) if ok and float(r) > 0 else None})
+                   "loom_over_ort": round(1.0 / float(r), 4) if ok and float(r) > 0 else None,
+                   "max_err": float(e) if e != "-" else None})
     print(json.dumps({"bench": "models", "repeat": a.repeat, "onnxruntime": ort.__version__, "rows": js}))
     out = os.path.join(ROOT, "build", "bench", f"models-{datetime.datetime.now():%Y-%m-%d-%H%M%S}.md")
     with open(out, "w") as f:
