@@ -60,7 +60,9 @@ static loom_status run_graph_passes(Graph *g, int opt_level, const Target *targe
         (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
       return st;
   }
-  if (opt_level >= 2 && (st = graph_pass_layout_nchwc(g, NULL, err))) return st;
+  if (opt_level >= 2 && ((st = graph_pass_layout_nchwc(g, NULL, err)) || (st = graph_pass_winograd(g, err)) ||
+                         (st = graph_pass_dce(g, err))))
+    return st;
   if ((st = graph_pass_infer(g, err)) || (st = graph_verify(g, err))) return st;
   for (int i = 0; i < g->nvalues; i++) {
     const GraphValue *v = &g->values[i];

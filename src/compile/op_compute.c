@@ -394,6 +394,12 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
         outs[0] = topi_depthwise_conv2d_nchwc_onnx(a, name, ins[0], ins[1], &p, err);
         return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
       }
+      if (graph_attr_int(n, "winograd_tile", 0)) {
+        int64_t pads[4] = {0, 0, 0, 0};
+        if (attr_ints(n, "pads", v) == 4) memcpy(pads, v, sizeof pads);
+        outs[0] = topi_conv2d_nchwc_winograd(a, name, ins[0], ins[1], pads, err);
+        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+      }
       return conv(a, n, ins, name, outs, true, err);
     case GRAPH_OP_LAYOUT_TRANSFORM: {
       int sb = graph_layout_block(graph_attr_string(n, "src_layout", NULL));

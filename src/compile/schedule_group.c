@@ -136,7 +136,11 @@ static void inline_injective(Schedule *s, Arena *a) {
     collect_blocks(a, sch_func(s), &bs);
     for (int i = 0; i < bs.items.n; i++) {
       const BlockInfo *bi = &bs.items.items[i];
-      if (bi->writes_param || bi->n_reduce > 0 || ends_with(bi->block->name, "_pad")) continue;
+      /* A Winograd input transform stays: inlined, the product would
+       * recompute it for every output-channel block. */
+      if (bi->writes_param || bi->n_reduce > 0 || ends_with(bi->block->name, "_pad") ||
+          ends_with(bi->block->name, "_transform"))
+        continue;
       if (costly_to_duplicate(&bs, bi->block) || read_at_several_indices(&bs, bi->block)) continue;
       SchRV b = sch_get_block(s, bi->block->name);
       if (b >= 0 && sch_compute_inline(s, b) == LOOM_OK) changed = true;
@@ -371,7 +375,12 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     bool conv_nchwc = ab->n_iters == 9 && anchor->n_reduce == 4 && ab->iters[8].type == ITER_REDUCE;
     bool dw_nchwc = is_depthwise_nchwc(ab, anchor);
     bool pool2d = !matmul_like && !conv_nchwc && !dw_nchwc && is_pool2d(ab, anchor);
+    bool winograd = conv_nchwc && ends_with(ab->name, "_gemm") && epi &&
+                    stmt_find_block(sch_func(s)->body,
+                                    arena_printf(a, "%.*s_transform", (int)strlen(ab->name) - 5, ab->name));
     if (matmul_like) st = topi_schedule_matmul_cpu(s, ab->name, epi, target, num_threads);
+    else if (winograd && (st = topi_schedule_conv2d_winograd_cpu(s, ab->name, epi, target, num_threads)) == LOOM_OK)
+      done_epilogue = epi;
     else if (conv_nchwc) st = topi_schedule_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
     else if (dw_nchwc) st = topi_schedule_depthwise_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
     else if (pool2d) st = topi_schedule_pool2d_cpu(s, ab->name, epi, target, num_threads);
@@ -387,7 +396,8 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     const BlockInfo *bi = &bs.items.items[i];
     if (anchor_done && bi == anchor) continue;
     if (done_epilogue && !strcmp(bi->block->name, done_epilogue)) continue;
-    if (anchor_done && ends_with(bi->block->name, "_pad")) continue; /* the anchor's schedule owns its pad */
+    /* the anchor's schedule owns its pad (and a Winograd conv's input transform) */
+    if (anchor_done && (ends_with(bi->block->name, "_pad") || ends_with(bi->block->name, "_transform"))) continue;
     schedule_generic(s, bi, target, num_threads);
   }
   return sch_func(s);

@@ -55,6 +55,14 @@ loom_status graph_pass_split_gemv(Graph *g, int parts, LoomError *err);
  * Nothing for width < 1. */
 loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err);
 
+/* ---- pass_winograd.c ---- */
+/* A 3x3 stride-1, dilation-1 ConvNCHWc (group 1, pads <= 2) with a constant
+ * kernel, at least 64 input and output channels and 128 2x2 output tiles
+ * per image gets the kernel
+ * transformed for Winograd's F(2x2, 3x3), U = G g G^T [K/k, C/c, 4, 4, c, k],
+ * and the attribute winograd_tile = 2 (topi_conv2d_nchwc_winograd). */
+loom_status graph_pass_winograd(Graph *g, LoomError *err);
+
 /* ---- pass_cse.c ---- */
 /* Merges nodes with the same op, attributes and inputs (the later one's
  * outputs are replaced by the earlier one's), and constants with the same

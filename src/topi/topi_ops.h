@@ -191,6 +191,13 @@ TeTensor *topi_conv2d_onnx(Arena *a, const char *name, const TeTensor *x, const 
  * cb, kb], bias [K] or NULL -> [N, K/kb, OH, OW, kb]. Same stages. */
 TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
                                  const TeTensor *w, const TeTensor *bias, const TopiConvParams *p, LoomError *err);
+/* 3x3 stride-1 conv in the blocked layout by Winograd's F(2x2, 3x3)
+ * (op_winograd.c): x [N, C/cb, H, W, cb], u [K/kb, C/cb, 4, 4, cb, kb] the
+ * kernel already transformed (G g G^T, graph_pass_winograd), pads in ONNX
+ * order (each 0..2) -> [N, K/kb, OH, OW, kb]. Stages "<name>_pad",
+ * "<name>_transform", "<name>_gemm" and name. */
+TeTensor *topi_conv2d_nchwc_winograd(Arena *a, const char *name, const TeTensor *x, const TeTensor *u,
+                                     const int64_t pads[4], LoomError *err);
 /* Depthwise in the blocked layout: x [N, C/c, H, W, c], w [C/c, 1, R, S, 1,
  * c] -> [N, C/c, OH, OW, c] (group == C). Stages "<name>_pad" (when
  * padded) and name. */

@@ -29,6 +29,12 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
  * (elementwise epilogue) are folded into the tile's copy-out. */
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads);
+/* The Winograd conv's stages (topi_conv2d_nchwc_winograd): `gemm` is its
+ * "<base>_gemm" block, `output` the block reading it (the output transform,
+ * epilogue inlined) or NULL. LOOM_ERR_SCHEDULE when gemm is not a Winograd
+ * product (no "<base>_transform" stage). */
+loom_status topi_schedule_conv2d_winograd_cpu(Schedule *s, const char *gemm, const char *output, const Target *target,
+                                              int num_threads);
 
 /* depthwise conv2d in the blocked layout (topi_depthwise_conv2d_nchwc_onnx,
  * loops n, c, oh, ow, cb | ry, rx; padding stage "<name>_pad"): an
