@@ -5,6 +5,10 @@ each exercises one family of real networks with random, seeded weights.
 usage: make_compiler_models.py OUTDIR
   resnet_block.onnx      conv+BN+relu, 3x3 stride 2, residual add, max pool,
                          global average pool, flatten, gemm
+  winograd_convs.onnx    3x3 stride-1 convs that Loom computes by Winograd's
+                         F(2x2, 3x3) (64+ channels, 128+ output tiles): batch 2,
+                         odd extents (partial tiles), asymmetric pads, no pad,
+                         80 channels; BN + relu and a residual add fused after
   mobilenet_block.onnx   1x1 expand, depthwise 3x3 (group = C), clip (relu6),
                          1x1 project, residual add
   transformer_block.onnx matmul QKV, reshape/transpose heads, scaled softmax,
@@ -81,6 +85,26 @@ def resnet_block(outdir):
     g = helper.make_graph(nodes, "resnet_block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 20, 20])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
     save(helper.make_model(g), outdir, "resnet_block")
+
+
+def winograd_convs(outdir):
+    nodes, inits = [], []
+    inits += [W("wa", 64, 64, 3, 3, scale=0.05), W("wb", 80, 64, 3, 3, scale=0.05), W("wc", 64, 80, 3, 3, scale=0.05),
+              W("ws", 64, 64, 3, 3, scale=0.05)]
+    nodes.append(helper.make_node("Conv", ["x", "wa"], ["ca"], name="conv_a", pads=[1, 1, 1, 1]))
+    bn("bna", 64, "ca", "ba", nodes, inits)
+    nodes.append(helper.make_node("Relu", ["ba"], ["ra"], name="relu_a"))
+    # 23x25 -> 24x25: top 2, left 0, bottom 1, right 2
+    nodes.append(helper.make_node("Conv", ["ra", "wb"], ["cb"], name="conv_b", pads=[2, 0, 1, 2]))
+    # 24x25 -> 22x23, no padding
+    nodes.append(helper.make_node("Conv", ["cb", "wc"], ["cc"], name="conv_c"))
+    # stride 2 stays a direct conv: 23x25 -> 11x12, then the residual
+    nodes.append(helper.make_node("Conv", ["ra", "ws"], ["cs"], name="conv_s", strides=[2, 2]))
+    nodes.append(helper.make_node("MaxPool", ["cc"], ["pc"], name="pool", kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 1]))
+    nodes.append(helper.make_node("Add", ["pc", "cs"], ["y"], name="residual"))
+    g = helper.make_graph(nodes, "winograd_convs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64, 23, 25])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 64, 11, 12])], inits)
+    save(helper.make_model(g), outdir, "winograd_convs")
 
 
 def mobilenet_block(outdir):
@@ -289,6 +313,7 @@ def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(outdir, exist_ok=True)
     resnet_block(outdir)
+    winograd_convs(outdir)
     mobilenet_block(outdir)
     transformer_block(outdir)
     vit_patch(outdir)

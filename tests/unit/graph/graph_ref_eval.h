@@ -61,7 +61,61 @@ static inline void ref_binary(const Graph *g, const GraphNode *n, double **val) 
   }
 }
 
+/* A ConvNCHWc with winograd_tile 2 (graph_pass_winograd): its weight U
+ * [K/k, C/c, 4, 4, c, k] is the transformed kernel; per 2x2 output tile,
+ * Y = A^T (sum over channels of U .* B^T d B) A with the matrices of
+ * F(2x2, 3x3) written out. */
+static inline void ref_conv_winograd(const Graph *g, const GraphNode *n, double **val) {
+  static const double BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static const double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+  const GraphValue *xv = &g->values[n->inputs[0]], *yv = &g->values[n->outputs[0]], *wv = &g->values[n->inputs[1]];
+  int xb = (int)xv->dims[4], yb = (int)yv->dims[4];
+  int64_t xd[4] = {xv->dims[0], xv->dims[1], xv->dims[2], xv->dims[3]};
+  int64_t yd[4] = {yv->dims[0], yv->dims[1], yv->dims[2], yv->dims[3]};
+  int64_t C = xd[1] * xb, K = yd[1] * yb, wc = wv->dims[4], wk = wv->dims[5];
+  const GraphAttr *pd = graph_node_attr(n, "pads");
+  int64_t pt = pd ? pd->ints[0] : 0, pl = pd ? pd->ints[1] : 0;
+  const double *x = val[n->inputs[0]], *u = val[n->inputs[1]];
+  for (int64_t b = 0; b < yd[0]; b++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t th = 0; 2 * th < yd[2]; th++)
+        for (int64_t tw = 0; 2 * tw < yd[3]; tw++) {
+          double m[4][4] = {{0}};
+          for (int64_t c = 0; c < C; c++) {
+            double d[4][4], t[4][4];
+            for (int i = 0; i < 4; i++)
+              for (int j = 0; j < 4; j++) {
+                int64_t ih = 2 * th - pt + i, iw = 2 * tw - pl + j;
+                d[i][j] = ih < 0 || iw < 0 || ih >= xd[2] || iw >= xd[3] ? 0 : x[ref_off(xd, xb, b, c, ih, iw)];
+              }
+            for (int i = 0; i < 4; i++)
+              for (int j = 0; j < 4; j++) {
+                t[i][j] = 0;
+                for (int q = 0; q < 4; q++) t[i][j] += BT[i][q] * d[q][j];
+              }
+            for (int i = 0; i < 4; i++)
+              for (int j = 0; j < 4; j++) {
+                double v = 0;
+                for (int q = 0; q < 4; q++) v += t[i][q] * BT[j][q];
+                m[i][j] += v * u[(((((k / wk) * wv->dims[1] + c / wc) * 4 + i) * 4 + j) * wc + c % wc) * wk + k % wk];
+              }
+          }
+          for (int a = 0; a < 2; a++)
+            for (int e = 0; e < 2; e++) {
+              if (2 * th + a >= yd[2] || 2 * tw + e >= yd[3]) continue;
+              double y = 0;
+              for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++) y += AT[a][i] * m[i][j] * AT[e][j];
+              val[n->outputs[0]][ref_off(yd, yb, b, k, 2 * th + a, 2 * tw + e)] = y;
+            }
+        }
+}
+
 static inline void ref_conv(const Graph *g, const GraphNode *n, double **val, bool blocked) {
+  if (blocked && graph_attr_int(n, "winograd_tile", 0) == 2) {
+    ref_conv_winograd(g, n, val);
+    return;
+  }
   const GraphValue *xv = &g->values[n->inputs[0]], *yv = &g->values[n->outputs[0]], *wv = &g->values[n->inputs[1]];
   int xb = blocked ? (int)xv->dims[4] : 0, yb = blocked ? (int)yv->dims[4] : 0;
   int64_t xd[4] = {xv->dims[0], xv->dims[1], xv->dims[2], xv->dims[3]};
