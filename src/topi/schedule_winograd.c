@@ -1,8 +1,9 @@
 /* Default CPU schedule for the Winograd conv (topi_conv2d_nchwc_winograd):
  *
  *   <base>_gemm       the conv schedule as for a 1x1 conv (register tile of
- *                     columns x output-channel vectors, parallel loops);
- *   <base>_pad        a vectorized copy, parallel;
+ *                     columns x output-channel vectors), parallel over the
+ *                     16 transform points;
+ *   <base>_pad        inlined into the transform;
  *   <base>_transform  per input tile (parallel over tile rows), the 16
  *                     transform points unrolled: their selects and index
  *                     arithmetic fold to constants and the C compiler sees
@@ -55,10 +56,19 @@ loom_status topi_schedule_conv2d_winograd_cpu(Schedule *s, const char *gemm, con
   const char *base = arena_strndup(a, gemm, n - 5);
   SchRV tr = sch_get_block(s, arena_printf(a, "%s_transform", base));
   if (tr < 0) return LOOM_ERR_SCHEDULE;
-  loom_status st = topi_schedule_conv2d_nchwc_cpu(s, gemm, NULL, target, num_threads);
+  /* The product's 16 transform points are independent: parallel over
+   * them, one fork for the product (the conv schedule would fork once per
+   * point, over the tile rows inside it). */
+  loom_status st = topi_schedule_conv2d_nchwc_cpu(s, gemm, NULL, target, 1);
   if (st) return st;
+  SchRV g = sch_get_block(s, gemm), gl[1];
+  if (num_threads > 1 && (g < 0 || sch_get_loops(s, g, gl, 1) < 1 || sch_parallel(s, gl[0])))
+    topi_schedule_note(s, "winograd product parallel");
+  /* The padding is read once per tile, by the transform: inlined there,
+   * its select costs less than a pass over the padded copy. */
   SchRV pad = sch_get_block(s, arena_printf(a, "%s_pad", base));
-  if (pad >= 0 && topi_schedule_copy_stage(s, pad, num_threads)) topi_schedule_note(s, "winograd pad");
+  if (pad >= 0 && sch_compute_inline(s, pad) && topi_schedule_copy_stage(s, pad, num_threads))
+    topi_schedule_note(s, "winograd pad");
   if (schedule_transform(s, tr, num_threads)) topi_schedule_note(s, "winograd input transform");
   SchRV out = output ? sch_get_block(s, output) : -1;
   if (out >= 0 && schedule_output(s, out, num_threads)) topi_schedule_note(s, "winograd output transform");
