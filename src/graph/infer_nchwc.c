@@ -81,27 +81,30 @@ loom_status infer_conv_nchwc(Graph *g, GraphNode *n, LoomError *err) {
     return infer_fail(g, n, err, "strides and dilations must be positive");
   int64_t group = graph_attr_int(n, "group", 1);
   bool depthwise = group != 1;
+  /* A Winograd F(m x m, r x r) conv's weight holds the transformed kernel
+   * per transform point, [m + r - 1, m + r - 1, K/k, C/c, c, k]
+   * (graph_pass_winograd). */
+  int64_t wino = graph_attr_int(n, "winograd_tile", 0);
+  if (wino && (wino != 2 || depthwise || w->dims[0] != 4 || w->dims[1] != 4 || strides[0] != 1 || strides[1] != 1 ||
+               dil[0] != 1 || dil[1] != 1))
+    return infer_fail(g, n, err, "winograd_tile %lld needs winograd_tile 2, a [4, 4, K/k, C/c, c, k] weight and unit strides and dilations",
+                      (long long)wino);
+  int64_t kblocks = w->dims[wino ? 2 : 0], cblocks = w->dims[wino ? 3 : 1];
+  int64_t kernel[2] = {wino ? w->dims[0] - wino + 1 : w->dims[2], wino ? w->dims[1] - wino + 1 : w->dims[3]};
   if (depthwise) {
     if (w->dims[1] != 1 || w->dims[4] != 1 || w->dims[5] != x->dims[4] || w->dims[0] != x->dims[1] ||
         group != x->dims[1] * x->dims[4])
       return infer_fail(g, n, err, "depthwise weight \"%s\" must be [C/c, 1, R, S, 1, c] with group C = %lld", w->name,
                         (long long)(x->dims[1] * x->dims[4]));
-  } else if (w->dims[1] != x->dims[1] || w->dims[4] != x->dims[4]) {
+  } else if (cblocks != x->dims[1] || w->dims[4] != x->dims[4]) {
     return infer_fail(g, n, err, "weight \"%s\" input blocks [%lld, %lld] differ from data \"%s\" [%lld, %lld]", w->name,
-                      (long long)w->dims[1], (long long)w->dims[4], x->name, (long long)x->dims[1], (long long)x->dims[4]);
+                      (long long)cblocks, (long long)w->dims[4], x->name, (long long)x->dims[1], (long long)x->dims[4]);
   }
-  /* A Winograd F(m x m, r x r) conv's weight holds the transformed kernel,
-   * m + r - 1 points a side (graph_pass_winograd). */
-  int64_t wino = graph_attr_int(n, "winograd_tile", 0);
-  if (wino && (wino != 2 || depthwise || w->dims[2] != 4 || w->dims[3] != 4 || strides[0] != 1 || strides[1] != 1 ||
-               dil[0] != 1 || dil[1] != 1))
-    return infer_fail(g, n, err, "winograd_tile %lld needs winograd_tile 2, a [K/k, C/c, 4, 4, c, k] weight and unit strides and dilations",
-                      (long long)wino);
-  int64_t dims[5] = {x->dims[0], w->dims[0], -1, -1, w->dims[5]};
+  int64_t dims[5] = {x->dims[0], kblocks, -1, -1, w->dims[5]};
   for (int k = 0; k < 2; k++) {
     int64_t in = x->dims[2 + k];
-    if (in < 0 || w->dims[2 + k] < 1) continue;
-    int64_t window = wino ? w->dims[2 + k] - wino + 1 : (w->dims[2 + k] - 1) * dil[k] + 1, span = in + pads[k] + pads[k + 2] - window;
+    if (in < 0 || kernel[k] < 1) continue;
+    int64_t window = (kernel[k] - 1) * dil[k] + 1, span = in + pads[k] + pads[k + 2] - window;
     if (span < 0) return infer_fail(g, n, err, "window of %lld exceeds the padded extent in spatial dimension %d", (long long)window, k);
     dims[2 + k] = span / strides[k] + 1;
   }

@@ -7,23 +7,23 @@
  * here, once, like BatchNorm folding:
  *
  *   ConvNCHWc(x, g [K/k, C/c, 3, 3, c, k])
- *     -> ConvNCHWc(x, U [K/k, C/c, 4, 4, c, k]) {winograd_tile = 2}
+ *     -> ConvNCHWc(x, U [4, 4, K/k, C/c, c, k]) {winograd_tile = 2}
  *
  * (infer_nchwc.c: the window is then 4 - 2 + 1 = 3). Which convs pay is
  * measured (bench_ab on ResNet-50, docs/graph_passes.md): the product
  * reuses each element of U once per 2x2 output tile, a direct conv each
  * kernel element once per output pixel, so with few tiles U streams from
- * memory for too little work (ResNet-50 at 1 thread: 56x56 and 28x28
- * outputs, 784 and 196 tiles, 16-22% faster; 14x14, 49 tiles, 10% slower;
- * 7x7 1.7x slower): at least MIN_TILES tiles, and MIN_CHANNELS input and
- * output channels. */
+ * memory for too little work. ResNet-50: its 56x56, 28x28 and 14x14
+ * outputs (784, 196 and 49 tiles) are 15-27% faster, its 7x7 ones (16
+ * tiles) 10-15% slower at 1 thread: at least MIN_TILES tiles, and
+ * MIN_CHANNELS input and output channels. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { MIN_CHANNELS = 64, MIN_TILES = 128, TILE = 2 };
+enum { MIN_CHANNELS = 64, MIN_TILES = 40, TILE = 2 };
 
 static bool all_ones(const GraphNode *n, const char *attr) {
   const GraphAttr *at = graph_node_attr(n, attr);
@@ -49,17 +49,22 @@ static const GraphTensor *winograd_kernel(const Graph *g, const GraphNode *n) {
   return w;
 }
 
-/* U[ko, co, :, :, ci, ki] = G g[ko, co, :, :, ci, ki] G^T, with
- * G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. */
+/* U[:, :, ko, co, ci, ki] = G g[ko, co, :, :, ci, ki] G^T, with
+ * G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. The transform point
+ * outermost: the product of one point reads its [K/k, C/c, c, k] slice as
+ * one contiguous block (with the point inside, the slices' 1 KiB pieces
+ * sat 16 KiB apart, on the same L1 sets, and streamed from L2: ResNet-50's
+ * Winograd convs were 12-17% slower). */
 static GraphTensor *transform_kernel(Graph *g, const GraphTensor *w) {
   static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
   int64_t KO = w->dims[0], CO = w->dims[1], cb = w->dims[4], kb = w->dims[5], inner = cb * kb;
-  GraphTensor *u = graph_tensor_new(g->arena, w->dtype, 6, (int64_t[]){KO, CO, 4, 4, cb, kb});
+  int64_t point = KO * CO * inner; /* elements per transform point */
+  GraphTensor *u = graph_tensor_new(g->arena, w->dtype, 6, (int64_t[]){4, 4, KO, CO, cb, kb});
   const float *src = w->data;
   float *dst = u->data;
   for (int64_t blk = 0; blk < KO * CO; blk++) {
     const float *gk = src + blk * 9 * inner;
-    float *uk = dst + blk * 16 * inner;
+    float *uk = dst + blk * inner;
     for (int64_t q = 0; q < inner; q++) {
       double t[4][3]; /* G g */
       for (int i = 0; i < 4; i++)
@@ -72,7 +77,7 @@ static GraphTensor *transform_kernel(Graph *g, const GraphTensor *w) {
         for (int j = 0; j < 4; j++) {
           double acc = 0;
           for (int s = 0; s < 3; s++) acc += t[i][s] * G[j][s];
-          uk[(i * 4 + j) * inner + q] = (float)acc;
+          uk[(i * 4 + j) * point + q] = (float)acc;
         }
     }
   }

@@ -57,9 +57,9 @@ loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err);
 
 /* ---- pass_winograd.c ---- */
 /* A 3x3 stride-1, dilation-1 ConvNCHWc (group 1, pads <= 2) with a constant
- * kernel, at least 64 input and output channels and 128 2x2 output tiles
+ * kernel, at least 64 input and output channels and 40 2x2 output tiles
  * per image gets the kernel
- * transformed for Winograd's F(2x2, 3x3), U = G g G^T [K/k, C/c, 4, 4, c, k],
+ * transformed for Winograd's F(2x2, 3x3), U = G g G^T [4, 4, K/k, C/c, c, k],
  * and the attribute winograd_tile = 2 (topi_conv2d_nchwc_winograd). */
 loom_status graph_pass_winograd(Graph *g, LoomError *err);
 

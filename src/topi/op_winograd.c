@@ -6,13 +6,13 @@
  *   Y = A^T [ U .* (B^T d B) ] A,   U = G g G^T (the kernel g transformed)
  *
  * U is computed at compile time (graph_pass_winograd), so the op takes the
- * transformed weights u [K/kb, C/cb, 4, 4, cb, kb]. Stages, N the batch:
+ * transformed weights u [4, 4, K/kb, C/cb, cb, kb]. Stages, N the batch:
  *
  *   <name>_pad        x padded so that whole 4x4 input tiles fit
  *   <name>_transform  V[e*N + n, co, th, tw, ci] = (B^T d B)[xi, nu] of the
  *                     input tile at (2 th, 2 tw), e = 4 xi + nu
  *   <name>_gemm       M[e*N + n, ko, th, tw, ki] =
- *                       sum over co, ci of V[e*N + n, co, th, tw, ci] * u[ko, co, xi, nu, ci, ki]
+ *                       sum over co, ci of V[e*N + n, co, th, tw, ci] * u[xi, nu, ko, co, ci, ki]
  *                     with the loops of a 1x1 conv in NCHWc over a batch of
  *                     16 N (reduction axes co, rh, rw, ci; rh and rw of
  *                     extent 1), so the conv schedule's register tiling
@@ -88,7 +88,7 @@ static const Expr *gemm_body(Arena *a, const Expr *const *ax, void *user) {
   (void)n;
   const Expr *xi = expr_floordiv(a, e, i64(a, 4)), *nu = expr_floormod(a, e, i64(a, 4));
   const Expr *vi[5] = {ax[0], w->co.var, expr_add(a, ax[2], w->rh.var), expr_add(a, ax[3], w->rw.var), w->ci.var};
-  const Expr *ui[6] = {ax[1], w->co.var, xi, nu, w->ci.var, ax[4]};
+  const Expr *ui[6] = {xi, nu, ax[1], w->co.var, w->ci.var, ax[4]};
   IterVar axes[4] = {w->co, w->rh, w->rw, w->ci};
   return te_sum(a, expr_mul(a, te_load(a, w->v, vi), te_load(a, w->u, ui)), axes, 4, NULL);
 }
@@ -136,10 +136,10 @@ TeTensor *topi_conv2d_nchwc_winograd(Arena *a, const char *name, const TeTensor 
   const char *on = "Conv(NCHWc, Winograd F(2x2, 3x3))";
   if (!op_check_name(on, name, err) || !op_check_float(on, "X", x, err) || !op_check_float(on, "U", u, err))
     return NULL;
-  if (x->ndim != 5 || u->ndim != 6 || u->shape[2] != 4 || u->shape[3] != 4 || u->shape[1] != x->shape[1] ||
+  if (x->ndim != 5 || u->ndim != 6 || u->shape[0] != 4 || u->shape[1] != 4 || u->shape[3] != x->shape[1] ||
       u->shape[4] != x->shape[4]) {
     err_set(err, LOOM_ERR_INVALID_ARG,
-            "%s: X must be [N, C/cb, H, W, cb] and U [K/kb, C/cb, 4, 4, cb, kb] with X's channel blocks", on);
+            "%s: X must be [N, C/cb, H, W, cb] and U [4, 4, K/kb, C/cb, cb, kb] with X's channel blocks", on);
     return NULL;
   }
   for (int k = 0; k < 4; k++)
@@ -148,7 +148,7 @@ TeTensor *topi_conv2d_nchwc_winograd(Arena *a, const char *name, const TeTensor 
       return NULL;
     }
   int64_t N = x->shape[0], CO = x->shape[1], H = x->shape[2], W = x->shape[3], cb = x->shape[4];
-  int64_t KO = u->shape[0], kb = u->shape[5];
+  int64_t KO = u->shape[2], kb = u->shape[5];
   int64_t OH = H + pads[0] + pads[2] - 2, OW = W + pads[1] + pads[3] - 2;
   if (OH < 1 || OW < 1) {
     err_set(err, LOOM_ERR_INVALID_ARG, "%s: the 3x3 window exceeds the padded %lldx%lld input", on,

@@ -192,7 +192,7 @@ TeTensor *topi_conv2d_onnx(Arena *a, const char *name, const TeTensor *x, const 
 TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
                                  const TeTensor *w, const TeTensor *bias, const TopiConvParams *p, LoomError *err);
 /* 3x3 stride-1 conv in the blocked layout by Winograd's F(2x2, 3x3)
- * (op_winograd.c): x [N, C/cb, H, W, cb], u [K/kb, C/cb, 4, 4, cb, kb] the
+ * (op_winograd.c): x [N, C/cb, H, W, cb], u [4, 4, K/kb, C/cb, cb, kb] the
  * kernel already transformed (G g G^T, graph_pass_winograd), pads in ONNX
  * order (each 0..2) -> [N, K/kb, OH, OW, kb]. Stages "<name>_pad",
  * "<name>_transform", "<name>_gemm" and name. */

@@ -6,7 +6,7 @@ usage: make_compiler_models.py OUTDIR
   resnet_block.onnx      conv+BN+relu, 3x3 stride 2, residual add, max pool,
                          global average pool, flatten, gemm
   winograd_convs.onnx    3x3 stride-1 convs that Loom computes by Winograd's
-                         F(2x2, 3x3) (64+ channels, 128+ output tiles): batch 2,
+                         F(2x2, 3x3) (64+ channels, 40+ output tiles): batch 2,
                          odd extents (partial tiles), asymmetric pads, no pad,
                          80 channels; BN + relu and a residual add fused after
   mobilenet_block.onnx   1x1 expand, depthwise 3x3 (group = C), clip (relu6),

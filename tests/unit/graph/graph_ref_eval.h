@@ -62,7 +62,7 @@ static inline void ref_binary(const Graph *g, const GraphNode *n, double **val) 
 }
 
 /* A ConvNCHWc with winograd_tile 2 (graph_pass_winograd): its weight U
- * [K/k, C/c, 4, 4, c, k] is the transformed kernel; per 2x2 output tile,
+ * [4, 4, K/k, C/c, c, k] is the transformed kernel; per 2x2 output tile,
  * Y = A^T (sum over channels of U .* B^T d B) A with the matrices of
  * F(2x2, 3x3) written out. */
 static inline void ref_conv_winograd(const Graph *g, const GraphNode *n, double **val) {
@@ -97,7 +97,7 @@ static inline void ref_conv_winograd(const Graph *g, const GraphNode *n, double 
               for (int j = 0; j < 4; j++) {
                 double v = 0;
                 for (int q = 0; q < 4; q++) v += t[i][q] * BT[j][q];
-                m[i][j] += v * u[(((((k / wk) * wv->dims[1] + c / wc) * 4 + i) * 4 + j) * wc + c % wc) * wk + k % wk];
+                m[i][j] += v * u[((((i * 4 + j) * wv->dims[2] + k / wk) * wv->dims[3] + c / wc) * wc + c % wc) * wk + k % wk];
               }
           }
           for (int a = 0; a < 2; a++)
