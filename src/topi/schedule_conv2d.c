@@ -17,6 +17,11 @@
 
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads) {
+  return topi_schedule_conv2d_nchwc_blocked(s, block, epilogue, target, num_threads, 512);
+}
+
+loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, const char *epilogue,
+                                               const Target *target, int num_threads, int64_t block_min_channels) {
   (void)target;
   SchRV b = sch_get_block(s, block);
   if (b < 0) return LOOM_ERR_SCHEDULE;
@@ -40,13 +45,14 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
    * register tile loaded and stored per chunk: cache_inplace) and the
    * epilogue runs after the last chunk. bench/ops on ResNet-50: the convs
    * with 512 to 2048 input channels gain 5-20% at every size (7x7 to
-   * 28x28); with 256 or fewer the unblocked order is as fast or faster. */
-  enum { CHUNK_BYTES = 16 * 1024, BLOCK_MIN_CHANNELS = 512 };
+   * 28x28); with 256 or fewer the unblocked order is as fast or faster
+   * (the default block_min_channels, 512). */
+  enum { CHUNK_BYTES = 16 * 1024 };
   static const int64_t kblock_choices[] = {0, 1};
   static const double kblock_no[] = {1.0, 0.0}, kblock_yes[] = {0.2, 0.8};
   int64_t kblock;
   if (sch_sample_categorical(s, kblock_choices,
-                             ico_ext > 1 && ico_ext * topi_loop_extent(s, ici) >= BLOCK_MIN_CHANNELS ? kblock_yes
+                             ico_ext > 1 && ico_ext * topi_loop_extent(s, ici) >= block_min_channels ? kblock_yes
                                                                                                     : kblock_no,
                              2, &kblock))
     return LOOM_ERR_SCHEDULE;

@@ -29,6 +29,10 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
  * (elementwise epilogue) are folded into the tile's copy-out. */
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads);
+/* The same with input-channel blocking from block_min_channels input
+ * channels on (a sampling point's likely choice; the default above: 512). */
+loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, const char *epilogue,
+                                               const Target *target, int num_threads, int64_t block_min_channels);
 /* The Winograd conv's stages (topi_conv2d_nchwc_winograd): `gemm` is its
  * "<base>_gemm" block, `output` the block reading it (the output transform,
  * epilogue inlined) or NULL. LOOM_ERR_SCHEDULE when gemm is not a Winograd
