@@ -385,7 +385,10 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
                                 graph_attr_float(n, "epsilon", 1e-5), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_CONV_NCHWC:
-      if (graph_attr_int(n, "group", 1) > 1) {
+      /* Depthwise: one input channel per group (infer_nchwc.c); other
+       * groups take the grouped blocked conv. */
+      if (graph_attr_int(n, "group", 1) > 1 && ins[1]->ndim == 6 && ins[1]->shape[1] == 1 && ins[1]->shape[4] == 1 &&
+          graph_attr_int(n, "group", 1) == ins[0]->shape[1] * ins[0]->shape[4]) {
         TopiConvParams p;
         memset(&p, 0, sizeof p);
         if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);

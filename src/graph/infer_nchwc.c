@@ -4,12 +4,14 @@
  *     block to another). Blocked [N, C/b, H, W, b] holds NCHW element
  *     (n, cb * b + ci, h, w) at (n, cb, h, w, ci).
  *   ConvNCHWc(data, weight) {strides, pads, dilations, group}: data
- *     [N, C/c, H, W, c]; weight [K/k, C/c, R, S, c, k] for group 1 or
- *     [K/k, 1, R, S, 1, k] for depthwise (group == C == K, c == k); output
- *     [N, K/k, OH, OW, k] with
- *       out[n, ko, oh, ow, ki] = sum_{co, r, s, ci} data[n, co, oh*sh - pt + r*dh,
+ *     [N, C/c, H, W, c]; weight [K/k, C/(c g), R, S, c, k] for group g
+ *     (1 included; c divides C/g and k divides K/g) or [K/k, 1, R, S, 1, k]
+ *     for depthwise (group == C == K, c == k); output [N, K/k, OH, OW, k] with
+ *       out[n, ko, oh, ow, ki] = sum_{co, r, s, ci} data[n, G(ko) + co, oh*sh - pt + r*dh,
  *                                   ow*sw - pl + s*dw, ci] * w[ko, co, r, s, ci, ki]
- *     (depthwise: co = ko, ci = ki, a sum over r, s only); zero padding.
+ *     where G(ko) = (ko / (K/(k g))) * C/(c g) is the first input block of
+ *     ko's group (depthwise: co = ko, ci = ki, a sum over r, s only); zero
+ *     padding.
  *   MaxPoolNCHWc / AveragePoolNCHWc(data) {kernel_shape, strides, pads,
  *     dilations, ceil_mode, count_include_pad}: data [N, C/c, H, W, c] ->
  *     [N, C/c, OH, OW, c]; each channel pooled exactly as MaxPool /
@@ -80,12 +82,15 @@ loom_status infer_conv_nchwc(Graph *g, GraphNode *n, LoomError *err) {
   if (strides[0] < 1 || strides[1] < 1 || dil[0] < 1 || dil[1] < 1)
     return infer_fail(g, n, err, "strides and dilations must be positive");
   int64_t group = graph_attr_int(n, "group", 1);
-  bool depthwise = group != 1;
+  bool depthwise = group != 1 && w->dims[1] == 1 && w->dims[4] == 1 && group == x->dims[1] * x->dims[4];
+  if (group < 1 || (group > 1 && !depthwise && (x->dims[1] % group != 0 || w->dims[0] % group != 0)))
+    return infer_fail(g, n, err, "group %lld must divide the input and output channel blocks (%lld and %lld)", (long long)group,
+                      (long long)x->dims[1], (long long)w->dims[0]);
   /* A Winograd F(m x m, r x r) conv's weight holds the transformed kernel
    * per transform point, [m + r - 1, m + r - 1, K/k, C/c, c, k]
    * (graph_pass_winograd). */
   int64_t wino = graph_attr_int(n, "winograd_tile", 0);
-  if (wino && (wino != 2 || depthwise || w->dims[0] != 4 || w->dims[1] != 4 || strides[0] != 1 || strides[1] != 1 ||
+  if (wino && (wino != 2 || group != 1 || w->dims[0] != 4 || w->dims[1] != 4 || strides[0] != 1 || strides[1] != 1 ||
                dil[0] != 1 || dil[1] != 1))
     return infer_fail(g, n, err, "winograd_tile %lld needs winograd_tile 2, a [4, 4, K/k, C/c, c, k] weight and unit strides and dilations",
                       (long long)wino);
@@ -96,9 +101,10 @@ loom_status infer_conv_nchwc(Graph *g, GraphNode *n, LoomError *err) {
         group != x->dims[1] * x->dims[4])
       return infer_fail(g, n, err, "depthwise weight \"%s\" must be [C/c, 1, R, S, 1, c] with group C = %lld", w->name,
                         (long long)(x->dims[1] * x->dims[4]));
-  } else if (cblocks != x->dims[1] || w->dims[4] != x->dims[4]) {
-    return infer_fail(g, n, err, "weight \"%s\" input blocks [%lld, %lld] differ from data \"%s\" [%lld, %lld]", w->name,
-                      (long long)cblocks, (long long)w->dims[4], x->name, (long long)x->dims[1], (long long)x->dims[4]);
+  } else if (cblocks * group != x->dims[1] || w->dims[4] != x->dims[4]) {
+    return infer_fail(g, n, err, "weight \"%s\" input blocks [%lld, %lld] (per group, %lld groups) differ from data \"%s\" [%lld, %lld]",
+                      w->name, (long long)cblocks, (long long)w->dims[4], (long long)group, x->name, (long long)x->dims[1],
+                      (long long)x->dims[4]);
   }
   int64_t dims[5] = {x->dims[0], kblocks, -1, -1, w->dims[5]};
   for (int k = 0; k < 2; k++) {

@@ -122,6 +122,10 @@ static void need_nchw(LayoutCtx *c, ValueId v) {
 
 /* ---- convolutions ---- */
 
+/* Group 1, depthwise (group == C == K) or grouped with a multiple of 8
+ * input and output channels per group (the blocks are picked per group;
+ * smaller groups would get blocks too narrow for a vector, and layout
+ * transforms around them, so they stay NCHW). */
 static bool conv_eligible(const Graph *g, const GraphNode *n, bool *depthwise) {
   if (n->op != GRAPH_OP_CONV || n->ninputs < 2 || n->noutputs != 1 || n->outputs[0] < 0) return false;
   const GraphValue *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
@@ -133,9 +137,10 @@ static bool conv_eligible(const Graph *g, const GraphNode *n, bool *depthwise) {
     if (!b || !dtype_eq(b->dtype, DT_F32) || graph_tensor_numel(b) != w->dims[0]) return false;
   }
   int64_t group = graph_attr_int(n, "group", 1);
-  *depthwise = group != 1;
-  if (group == 1) return w->dims[1] == x->dims[1];
-  return group == x->dims[1] && w->dims[0] == x->dims[1] && w->dims[1] == 1;
+  *depthwise = group != 1 && group == x->dims[1] && w->dims[0] == x->dims[1] && w->dims[1] == 1;
+  if (group < 1 || x->dims[1] % group != 0 || w->dims[0] % group != 0) return false;
+  if (*depthwise || group == 1) return *depthwise || w->dims[1] == x->dims[1];
+  return w->dims[1] * group == x->dims[1] && w->dims[1] % 8 == 0 && (w->dims[0] / group) % 8 == 0;
 }
 
 static ValueId blocked_weights(Graph *g, const GraphNode *n, int cb, int kb, bool depthwise) {
@@ -172,8 +177,9 @@ static void copy_int_attr_list(Graph *g, GraphNode *dst, const GraphNode *src, c
 static void rewrite_conv(LayoutCtx *c, const GraphNode *n, bool depthwise) {
   Graph *g = c->g;
   ValueId x = n->inputs[0], y = n->outputs[0];
+  int64_t group = graph_attr_int(n, "group", 1), groups = depthwise ? 1 : group;
   int64_t C = g->values[x].dims[1], K = g->values[y].dims[1];
-  int cb = pick_block(C, c->max_block), kb = depthwise ? cb : pick_block(K, c->max_block);
+  int cb = pick_block(C / groups, c->max_block), kb = depthwise ? cb : pick_block(K / groups, c->max_block);
   ValueId xb = get_blocked(c, x, cb);
   ValueId wb = blocked_weights(g, n, cb, kb, depthwise);
   ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", kb));
@@ -182,7 +188,7 @@ static void rewrite_conv(LayoutCtx *c, const GraphNode *n, bool depthwise) {
   copy_int_attr_list(g, cn, n, "strides", 2, 1);
   copy_int_attr_list(g, cn, n, "dilations", 2, 1);
   copy_int_attr_list(g, cn, n, "pads", 4, 0);
-  graph_node_set_attr(g, cn, graph_attr_make_int(g, "group", graph_attr_int(n, "group", 1)));
+  graph_node_set_attr(g, cn, graph_attr_make_int(g, "group", group));
   if (n->ninputs > 2 && n->inputs[2] >= 0) {
     const GraphTensor *b = graph_value_constant(g, n->inputs[2]);
     int64_t dims[5] = {1, K / kb, 1, 1, kb};

@@ -111,7 +111,8 @@ typedef struct GraphLayoutOptions {
   int max_block; /* largest channel block tried (16, 8, 4, 2, 1); <= 0 means 16 */
 } GraphLayoutOptions;
 
-/* Rewrites 2-D NCHW convolutions (group 1 or depthwise) with constant f32
+/* Rewrites 2-D NCHW convolutions (group 1, depthwise, or grouped with 8k
+ * channels per group) with constant f32
  * weights into ConvNCHWc over blocked tensors, with the weights transformed
  * at compile time; elementwise and per-channel broadcast ops between them
  * run on the blocked tensors; LayoutTransform nodes appear only where a

@@ -110,7 +110,12 @@ static const Expr *conv_nchwc_body(Arena *a, const Expr *const *ax, void *user) 
                             expr_mul(a, c->ry.var, expr_i64(a, c->d.dh)));
   const Expr *iw = expr_add(a, expr_mul(a, ax[3], expr_i64(a, c->d.sw)),
                             expr_mul(a, c->rx.var, expr_i64(a, c->d.dw)));
-  const Expr *xi[5] = {ax[0], c->rc.var, ih, iw, c->rci.var};
+  /* Grouped: the input blocks of output block ko's group (cg, kg: input
+   * and output blocks per group). */
+  const Expr *co = c->rc.var;
+  if (c->d.group > 1)
+    co = expr_add(a, expr_mul(a, expr_floordiv(a, ax[1], expr_i64(a, c->kg)), expr_i64(a, c->cg)), co);
+  const Expr *xi[5] = {ax[0], co, ih, iw, c->rci.var};
   const Expr *wi[6] = {ax[1], c->rc.var, c->ry.var, c->rx.var, c->rci.var, ax[4]};
   const Expr *prod = expr_mul(a, te_load(a, c->x, xi), te_load(a, c->w, wi));
   IterVar axes[4] = {c->rc, c->ry, c->rx, c->rci};
@@ -128,16 +133,13 @@ TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
             on, x->ndim, w->ndim);
     return NULL;
   }
-  if (p && p->group > 1) {
-    err_set(err, LOOM_ERR_UNSUPPORTED, "%s: group %lld (only group 1 in the blocked layout)", on,
-            (long long)p->group);
-    return NULL;
-  }
-  if (w->shape[1] != x->shape[1] || w->shape[4] != x->shape[4]) {
+  int64_t group = p && p->group > 1 ? p->group : 1;
+  if (w->shape[1] * group != x->shape[1] || w->shape[4] != x->shape[4] || w->shape[0] % group != 0) {
     err_set(err, LOOM_ERR_INVALID_ARG,
-            "%s: W's input blocks [%lld, .., %lld] do not match X's [%lld, .., %lld]", on,
-            (long long)w->shape[1], (long long)w->shape[4], (long long)x->shape[1],
-            (long long)x->shape[4]);
+            "%s: W's input blocks [%lld, .., %lld] (per group, %lld groups) do not match X's [%lld, .., %lld], or its "
+            "%lld output blocks are not a multiple of the groups",
+            on, (long long)w->shape[1], (long long)w->shape[4], (long long)group, (long long)x->shape[1],
+            (long long)x->shape[4], (long long)w->shape[0]);
     return NULL;
   }
   ConvDims d;
@@ -146,8 +148,8 @@ TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
   if (!check_bias(on, bias, K, err)) return NULL;
   const TeTensor *px = pad_hw(a, name, x, 2, d.pt, d.pl, d.pb, d.pr, op_const(a, x->dtype, 0), err);
   if (!px) return NULL;
-  ConvArgs c = {.x = px, .w = w, .bias = bias, .d = d, .kb = kb,
-                .rc = te_reduce_axis(a, "rc", x->shape[1]), .ry = te_reduce_axis(a, "ry", w->shape[2]),
+  ConvArgs c = {.x = px, .w = w, .bias = bias, .d = d, .kb = kb, .cg = w->shape[1], .kg = w->shape[0] / group,
+                .rc = te_reduce_axis(a, "rc", w->shape[1]), .ry = te_reduce_axis(a, "ry", w->shape[2]),
                 .rx = te_reduce_axis(a, "rx", w->shape[3]), .rci = te_reduce_axis(a, "rci", x->shape[4])};
   int64_t oshape[5] = {x->shape[0], w->shape[0], d.oh, d.ow, kb};
   TeTensor *conv = te_compute_named(a, bias ? op_stage(a, name, "conv") : name, 5, oshape,

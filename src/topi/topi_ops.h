@@ -187,8 +187,9 @@ typedef struct TopiConvParams {
  * is `name` itself. */
 TeTensor *topi_conv2d_onnx(Arena *a, const char *name, const TeTensor *x, const TeTensor *w,
                            const TeTensor *bias, const TopiConvParams *p, LoomError *err);
-/* Blocked x86 layout, group 1: x [N, C/cb, H, W, cb], w [K/kb, C/cb, R, S,
- * cb, kb], bias [K] or NULL -> [N, K/kb, OH, OW, kb]. Same stages. */
+/* Blocked x86 layout, g groups (p->group; 1 included): x [N, C/cb, H, W,
+ * cb], w [K/kb, C/(cb g), R, S, cb, kb] (each group a whole number of
+ * blocks), bias [K] or NULL -> [N, K/kb, OH, OW, kb]. Same stages. */
 TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
                                  const TeTensor *w, const TeTensor *bias, const TopiConvParams *p, LoomError *err);
 /* 3x3 stride-1 conv in the blocked layout by Winograd's F(2x2, 3x3)

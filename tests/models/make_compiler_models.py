@@ -9,6 +9,9 @@ usage: make_compiler_models.py OUTDIR
                          F(2x2, 3x3) (64+ channels, 40+ output tiles): batch 2,
                          odd extents (partial tiles), asymmetric pads, no pad,
                          80 channels; BN + relu and a residual add fused after
+  grouped_convs.onnx     ResNeXt-style grouped convs in the blocked layout: 4
+                         groups of 16 (BN, relu), 2 groups stride 2, a 1x1 of 3
+                         groups with bias, 6 groups of 8 channels, residual add
   mobilenet_block.onnx   1x1 expand, depthwise 3x3 (group = C), clip (relu6),
                          1x1 project, residual add
   transformer_block.onnx matmul QKV, reshape/transpose heads, scaled softmax,
@@ -105,6 +108,22 @@ def winograd_convs(outdir):
     g = helper.make_graph(nodes, "winograd_convs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64, 23, 25])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 64, 11, 12])], inits)
     save(helper.make_model(g), outdir, "winograd_convs")
+
+
+def grouped_convs(outdir):
+    nodes, inits = [], []
+    inits += [W("wa", 64, 16, 3, 3, scale=0.1), W("wb", 96, 32, 3, 3, scale=0.1), W("wc", 48, 32, 1, 1),
+              F("bc", rng.uniform(-0.5, 0.5, 48)), W("wd", 48, 8, 3, 3, scale=0.1)]
+    nodes.append(helper.make_node("Conv", ["x", "wa"], ["ca"], name="g4", group=4, pads=[1, 1, 1, 1]))
+    bn("bna", 64, "ca", "ba", nodes, inits)
+    nodes.append(helper.make_node("Relu", ["ba"], ["ra"], name="relu_a"))
+    nodes.append(helper.make_node("Conv", ["ra", "wb"], ["cb"], name="g2", group=2, strides=[2, 2], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("Conv", ["cb", "wc", "bc"], ["cc"], name="g3", group=3))
+    nodes.append(helper.make_node("Conv", ["cc", "wd"], ["cd"], name="g6", group=6, pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("Add", ["cd", "cc"], ["y"], name="residual"))
+    g = helper.make_graph(nodes, "grouped_convs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 15, 15])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 48, 8, 8])], inits)
+    save(helper.make_model(g), outdir, "grouped_convs")
 
 
 def mobilenet_block(outdir):
@@ -314,6 +333,7 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     resnet_block(outdir)
     winograd_convs(outdir)
+    grouped_convs(outdir)
     mobilenet_block(outdir)
     transformer_block(outdir)
     vit_patch(outdir)

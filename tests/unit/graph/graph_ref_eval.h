@@ -145,8 +145,8 @@ static inline void ref_conv(const Graph *g, const GraphNode *n, double **val, bo
                 double wvv;
                 if (!blocked) {
                   wvv = w[((k * cpg + cl) * R + r) * S + s];
-                } else if (group == 1) {
-                  wvv = w[(((((k / wk) * wv->dims[1] + ch / wc) * R + r) * S + s) * wc + ch % wc) * wk + k % wk];
+                } else if (group == 1 || wv->dims[1] != 1 || wv->dims[4] != 1) { /* not depthwise: cl within the group */
+                  wvv = w[(((((k / wk) * wv->dims[1] + cl / wc) * R + r) * S + s) * wc + cl % wc) * wk + k % wk];
                 } else {
                   wvv = w[((((k / wk) * R + r) * S + s)) * wk + k % wk];
                 }

@@ -308,6 +308,40 @@ static void test_depthwise_and_output(void **state) {
   }
 }
 
+/* ResNeXt-style grouped convs: 4 groups of 16 channels (3x3, bias) and 2
+ * groups of 24 -> 16 (block 8 in, 16 out, stride 2) go blocked with the
+ * weights [K/k, C/(c g), R, S, c, k]; 8 groups of 4 channels stay NCHW. */
+static void test_grouped(void **state) {
+  (void)state;
+  uint64_t seed = 11;
+  Graph *g = graph_new("grouped");
+  ValueId x = gb_input(g, "x", 4, (int64_t[]){2, 64, 9, 9});
+  ValueId a = gb_unary(g, GRAPH_OP_RELU, "relu", gb_conv(g, "g4", x, 64, 64, 3, 1, 4, true, &seed));
+  ValueId b = gb_conv(g, "g2", gb_conv(g, "mix", a, 64, 48, 1, 1, 1, false, &seed), 48, 32, 3, 2, 2, false, &seed);
+  ValueId c = gb_conv(g, "g8", b, 32, 32, 3, 1, 8, false, &seed);
+  gb_output(g, c);
+  assert_true(layout_and_compare(g, NULL, false) < 1e-9);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_CONV_NCHWC), 3);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_CONV), 1);
+  const GraphNode *g4 = first_op(g, GRAPH_OP_CONV_NCHWC);
+  assert_int_equal(graph_attr_int(g4, "group", 1), 4);
+  const GraphValue *w = &g->values[g4->inputs[1]];
+  int64_t want[6] = {4, 1, 3, 3, 16, 16};
+  for (int k = 0; k < 6; k++) assert_int_equal(w->dims[k], want[k]);
+  int seen = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const GraphNode *n = &g->nodes[i];
+    if (n->op != GRAPH_OP_CONV_NCHWC || graph_attr_int(n, "group", 1) != 2) continue;
+    const GraphValue *w2 = &g->values[n->inputs[1]];
+    int64_t want2[6] = {2, 3, 3, 3, 8, 16}; /* 24 per group: block 8; 16 per group: block 16 */
+    for (int k = 0; k < 6; k++) assert_int_equal(w2->dims[k], want2[k]);
+    seen++;
+  }
+  assert_int_equal(seen, 1);
+  check_no_back_to_back(g);
+  graph_free(g);
+}
+
 /* DenseNet-style channel concat of blocked tensors stays blocked;
  * EfficientNet-style squeeze-excitation (GlobalAveragePool -> 1x1 convs ->
  * sigmoid -> Mul with the feature map) runs blocked end to end; the final
@@ -398,6 +432,7 @@ int main(void) {
       cmocka_unit_test(test_conv_chain),
       cmocka_unit_test(test_residual_bn_pool),
       cmocka_unit_test(test_depthwise_and_output),
+      cmocka_unit_test(test_grouped),
       cmocka_unit_test(test_concat_and_squeeze_excitation),
       cmocka_unit_test(test_pools_stay_blocked),
       cmocka_unit_test(test_pools_left_nchw),
