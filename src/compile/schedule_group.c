@@ -129,6 +129,14 @@ static bool read_at_several_indices(const Blocks *bs, const Block *b) {
   return false;
 }
 
+/* The input transform of a Winograd conv (topi_conv2d_nchwc_winograd):
+ * "<base>_transform" with a "<base>_gemm" beside it. */
+static bool is_winograd_transform(Schedule *s, Arena *a, const char *name) {
+  size_t n = strlen(name);
+  return ends_with(name, "_transform") &&
+         stmt_find_block(sch_func(s)->body, arena_printf(a, "%.*s_gemm", (int)(n - 10), name)) != NULL;
+}
+
 static void inline_injective(Schedule *s, Arena *a) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -139,7 +147,7 @@ static void inline_injective(Schedule *s, Arena *a) {
       /* A Winograd input transform stays: inlined, the product would
        * recompute it for every output-channel block. */
       if (bi->writes_param || bi->n_reduce > 0 || ends_with(bi->block->name, "_pad") ||
-          ends_with(bi->block->name, "_transform"))
+          is_winograd_transform(s, a, bi->block->name))
         continue;
       if (costly_to_duplicate(&bs, bi->block) || read_at_several_indices(&bs, bi->block)) continue;
       SchRV b = sch_get_block(s, bi->block->name);
@@ -362,7 +370,7 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     if (bi->n_reduce > 0 && bi->volume > 0 && (!anchor || bi->volume > anchor->volume)) anchor = bi;
   }
 
-  const char *done_epilogue = NULL;
+  const char *done_epilogue = NULL, *done_transform = NULL;
   bool anchor_done = false;
   if (anchor && anchor->block->n_writes == 1) {
     const char *epi = sole_consumer(&bs, anchor->block->writes[0].buffer, anchor->block);
@@ -375,12 +383,12 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     bool conv_nchwc = ab->n_iters == 9 && anchor->n_reduce == 4 && ab->iters[8].type == ITER_REDUCE;
     bool dw_nchwc = is_depthwise_nchwc(ab, anchor);
     bool pool2d = !matmul_like && !conv_nchwc && !dw_nchwc && is_pool2d(ab, anchor);
-    bool winograd = conv_nchwc && ends_with(ab->name, "_gemm") && epi &&
-                    stmt_find_block(sch_func(s)->body,
-                                    arena_printf(a, "%.*s_transform", (int)strlen(ab->name) - 5, ab->name));
+    const char *transform =
+        ends_with(ab->name, "_gemm") ? arena_printf(a, "%.*s_transform", (int)strlen(ab->name) - 5, ab->name) : NULL;
+    bool winograd = conv_nchwc && epi && transform && stmt_find_block(sch_func(s)->body, transform);
     if (matmul_like) st = topi_schedule_matmul_cpu(s, ab->name, epi, target, num_threads);
     else if (winograd && (st = topi_schedule_conv2d_winograd_cpu(s, ab->name, epi, target, num_threads)) == LOOM_OK)
-      done_epilogue = epi;
+      done_epilogue = epi, done_transform = transform;
     else if (conv_nchwc) st = topi_schedule_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
     else if (dw_nchwc) st = topi_schedule_depthwise_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
     else if (pool2d) st = topi_schedule_pool2d_cpu(s, ab->name, epi, target, num_threads);
@@ -396,8 +404,8 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     const BlockInfo *bi = &bs.items.items[i];
     if (anchor_done && bi == anchor) continue;
     if (done_epilogue && !strcmp(bi->block->name, done_epilogue)) continue;
-    /* the anchor's schedule owns its pad (and a Winograd conv's input transform) */
-    if (anchor_done && (ends_with(bi->block->name, "_pad") || ends_with(bi->block->name, "_transform"))) continue;
+    if (done_transform && !strcmp(bi->block->name, done_transform)) continue;
+    if (anchor_done && ends_with(bi->block->name, "_pad")) continue; /* the anchor's schedule owns its pad */
     schedule_generic(s, bi, target, num_threads);
   }
   return sch_func(s);
