@@ -1,6 +1,6 @@
 /* The `loom` command line.
  *
- *   loom compile MODEL.onnx -o OUT.loom [--target x86_64] [--opt-level 0..3]
+ *   loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-avx2|x86_64-avx512] [--opt-level 0..3]
  *   loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]
  *            [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]
  *
@@ -47,7 +47,7 @@ static int fail(int code, const char *fmt, ...) {
 
 static const char k_usage[] =
     "usage:\n"
-    "  loom compile MODEL.onnx -o OUT.loom [--target x86_64] [--opt-level 0..3]\n"
+    "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-avx2|x86_64-avx512] [--opt-level 0..3]\n"
     "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"

@@ -28,7 +28,10 @@ typedef struct LoomInputValue {
 } LoomInputValue;
 
 typedef struct LoomCompileOptions {
-  const char *target; /* "x86_64", "x86_64-avx512", ...; NULL: this machine */
+  /* NULL, "host" or "x86_64": this machine, every feature it has;
+   * "x86_64-avx2" or "x86_64-avx512": that ISA level (older x86 CPUs);
+   * anything else: LOOM_ERR_UNSUPPORTED. */
+  const char *target;
   int opt_level;      /* 0..3 (the CLI's default is 2) */
   const LoomInputValue *inputs; /* NULL, or num_inputs inputs to specialize to */
   int num_inputs;

@@ -36,6 +36,7 @@ typedef struct Compiled {
   int ngroups;
   DriverModule *module;
   ArtifactSpec spec; /* plan_artifact: everything but the shared object */
+  Target target;     /* what the kernels are scheduled and built for */
 } Compiled;
 
 static void compiled_free(Compiled *c) {
@@ -112,7 +113,8 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   if (opt && opt->num_inputs > 0) st = compile_specialize_inputs(c->graph, opt->inputs, opt->num_inputs, err);
   if (!st) st = onnx_prepare_graph(c->graph, path, err);
   if (!st) st = graph_pass_fold_empty(c->graph, err);
-  Target target = target_host();
+  if (!st) st = target_parse(opt ? opt->target : NULL, &c->target, err);
+  const Target target = c->target;
   if (!st) st = run_graph_passes(c->graph, opt_level, &target, err);
   if (st || (upto && !strcmp(upto, "graph"))) return st;
   if ((st = compile_attach_extents(c->graph, err))) return st;
@@ -262,7 +264,9 @@ static loom_status compile_build(Compiled *c, LoomError *err) {
   StrBuf entry;
   sb_init(&entry);
   st = compile_run_entry_source(&c->spec, &entry, err);
-  DriverOptions opt = {.epilogue = sb_cstr(&entry)};
+  c->spec.target = c->target.artifact_target; /* NULL: the host's features */
+  BuildOptions build = {.cflags = c->target.cflags};
+  DriverOptions opt = {.epilogue = sb_cstr(&entry), .build = &build};
   if (!st) st = driver_build(c->arena, c->funcs, c->ngroups, &opt, &c->module, err);
   sb_free(&entry);
   return st;
@@ -284,8 +288,6 @@ loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const
   loom_status st;
   if (!onnx_path || !out_path) {
     st = err_set(&err, LOOM_ERR_INVALID_ARG, "compile: a model path and an output path are required");
-  } else if (opt && opt->target && strncmp(opt->target, "x86_64", 6) != 0) {
-    st = err_set(&err, LOOM_ERR_UNSUPPORTED, "compile: target \"%s\" is not supported yet (x86_64 only)", opt->target);
   } else {
     st = compile_front(onnx_path, opt, NULL, &c, &err);
     if (!st) st = compile_build(&c, &err);

@@ -16,7 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BUILD_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared -std=c11"
+/* The flags for code of one -march level; the default is this machine's. */
+#define BUILD_CFLAGS_MARCH(march) "-O3 -march=" march " -ffp-contract=fast -fno-math-errno -fPIC -shared -std=c11"
+#define BUILD_DEFAULT_CFLAGS BUILD_CFLAGS_MARCH("native")
 
 typedef struct BuildOptions {
   const char *cc;          /* NULL: build_default_cc() */

@@ -1,5 +1,7 @@
 #include "target/target.h"
 
+#include "target/build.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,4 +34,32 @@ int target_lanes(const Target *t, DType dt) {
   int bits = dt.bits == 1 ? 8 : dt.bits;
   int lanes = bits ? t->vector_bits / bits : 1;
   return lanes > 0 ? lanes : 1;
+}
+
+loom_status target_parse(const char *spec, Target *out, LoomError *err) {
+  static const struct {
+    const char *name;
+    int vector_bits;
+    const char *cflags, *artifact_target;
+  } levels[] = {
+      {"x86_64-avx2", 256, BUILD_CFLAGS_MARCH("x86-64-v3"), "x86_64-avx2-fma"},
+      {"x86_64-avx512", 512, BUILD_CFLAGS_MARCH("x86-64-v4"), "x86_64-avx2-fma-avx512"},
+  };
+  *out = target_host();
+  if (!spec || !*spec || !strcmp(spec, "host")) return LOOM_OK;
+#if defined(__x86_64__)
+  if (!strcmp(spec, "x86_64")) return LOOM_OK;
+  for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
+    if (!strcmp(spec, levels[i].name)) {
+      snprintf(out->name, sizeof out->name, "%s", levels[i].name);
+      out->vector_bits = levels[i].vector_bits;
+      out->cflags = levels[i].cflags;
+      out->artifact_target = levels[i].artifact_target;
+      return LOOM_OK;
+    }
+#endif
+  return err_set(err, LOOM_ERR_UNSUPPORTED,
+                 "target \"%s\" is not supported: expected host, x86_64 (this machine, %s), x86_64-avx2 or "
+                 "x86_64-avx512 (on an x86_64 machine)",
+                 spec, out->name);
 }

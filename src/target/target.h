@@ -5,16 +5,29 @@
 #define LOOM_TARGET_TARGET_H
 
 #include "ir/dtype.h"
+#include "support/error.h"
 
 typedef struct Target {
   char name[64];   /* "x86_64-avx512", "x86_64-avx2", "x86_64", ... */
   int vector_bits; /* widest SIMD register: 512, 256, 128 */
   int num_cores;   /* cores the runtime may use */
   int l1d_bytes, l2_bytes;
+  /* A named ISA level (target_parse): the C compiler's flags for it and the
+   * features an artifact records, which its loader checks on the CPU it
+   * runs on. NULL for the host (-march=native; the host's features). */
+  const char *cflags;
+  const char *artifact_target;
 } Target;
 
 /* The machine we run on (cpuid through the compiler's builtins, sysconf). */
 Target target_host(void);
+/* A target by name: NULL, "", "host" or "x86_64" is this machine (with
+ * every feature it has); "x86_64-avx2" (x86-64-v3: AVX2, FMA; 256-bit
+ * vectors) and "x86_64-avx512" (x86-64-v4: AVX-512 F/BW/CD/DQ/VL) are those
+ * ISA levels whatever this machine has, so an artifact can be built here
+ * for an older x86 CPU. Cores and caches are this machine's. Anything
+ * else: LOOM_ERR_UNSUPPORTED naming the target and the accepted ones. */
+loom_status target_parse(const char *spec, Target *out, LoomError *err);
 /* Lanes of dtype t that fill one vector register (at least 1). */
 int target_lanes(const Target *t, DType dt);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compile ONNX models with `loom`, run them, and compare with ONNX Runtime.
 
-usage: compare_ort.py LOOM_BINARY WORKDIR MODEL.onnx [MODEL.onnx ...] [--opt-level N]
+usage: compare_ort.py LOOM_BINARY WORKDIR MODEL.onnx [MODEL.onnx ...] [--opt-level N] [--target T]
 
 For each model: seeded random inputs (floats ~ N(0, 1), integers in [0, 4),
 bools random), ORT's outputs (all graph optimizations off, so the reference
@@ -48,7 +48,7 @@ def make_inputs(model, rng):
     return feeds
 
 
-def check(loom, workdir, path, opt_level):
+def check(loom, workdir, path, opt_level, target=None):
     name = os.path.splitext(os.path.basename(path))[0]
     model = onnx.load(path)
     feeds = make_inputs(model, np.random.default_rng(1234))
@@ -61,8 +61,8 @@ def check(loom, workdir, path, opt_level):
     except Exception as e:  # noqa: BLE001 - report, don't crash the sweep
         return f"ONNX Runtime failed on the random inputs: {str(e).splitlines()[0]}"
     art = os.path.join(workdir, name + ".loom")
-    r = subprocess.run([loom, "compile", path, "-o", art, "--opt-level", str(opt_level)],
-                       capture_output=True, text=True)
+    r = subprocess.run([loom, "compile", path, "-o", art, "--opt-level", str(opt_level)] +
+                       (["--target", target] if target else []), capture_output=True, text=True)
     if r.returncode:
         return f"compile failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
     args = [loom, "run", art, "--output-dir", os.path.join(workdir, name + ".out")]
@@ -96,6 +96,11 @@ def main():
         i = argv.index("--opt-level")
         opt_level = int(argv[i + 1])
         del argv[i:i + 2]
+    target = None
+    if "--target" in argv:
+        i = argv.index("--target")
+        target = argv[i + 1]
+        del argv[i:i + 2]
     if len(argv) < 3:
         print(__doc__)
         return 2
@@ -103,8 +108,8 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     failed = 0
     for m in models:
-        res = check(loom, workdir, m, opt_level)
-        print(f"{os.path.basename(m)} (O{opt_level}): {res}")
+        res = check(loom, workdir, m, opt_level, target)
+        print(f"{os.path.basename(m)} (O{opt_level}{', ' + target if target else ''}): {res}")
         failed += not res.startswith("ok")
     return 1 if failed else 0
 

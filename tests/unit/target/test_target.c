@@ -1,0 +1,72 @@
+/* target_parse: the host by default, the named x86 ISA levels with their
+ * -march flags and the features an artifact records, and a clear refusal
+ * of anything else. (compiler_vs_ort_avx2 builds and runs models for the
+ * AVX2 level end to end.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "target/target.h"
+
+static void test_host_by_default(void **state) {
+  (void)state;
+  Target host = target_host(), t;
+  LoomError err = {0};
+  const char *specs[] = {NULL, "", "host"};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(target_parse(specs[i], &t, &err), LOOM_OK);
+    assert_string_equal(t.name, host.name);
+    assert_int_equal(t.vector_bits, host.vector_bits);
+    assert_null(t.cflags);
+    assert_null(t.artifact_target);
+  }
+}
+
+static void test_levels(void **state) {
+  (void)state;
+#if defined(__x86_64__)
+  LoomError err = {0};
+  Target t;
+  assert_int_equal(target_parse("x86_64", &t, &err), LOOM_OK);
+  assert_null(t.cflags);
+  assert_int_equal(target_parse("x86_64-avx2", &t, &err), LOOM_OK);
+  assert_int_equal(t.vector_bits, 256);
+  assert_string_equal(t.name, "x86_64-avx2");
+  assert_non_null(strstr(t.cflags, "-march=x86-64-v3"));
+  assert_string_equal(t.artifact_target, "x86_64-avx2-fma");
+  assert_int_equal(target_parse("x86_64-avx512", &t, &err), LOOM_OK);
+  assert_int_equal(t.vector_bits, 512);
+  assert_non_null(strstr(t.cflags, "-march=x86-64-v4"));
+  assert_string_equal(t.artifact_target, "x86_64-avx2-fma-avx512");
+  assert_int_equal(t.num_cores, target_host().num_cores);
+#else
+  LoomError err = {0};
+  Target t;
+  assert_int_equal(target_parse("x86_64-avx2", &t, &err), LOOM_ERR_UNSUPPORTED); /* x86 levels on an x86 host only */
+#endif
+}
+
+static void test_refusals(void **state) {
+  (void)state;
+  const char *bad[] = {"x86_64banana", "x86_64-avx", "aarch64", "x86_64-avx2 "};
+  for (int i = 0; i < 4; i++) {
+    LoomError err = {0};
+    Target t;
+    assert_int_equal(target_parse(bad[i], &t, &err), LOOM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, bad[i]));
+    assert_non_null(strstr(err.msg, "x86_64-avx2"));
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_host_by_default),
+      cmocka_unit_test(test_levels),
+      cmocka_unit_test(test_refusals),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
