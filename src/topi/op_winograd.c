@@ -36,11 +36,9 @@ static const Expr *i64(Arena *a, int64_t v) { return expr_i64(a, v); }
 
 static const Expr *eq(Arena *a, const Expr *x, int64_t v) { return expr_binary(a, EXPR_EQ, x, i64(a, v)); }
 
-/* The transform point e = 4 xi + nu and batch index n of a fused index
- * e * N + n. */
-static void split_batch(Arena *a, const Wino *w, const Expr *nf, const Expr **e, const Expr **n) {
-  *e = w->n == 1 ? nf : expr_floordiv(a, nf, i64(a, w->n));
-  *n = w->n == 1 ? i64(a, 0) : expr_floormod(a, nf, i64(a, w->n));
+/* The transform point e = 4 xi + nu of a fused index nf = e * N + n. */
+static const Expr *point_of(Arena *a, const Wino *w, const Expr *nf) {
+  return w->n == 1 ? nf : expr_floordiv(a, nf, i64(a, w->n));
 }
 
 /* Row xi of B^T d = d[lo(xi)] + d[hi(xi)] when xi == 1, else
@@ -74,8 +72,7 @@ static const Expr *row_times_b(Arena *a, const TileLoad *t, const Expr *i, const
 
 static const Expr *transform_body(Arena *a, const Expr *const *ax, void *user) {
   const Wino *w = user;
-  const Expr *e, *n;
-  split_batch(a, w, ax[0], &e, &n);
+  const Expr *e = point_of(a, w, ax[0]), *n = w->n == 1 ? i64(a, 0) : expr_floormod(a, ax[0], i64(a, w->n));
   const Expr *xi = expr_floordiv(a, e, i64(a, 4)), *nu = expr_floormod(a, e, i64(a, 4));
   TileLoad t = {w, n, ax[1], ax[2], ax[3], ax[4]};
   return bt_combine(a, xi, row_times_b(a, &t, bt_lo(a, xi), nu), row_times_b(a, &t, bt_hi(a, xi), nu));
@@ -83,9 +80,7 @@ static const Expr *transform_body(Arena *a, const Expr *const *ax, void *user) {
 
 static const Expr *gemm_body(Arena *a, const Expr *const *ax, void *user) {
   const Wino *w = user;
-  const Expr *e, *n;
-  split_batch(a, w, ax[0], &e, &n);
-  (void)n;
+  const Expr *e = point_of(a, w, ax[0]);
   const Expr *xi = expr_floordiv(a, e, i64(a, 4)), *nu = expr_floormod(a, e, i64(a, 4));
   const Expr *vi[5] = {ax[0], w->co.var, expr_add(a, ax[2], w->rh.var), expr_add(a, ax[3], w->rw.var), w->ci.var};
   const Expr *ui[6] = {xi, nu, ax[1], w->co.var, w->ci.var, ax[4]};
