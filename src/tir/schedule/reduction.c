@@ -13,44 +13,35 @@
 
 #define MAX_DEPTH 64
 
-/* Does loop path[i] revisit points of the block? A loop fused from a loop
- * binding the block's iterators and one compute_at left unbound runs more
- * iterations than the points of the iterators it binds, and re-runs their
- * reduction as an unbound loop does. Its iterations are counted with the
- * other loops at their minimum, those the block's guard lets through (an
- * imperfect split's inner loop may exceed the points it covers). Returns
- * that count when it exceeds the points, else 0 (also when unknown). */
-static int64_t revisiting_runs(const Stmt *r, const Stmt *const *path, int np, int i) {
-  enum { MAX_COUNTED = 4096 };
+/* Do the loops path[li..np) that carry spatial iterators visit each
+ * spatial point of the block once? Their bindings must be a bijection of
+ * those loops (arith_detect_iter_map; the loops above are constants there).
+ * Two ways compute_at breaks it: a loop it left unbound fused with one that
+ * binds the block (softmax's row sum at the output's column loop, fused
+ * with the row loop: rows x columns iterations over the rows), and a
+ * consumer that reads the block at overlapping places (a Winograd output
+ * transform: 9 points of M per output, 4 outputs per tile), which binds the
+ * block's point index to a shifted range plus the consumer's position. */
+static bool spatial_bindings_bijective(Arena *a, const Stmt *r, const Stmt *const *path, int np, int li,
+                                       const bool *spatial, LoomError *err) {
   const Block *blk = r->realize.block;
-  const Expr *lv = path[i]->loop.var;
-  int64_t ext, lo, points = 1, e;
-  if (!expr_as_int(path[i]->loop.extent, &ext) || !expr_as_int(path[i]->loop.min, &lo)) return 0;
-  bool binds = false;
-  for (int k = 0; k < blk->n_iters && points <= ext; k++)
-    if (blk->iters[k].type == ITER_SPATIAL && expr_uses_var(r->realize.iter_values[k], lv)) {
-      binds = true;
-      points = expr_as_int(blk->iters[k].extent, &e) ? points * e : ext + 1;
-    }
-  if (!binds || ext <= points) return 0;
-  if (!expr_uses_var(r->realize.predicate, lv)) return ext;
-  if (ext > MAX_COUNTED) return 0;
-  PtrMap vals;
-  Arena *a = arena_new();
-  ptrmap_init(&vals, a);
-  int64_t *mins = ARENA_ARRAY(a, int64_t, np + 1), v = lo, runs = 0;
-  bool known = true;
-  for (int j = 0; j < np && known; j++) {
-    known = expr_as_int(path[j]->loop.min, &mins[j]);
-    ptrmap_put(&vals, path[j]->loop.var, j == i ? &v : &mins[j]);
+  IterVar *loops = ARENA_ARRAY(a, IterVar, np);
+  const Expr **idx = ARENA_ARRAY(a, const Expr *, blk->n_iters);
+  int nl = 0, ni = 0;
+  for (int i = li; i < np; i++)
+    if (spatial[i])
+      loops[nl++] = (IterVar){path[i]->loop.var, path[i]->loop.min, path[i]->loop.extent, ITER_SPATIAL};
+  for (int k = 0; k < blk->n_iters; k++) {
+    if (blk->iters[k].type != ITER_SPATIAL) continue;
+    bool uses = false;
+    for (int j = 0; j < nl && !uses; j++) uses = expr_uses_var(r->realize.iter_values[k], loops[j].var);
+    if (uses) idx[ni++] = r->realize.iter_values[k];
   }
-  for (; known && v < lo + ext; v++) {
-    int64_t ok;
-    known = arith_eval_int(r->realize.predicate, &vals, &ok);
-    runs += known && ok;
-  }
-  arena_free(a);
-  return known && runs > points ? runs : 0;
+  if (nl == 0 || ni == 0) return true;
+  /* Without the block's guard: a guard only removes iterations, and one over
+   * outer loops too (an imperfect split's) is not a form the detection
+   * takes. */
+  return arith_detect_iter_map(arith_analyzer_new(a), idx, ni, loops, nl, NULL, true, NULL, NULL, err);
 }
 
 SchRV sch_decompose_reduction(Schedule *s, SchRV block_rv, SchRV loop_rv) {
@@ -95,13 +86,10 @@ SchRV sch_decompose_reduction(Schedule *s, SchRV block_rv, SchRV loop_rv) {
                       "below it", name, ln, blk->name), -1;
   }
 
-  for (int i = li; i < np; i++) {
-    int64_t runs = revisiting_runs(r, path, np, i);
-    if (runs > 0)
-      return sch_fail(s, "decompose_reduction: loop \"%s\" at or below loop \"%s\" runs %lld times over fewer "
-                      "points of block \"%s\" (it also runs a loop the block does not bind: the reduction re-runs); "
-                      "expected a loop below it", path[i]->loop.var->var.name, ln, (long long)runs, blk->name), -1;
-  }
+  LoomError berr = {0};
+  if (!spatial_bindings_bijective(a, r, path, np, li, spatial, &berr))
+    return sch_fail(s, "decompose_reduction: the loops at and below loop \"%s\" may visit a point of block \"%s\" more "
+                    "than once (%s); expected loops whose bindings are a bijection", ln, blk->name, berr.msg), -1;
 
   /* Copies of the spatial loops at and below `loop`. */
   PtrMap lmap;

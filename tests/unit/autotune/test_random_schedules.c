@@ -40,6 +40,7 @@
 #include "tir/interp.h"
 #include "tir/text.h"
 #include "topi/topi.h"
+#include "topi/topi_ops.h"
 
 /* ---- the suite (small shapes: each run must be fast) ---- */
 
@@ -55,6 +56,14 @@ static PrimFunc *mk_conv2d(Arena *a, LoomError *e) {
 static PrimFunc *mk_conv2d_nchwc(Arena *a, LoomError *e) {
   TopiConv2d p = {.N = 1, .C = 4, .H = 6, .W = 6, .K = 4, .R = 3, .S = 3, .stride = 1, .pad = 1};
   return topi_conv2d_nchwc(a, &p, 2, 2, e);
+}
+/* Winograd F(2x2, 3x3): batch 2, odd extents (partial tiles), asymmetric
+ * pads; its transforms index through floordiv/floormod and selects. */
+static PrimFunc *mk_conv2d_winograd(Arena *a, LoomError *e) {
+  TeTensor *x = te_placeholder(a, "x", DT_F32, 5, (int64_t[]){2, 2, 5, 6, 2}, e);
+  TeTensor *u = te_placeholder(a, "u", DT_F32, 6, (int64_t[]){4, 4, 2, 2, 2, 2}, e);
+  TeTensor *y = x && u ? topi_conv2d_nchwc_winograd(a, "y", x, u, (int64_t[]){1, 0, 1, 1}, e) : NULL;
+  return y ? te_create_primfunc(a, "conv2d_winograd", (TeTensor *[]){x, u, y}, 3, e) : NULL;
 }
 static PrimFunc *mk_depthwise(Arena *a, LoomError *e) {
   TopiConv2d p = {.N = 1, .C = 3, .H = 8, .W = 8, .K = 3, .R = 3, .S = 3, .stride = 1, .pad = 1};
@@ -448,6 +457,7 @@ CASE(matmul_i32, "matmul_i32")
 CASE(batch_matmul, "batch_matmul")
 CASE(conv2d, "conv2d_nchw")
 CASE(conv2d_nchwc, "conv2d_nchwc")
+CASE(conv2d_winograd, "conv2d_winograd")
 CASE(depthwise, "depthwise_conv2d")
 CASE(max_pool, "max_pool")
 CASE(avg_pool, "avg_pool")
@@ -479,7 +489,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_f32),   cmocka_unit_test(test_matmul_i32),
       cmocka_unit_test(test_batch_matmul), cmocka_unit_test(test_conv2d),
-      cmocka_unit_test(test_conv2d_nchwc), cmocka_unit_test(test_depthwise),
+      cmocka_unit_test(test_conv2d_nchwc), cmocka_unit_test(test_conv2d_winograd),
+      cmocka_unit_test(test_depthwise),
       cmocka_unit_test(test_max_pool),     cmocka_unit_test(test_avg_pool),
       cmocka_unit_test(test_softmax),      cmocka_unit_test(test_layer_norm),
       cmocka_unit_test(test_transpose),    cmocka_unit_test(test_broadcast_add),
