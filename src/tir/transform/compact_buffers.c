@@ -532,12 +532,17 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
       if (s->loop.kind == FOR_THREAD_BINDING) break;
       arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
       bool disjoint = regions_disjoint(c, b, s);
-      if (!disjoint && !written_before_read(c, b, s)) break;
+      /* A parallel loop's iterations cannot pass values to each other
+       * through b (every access of b is under it), so each may have its
+       * own copy even where written_before_read cannot prove it; one copy
+       * shared by iterations that touch the same places is a race. */
+      bool parallel = s->loop.kind == FOR_PARALLEL;
+      if (!disjoint && !parallel && !written_before_read(c, b, s)) break;
       /* Inside a parallel loop the allocation becomes per-iteration stack
        * memory, which code generators bound; disjoint tiles are race-free
        * in one shared buffer, so if no small enough placement exists
-       * inside, it stays outside. */
-      bool parallel = s->loop.kind == FOR_PARALLEL;
+       * inside, it stays outside; overlapping ones get a copy per iteration
+       * (allocate_expanded) or, failing that, the loop runs serially. */
       c->parallel_depth += parallel;
       const Stmt *body = place(c, b, s->loop.body);
       c->parallel_depth -= parallel;
@@ -545,7 +550,10 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
         if (!parallel) return NULL;
         const Stmt *expanded = allocate_expanded(c, b, s);
         if (expanded) return expanded;
-        break;
+        if (disjoint) break;
+        Stmt *serial = arena_memdup(a, s, sizeof *s);
+        serial->loop.kind = FOR_SERIAL;
+        return allocate_compact(c, b, serial);
       }
       Stmt *n = arena_memdup(a, s, sizeof *s);
       n->loop.body = body;
