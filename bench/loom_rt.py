@@ -68,7 +68,6 @@ class Model:
         opt = ModelOptions(threads)
         if self._lib.loom_model_load(artifact.encode(), ctypes.byref(opt), ctypes.byref(self._m), err, len(err)):
             raise LoomError(err.value.decode(errors="replace"))
-        self._inputs = []  # the arrays whose memory the set tensors point at
 
     def _check(self, status, what):
         if status:
@@ -82,8 +81,8 @@ class Model:
         shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
         t = DLTensor(a.ctypes.data, DLDevice(1, 0), a.ndim, DLDataType(_CODES[a.dtype.kind], a.dtype.itemsize * 8, 1),
                      shape, None, 0)
+        # The runtime copies the input: a and shape need only outlive the call.
         self._check(self._lib.loom_model_set_input(self._m, index, ctypes.byref(t)), f"input {name}")
-        self._inputs.append((a, shape))
 
     def run(self):
         self._check(self._lib.loom_model_run(self._m), "run")

@@ -85,16 +85,6 @@ def ort_session(onnx_path, threads):
     return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
 
 
-def ort_median_ms(sess, x, repeat):
-    feed = {sess.get_inputs()[0].name: x}
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        sess.run(None, feed)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
 # Each block of runs starts with untimed ones, for at least SETTLE_S: ORT's
 # worker threads spin for up to ~0.1 s after its last run (its default), and
 # take a core from Loom's first runs at 2 threads meanwhile.
@@ -233,7 +223,8 @@ def main():
                         model.close()
             elif sess is not None:
                 try:
-                    ort_ms = ort_median_ms(sess, x, a.repeat)
+                    feed = {sess.get_inputs()[0].name: x}
+                    ort_ms = block_ms(lambda: sess.run(None, feed), a.repeat)
                 except Exception as e:  # noqa: BLE001
                     ort_ms = f"FAILED: {first_error_line(str(e))}"
             failed |= not (isinstance(ort_ms, float) and isinstance(loom_ms, float))

@@ -114,8 +114,8 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   if (!st) st = onnx_prepare_graph(c->graph, path, err);
   if (!st) st = graph_pass_fold_empty(c->graph, err);
   if (!st) st = target_parse(opt ? opt->target : NULL, &c->target, err);
-  const Target target = c->target;
-  if (!st) st = run_graph_passes(c->graph, opt_level, &target, err);
+  const Target *target = &c->target;
+  if (!st) st = run_graph_passes(c->graph, opt_level, target, err);
   if (st || (upto && !strcmp(upto, "graph"))) return st;
   if ((st = compile_attach_extents(c->graph, err))) return st;
   materialize_outputs(c->graph);
@@ -125,7 +125,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   if ((st = graph_plan_memory(c->graph, &c->plan, c->arena, &c->mem, err))) return st;
   if (upto && !strcmp(upto, "fused")) return LOOM_OK;
 
-  int threads = target.num_cores > 1 ? target.num_cores : 1;
+  int threads = target->num_cores > 1 ? target->num_cores : 1;
   c->ngroups = c->plan.ngroups;
   c->groups = ARENA_ARRAY(c->arena, GroupFunc, c->ngroups);
   c->funcs = ARENA_ARRAY(c->arena, const PrimFunc *, c->ngroups);
@@ -139,7 +139,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
     lower_op[k] = 0;
     const char *name = arena_printf(c->arena, "k%d_%s", i, lower_op);
     if ((st = compile_lower_group(c->arena, c->graph, grp, name, &c->groups[i], err))) return st;
-    c->funcs[i] = compile_schedule_group(&c->groups[i], &target, threads, &c->scheds[i]);
+    c->funcs[i] = compile_schedule_group(&c->groups[i], target, threads, &c->scheds[i]);
   }
   return LOOM_OK;
 }

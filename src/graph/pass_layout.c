@@ -139,7 +139,8 @@ static bool conv_eligible(const Graph *g, const GraphNode *n, bool *depthwise) {
   int64_t group = graph_attr_int(n, "group", 1);
   *depthwise = group != 1 && group == x->dims[1] && w->dims[0] == x->dims[1] && w->dims[1] == 1;
   if (group < 1 || x->dims[1] % group != 0 || w->dims[0] % group != 0) return false;
-  if (*depthwise || group == 1) return *depthwise || w->dims[1] == x->dims[1];
+  if (*depthwise) return true;
+  if (group == 1) return w->dims[1] == x->dims[1];
   return w->dims[1] * group == x->dims[1] && w->dims[1] % 8 == 0 && (w->dims[0] / group) % 8 == 0;
 }
 
