@@ -19,6 +19,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/dl_dtype.h"
 #include "runtime/npy.h"
+#include "support/subprocess.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -796,6 +797,9 @@ static int cmd_inspect(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  /* Ctrl-C or a timeout's SIGTERM stops the compilers Loom started and
+   * removes its temporary files before Loom goes. */
+  subprocess_install_signal_cleanup();
   if (argc < 2) return fail(EXIT_USAGE, "missing command\n%s", k_usage);
   const char *cmd = argv[1];
   if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);

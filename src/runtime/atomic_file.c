@@ -1,5 +1,7 @@
 #include "runtime/atomic_file.h"
 
+#include "support/subprocess.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@ loom_status atomic_file_open(AtomicFile *af, const char *path, LoomError *err) {
     atomic_file_abort(af);
     return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", path, strerror(e));
   }
+  subprocess_track_file(af->tmp); /* removed if a signal ends the process first */
   /* mkstemp makes 0600; an output file should get the usual 0666 & ~umask. */
   mode_t mask = umask(0);
   umask(mask);
@@ -46,6 +49,7 @@ void atomic_file_write(AtomicFile *af, const void *data, size_t n) {
 }
 
 static void finish(AtomicFile *af) {
+  if (af->tmp) subprocess_untrack_file(af->tmp);
   free(af->path);
   free(af->tmp);
   af->path = af->tmp = NULL;

@@ -1,9 +1,10 @@
 #include "target/build.h"
 #include "target/target.h"
 
+#include "support/subprocess.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* Longest compiler output quoted in an error: enough for the first errors,
  * not a screenful of cascades. */
@@ -78,28 +77,25 @@ static char *read_file(const char *path, size_t *len) {
   return s;
 }
 
-/* Writes data to path through a temporary name + rename. */
-/* A temporary name unique across processes (pid), threads (the address of a
- * stack variable) and time, so concurrent builds of one key never share it. */
-static void temp_name(char *buf, size_t cap, const char *path) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  snprintf(buf, cap, "%s.tmp.%ld.%lx.%ld", path, (long)getpid(), (unsigned long)(uintptr_t)&ts, (long)ts.tv_nsec);
-}
-
 static loom_status write_file_atomic(const char *path, const char *data, LoomError *err) {
   char tmp[PATH_MAX + 64];
-  temp_name(tmp, sizeof tmp, path);
+  subprocess_temp_name(tmp, sizeof tmp, path);
+  subprocess_track_file(tmp);
   FILE *f = fopen(tmp, "wb");
-  if (!f) return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", tmp, strerror(errno));
+  if (!f) {
+    subprocess_untrack_file(tmp);
+    return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", tmp, strerror(errno));
+  }
   size_t n = strlen(data);
   bool ok = fwrite(data, 1, n, f) == n;
   ok = (fclose(f) == 0) && ok;
   if (!ok || rename(tmp, path) != 0) {
     int e = errno;
     unlink(tmp);
+    subprocess_untrack_file(tmp);
     return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", path, strerror(e));
   }
+  subprocess_untrack_file(tmp);
   return LOOM_OK;
 }
 
@@ -107,24 +103,6 @@ static loom_status write_file_atomic(const char *path, const char *data, LoomErr
 static int split_flags(char *buf, char **argv, int argc, int max) {
   for (char *tok = strtok(buf, " \t\n"); tok && argc < max; tok = strtok(NULL, " \t\n")) argv[argc++] = tok;
   return argc;
-}
-
-static loom_status run_compiler(char *const argv[], const char *err_path, int *exit_code, LoomError *err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 2, 1);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return err_set(err, LOOM_ERR_BUILD, "cannot run the C compiler \"%s\": %s", argv[0], strerror(rc));
-  int status;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR)
-      return err_set(err, LOOM_ERR_BUILD, "waiting for the C compiler \"%s\": %s", argv[0], strerror(errno));
-  }
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  return LOOM_OK;
 }
 
 /* An executable named `name` somewhere on $PATH? */
@@ -154,11 +132,141 @@ const char *build_default_cc(void) {
   return on_path("clang") ? "clang" : "cc";
 }
 
-loom_status build_shared_object(const char *source, const BuildOptions *opt, BuildResult *out, LoomError *err) {
-  static const BuildOptions defaults = {0};
-  if (!opt) opt = &defaults;
-  memset(out, 0, sizeof *out);
-  const char *cc = opt->cc ? opt->cc : build_default_cc();
+/* One run of the compiler: its arguments, the temporary file it writes
+ * (renamed to `dest` when it succeeds) and the file its messages go to. */
+typedef struct CompileJob {
+  char *argv[BUILD_MAX_ARGS];
+  char *flags; /* storage of the split flags */
+  char source[PATH_MAX], dest[PATH_MAX], tmp[PATH_MAX + 64], log[PATH_MAX + 64];
+  pid_t pid;
+  bool started, finished;
+} CompileJob;
+
+/* What every compile of one build shares. */
+typedef struct BuildEnv {
+  const char *cc, *cflags, *extra, *inc;
+  char inc_flag[PATH_MAX + 3];
+  char cache[PATH_MAX];
+  uint64_t key; /* of compiler, flags and the headers generated code includes */
+  int parallel;
+} BuildEnv;
+
+static void job_free(CompileJob *j) {
+  if (j->started && !j->finished) subprocess_kill(j->pid);
+  if (j->started) {
+    unlink(j->tmp);
+    unlink(j->log);
+    subprocess_untrack_file(j->tmp);
+    subprocess_untrack_file(j->log);
+  }
+  free(j->flags);
+}
+
+/* cc <cflags> <extra> [-I inc] <mode...> -o <tmp> <inputs...> [-lm]. */
+static loom_status job_init(CompileJob *j, const BuildEnv *env, const char *dest, const char *const *mode,
+                            const char *const *inputs, int ninputs, bool link, LoomError *err) {
+  memset(j, 0, sizeof *j);
+  snprintf(j->dest, sizeof j->dest, "%s", dest);
+  snprintf(j->source, sizeof j->source, "%s", ninputs == 1 ? inputs[0] : dest);
+  subprocess_temp_name(j->tmp, sizeof j->tmp, dest);
+  subprocess_temp_name(j->log, sizeof j->log, dest);
+  strncat(j->log, ".log", sizeof j->log - strlen(j->log) - 1);
+  size_t flen = strlen(env->cflags) + strlen(env->extra) + 2;
+  if (!(j->flags = malloc(flen))) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  snprintf(j->flags, flen, "%s %s", env->cflags, env->extra);
+  int argc = 0, max = BUILD_MAX_ARGS - 1;
+  j->argv[argc++] = (char *)env->cc;
+  argc = split_flags(j->flags, j->argv, argc, max - 8);
+  if (env->inc_flag[0]) j->argv[argc++] = (char *)env->inc_flag;
+  for (; *mode; mode++) j->argv[argc++] = (char *)*mode;
+  j->argv[argc++] = "-o";
+  j->argv[argc++] = j->tmp;
+  for (int i = 0; i < ninputs; i++) {
+    if (argc >= max - 1) return err_set(err, LOOM_ERR_INTERNAL, "build: too many inputs for one compiler command");
+    j->argv[argc++] = (char *)inputs[i];
+  }
+  if (link) j->argv[argc++] = "-lm"; /* generated code calls libm; the host may not link it */
+  j->argv[argc] = NULL;
+  return LOOM_OK;
+}
+
+static loom_status job_start(CompileJob *j, LoomError *err) {
+  subprocess_track_file(j->tmp);
+  subprocess_track_file(j->log);
+  j->started = true;
+  loom_status st = subprocess_start(j->argv, j->log, &j->pid, err);
+  if (st) j->finished = true;
+  return st;
+}
+
+/* The finished job's result: its output renamed into place, or the
+ * compiler's first messages as the error. */
+static loom_status job_finish(CompileJob *j, int code, LoomError *err) {
+  j->finished = true;
+  if (code != 0) {
+    size_t n = 0;
+    char *text = read_file(j->log, &n);
+    bool cut = n > BUILD_STDERR_MAX;
+    if (text && cut) text[BUILD_STDERR_MAX] = '\0';
+    if (code == 127 && (!text || !*text))
+      err_set(err, LOOM_ERR_BUILD, "cannot run the C compiler \"%s\" (not found or not executable)", j->argv[0]);
+    else
+      err_set(err, LOOM_ERR_BUILD, "compiling \"%s\" with %s failed (exit %d):\n%s%s", j->source, j->argv[0], code,
+              text ? text : "(no compiler output)", cut ? "\n[...truncated]" : "");
+    free(text);
+    return LOOM_ERR_BUILD;
+  }
+  if (rename(j->tmp, j->dest) != 0)
+    return err_set(err, LOOM_ERR_IO, "cannot move \"%s\" to \"%s\": %s", j->tmp, j->dest, strerror(errno));
+  return LOOM_OK;
+}
+
+/* Runs the jobs, at most `parallel` at once. On the first failure the
+ * others are killed and its error returned. */
+static loom_status run_jobs(CompileJob *jobs, int n, int parallel, LoomError *err) {
+  int next = 0, running = 0, done = 0;
+  loom_status st = LOOM_OK;
+  while (!st && done < n) {
+    while (!st && next < n && running < parallel) {
+      st = job_start(&jobs[next++], err);
+      running += !st;
+    }
+    bool progressed = false;
+    for (int i = 0; !st && i < next; i++) {
+      CompileJob *j = &jobs[i];
+      if (!j->started || j->finished) continue;
+      bool exited = false;
+      int code = 0;
+      st = subprocess_wait(j->pid, running == 1, &exited, &code, err);
+      if (st) {
+        j->finished = true;
+        break;
+      }
+      if (!exited) continue;
+      running--;
+      done++;
+      progressed = true;
+      st = job_finish(j, code, err);
+    }
+    if (!st && !progressed && running > 0) nanosleep(&(struct timespec){0, 2000000}, NULL);
+  }
+  return st;
+}
+
+static bool file_exists(const char *path) {
+  struct stat sst;
+  return stat(path, &sst) == 0 && S_ISREG(sst.st_mode);
+}
+
+static int default_parallel(void) {
+  const char *s = getenv("LOOM_BUILD_JOBS");
+  long n = s && *s ? strtol(s, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+static loom_status build_env_init(const BuildOptions *opt, BuildEnv *env, LoomError *err) {
+  memset(env, 0, sizeof *env);
+  env->cc = opt->cc ? opt->cc : build_default_cc();
   /* -march=native asks the compiler's own view of the CPU. When the host
    * target has no AVX-512 where the CPU does (under valgrind, which hides
    * it from this process but not from the compiler it starts), the code
@@ -168,112 +276,123 @@ loom_status build_shared_object(const char *source, const BuildOptions *opt, Bui
 #else
   bool no_avx512 = false;
 #endif
-  const char *cflags = opt->cflags ? opt->cflags : no_avx512 ? BUILD_DEFAULT_CFLAGS " -mno-avx512f" : BUILD_DEFAULT_CFLAGS;
-  const char *extra = opt->extra_flags ? opt->extra_flags : "";
-  const char *inc = opt->include_dir ? opt->include_dir : getenv("LOOM_INCLUDE_DIR");
+  env->cflags = opt->cflags ? opt->cflags : no_avx512 ? BUILD_DEFAULT_CFLAGS " -mno-avx512f" : BUILD_DEFAULT_CFLAGS;
+  env->extra = opt->extra_flags ? opt->extra_flags : "";
+  env->inc = opt->include_dir ? opt->include_dir : getenv("LOOM_INCLUDE_DIR");
 #ifdef LOOM_DEFAULT_INCLUDE_DIR
-  if (!inc || !*inc) inc = LOOM_DEFAULT_INCLUDE_DIR;
+  if (!env->inc || !*env->inc) env->inc = LOOM_DEFAULT_INCLUDE_DIR;
 #endif
+  if (env->inc && *env->inc) snprintf(env->inc_flag, sizeof env->inc_flag, "-I%s", env->inc);
+  env->parallel = opt->jobs > 0 ? opt->jobs : default_parallel();
 
-  char cache[PATH_MAX];
   if (opt->cache_dir) {
-    snprintf(cache, sizeof cache, "%s", opt->cache_dir);
+    snprintf(env->cache, sizeof env->cache, "%s", opt->cache_dir);
   } else if (getenv("LOOM_CACHE_DIR") && *getenv("LOOM_CACHE_DIR")) {
-    snprintf(cache, sizeof cache, "%s", getenv("LOOM_CACHE_DIR"));
+    snprintf(env->cache, sizeof env->cache, "%s", getenv("LOOM_CACHE_DIR"));
   } else {
     const char *home = getenv("HOME");
     if (!home || !*home)
       return err_set(err, LOOM_ERR_IO, "no cache directory: set LOOM_CACHE_DIR or HOME (or BuildOptions.cache_dir)");
-    snprintf(cache, sizeof cache, "%s/.cache/loom", home);
+    snprintf(env->cache, sizeof env->cache, "%s/.cache/loom", home);
   }
-  loom_status st = make_dirs(cache, err);
+  if (strlen(env->cache) > PATH_MAX - 64)
+    return err_set(err, LOOM_ERR_IO, "cache directory path too long: \"%s\"", env->cache);
+  loom_status st = make_dirs(env->cache, err);
   if (st) return st;
+  subprocess_sweep_stale_temps(env->cache);
 
   /* The headers generated code includes are part of the key: changing
    * them must rebuild (loom_convert.h: the narrow-type conversions). The
    * compiler is keyed by name only (document: clear the cache after a
    * compiler upgrade) so a cache hit never runs anything. */
   uint64_t h = BUILD_FNV_OFFSET;
-  h = hash_str(h, source);
-  h = hash_str(h, cc);
-  h = hash_str(h, cflags);
-  h = hash_str(h, extra);
-  if (inc && *inc) {
-    char hdr[PATH_MAX];
-    snprintf(hdr, sizeof hdr, "%s/loom/loom_kernel.h", inc);
-    char *text = read_file(hdr, NULL);
-    if (!text) return err_set(err, LOOM_ERR_IO, "kernel ABI header \"%s\" not readable: %s", hdr, strerror(errno));
-    h = hash_str(h, text);
-    free(text);
-    if (strstr(source, "loom/loom_convert.h")) {
-      snprintf(hdr, sizeof hdr, "%s/loom/loom_convert.h", inc);
-      if (!(text = read_file(hdr, NULL)))
-        return err_set(err, LOOM_ERR_IO, "conversion header \"%s\" not readable: %s", hdr, strerror(errno));
+  h = hash_str(h, env->cc);
+  h = hash_str(h, env->cflags);
+  h = hash_str(h, env->extra);
+  if (env->inc && *env->inc) {
+    static const char *const headers[] = {"loom/loom_kernel.h", "loom/loom_convert.h"};
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+      char hdr[PATH_MAX];
+      snprintf(hdr, sizeof hdr, "%s/%s", env->inc, headers[i]);
+      char *text = read_file(hdr, NULL);
+      if (!text) return err_set(err, LOOM_ERR_IO, "kernel header \"%s\" not readable: %s", hdr, strerror(errno));
       h = hash_str(h, text);
       free(text);
     }
   }
-  char base[PATH_MAX - 64], c_path[PATH_MAX], tmp_so[PATH_MAX + 128], err_path[PATH_MAX + 128];
-  if (snprintf(base, sizeof base, "%s/%016llx", cache, (unsigned long long)h) >= (int)sizeof base - 4)
-    return err_set(err, LOOM_ERR_IO, "cache directory path too long: \"%s\"", cache);
-  snprintf(out->so_path, sizeof out->so_path, "%s.so", base);
-  snprintf(c_path, sizeof c_path, "%s.c", base);
+  env->key = h;
+  return LOOM_OK;
+}
 
-  struct stat sst;
-  if (stat(out->so_path, &sst) == 0 && S_ISREG(sst.st_mode)) {
-    out->cache_hit = true;
-    return LOOM_OK;
-  }
-  st = write_file_atomic(c_path, source, err);
+static void cache_path(char *buf, size_t cap, const BuildEnv *env, uint64_t h, const char *ext) {
+  snprintf(buf, cap, "%s/%016llx%s", env->cache, (unsigned long long)h, ext);
+}
+
+loom_status build_shared_object_units(const char *const *units, int n, const BuildOptions *opt, BuildResult *out,
+                                      LoomError *err) {
+  static const BuildOptions defaults = {0};
+  if (!opt) opt = &defaults;
+  memset(out, 0, sizeof *out);
+  if (n < 1) return err_set(err, LOOM_ERR_INVALID_ARG, "build: no source to compile");
+  BuildEnv env;
+  loom_status st = build_env_init(opt, &env, err);
   if (st) return st;
 
-  temp_name(tmp_so, sizeof tmp_so, out->so_path);
-  temp_name(err_path, sizeof err_path, base);
-  strncat(err_path, ".err", sizeof err_path - strlen(err_path) - 1);
+  uint64_t *unit_key = calloc((size_t)n, sizeof *unit_key);
+  if (!unit_key) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  uint64_t so_key = n == 1 ? 0 : hash_str(env.key, "link");
+  for (int i = 0; i < n; i++) {
+    unit_key[i] = hash_str(env.key, units[i]);
+    if (n > 1) so_key = build_fnv1a64(so_key, &unit_key[i], sizeof unit_key[i]);
+  }
+  if (n == 1) so_key = unit_key[0];
+  cache_path(out->so_path, sizeof out->so_path, &env, so_key, ".so");
+  if (file_exists(out->so_path)) {
+    out->cache_hit = true;
+    free(unit_key);
+    return LOOM_OK;
+  }
 
-  size_t flen = strlen(cflags) + strlen(extra) + 2;
-  char *flags = malloc(flen);
-  if (!flags) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
-  snprintf(flags, flen, "%s %s", cflags, extra);
-  char *argv[BUILD_MAX_ARGS];
-  int argc = 0;
-  argv[argc++] = (char *)cc;
-  argc = split_flags(flags, argv, argc, BUILD_MAX_ARGS - 8);
-  char inc_flag[PATH_MAX + 3];
-  if (inc && *inc) {
-    snprintf(inc_flag, sizeof inc_flag, "-I%s", inc);
-    argv[argc++] = inc_flag;
+  /* One unit: compiled and linked by one command. Several: each compiled
+   * to an object of its own, cached by its own key (a unit unchanged
+   * since an earlier build is not compiled again), in parallel, then
+   * linked. */
+  CompileJob *jobs = calloc((size_t)n + 1, sizeof *jobs);
+  char (*c_paths)[PATH_MAX] = calloc((size_t)n, sizeof *c_paths);
+  char (*o_paths)[PATH_MAX] = calloc((size_t)n, sizeof *o_paths);
+  const char **objects = calloc((size_t)n, sizeof *objects);
+  int njobs = 0, nobjects = 0;
+  if (!jobs || !c_paths || !o_paths || !objects) st = err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  for (int i = 0; !st && i < n; i++) {
+    bool repeated = false;
+    for (int k = 0; k < i; k++) repeated |= unit_key[k] == unit_key[i];
+    if (repeated) continue; /* the same unit twice would define its symbols twice */
+    cache_path(c_paths[i], sizeof c_paths[i], &env, unit_key[i], ".c");
+    cache_path(o_paths[i], sizeof o_paths[i], &env, unit_key[i], ".o");
+    objects[nobjects++] = o_paths[i];
+    if (n > 1 && file_exists(o_paths[i])) continue;
+    if ((st = write_file_atomic(c_paths[i], units[i], err))) break;
+    static const char *const compile_only[] = {"-c", NULL}, *const shared[] = {"-shared", NULL};
+    const char *src = c_paths[i];
+    st = n == 1 ? job_init(&jobs[njobs++], &env, out->so_path, shared, &src, 1, true, err)
+                : job_init(&jobs[njobs++], &env, o_paths[i], compile_only, &src, 1, false, err);
   }
-  argv[argc++] = "-o";
-  argv[argc++] = tmp_so;
-  argv[argc++] = c_path;
-  argv[argc++] = "-lm"; /* generated code calls libm; the host may not link it */
-  argv[argc] = NULL;
+  if (!st) st = run_jobs(jobs, njobs, env.parallel, err);
+  if (!st && n > 1) {
+    static const char *const shared[] = {"-shared", NULL};
+    CompileJob *link = &jobs[njobs++];
+    st = job_init(link, &env, out->so_path, shared, objects, nobjects, true, err);
+    if (!st) st = run_jobs(link, 1, 1, err);
+  }
+  for (int i = 0; jobs && i < njobs; i++) job_free(&jobs[i]);
+  free(jobs);
+  free(c_paths);
+  free(o_paths);
+  free(objects);
+  free(unit_key);
+  return st;
+}
 
-  int code = 0;
-  st = run_compiler(argv, err_path, &code, err);
-  free(flags);
-  if (st) {
-    unlink(err_path);
-    return st;
-  }
-  if (code != 0) {
-    size_t n = 0;
-    char *text = read_file(err_path, &n);
-    unlink(err_path);
-    unlink(tmp_so);
-    bool cut = n > BUILD_STDERR_MAX;
-    if (text && cut) text[BUILD_STDERR_MAX] = '\0';
-    err_set(err, LOOM_ERR_BUILD, "compiling \"%s\" with %s failed (exit %d):\n%s%s", c_path, cc, code,
-            text ? text : "(no compiler output)", cut ? "\n[...truncated]" : "");
-    free(text);
-    return LOOM_ERR_BUILD;
-  }
-  unlink(err_path);
-  if (rename(tmp_so, out->so_path) != 0) {
-    int e = errno;
-    unlink(tmp_so);
-    return err_set(err, LOOM_ERR_IO, "cannot move \"%s\" to \"%s\": %s", tmp_so, out->so_path, strerror(e));
-  }
-  return LOOM_OK;
+loom_status build_shared_object(const char *source, const BuildOptions *opt, BuildResult *out, LoomError *err) {
+  return build_shared_object_units(&source, 1, opt, out, err);
 }

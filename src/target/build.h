@@ -1,11 +1,16 @@
 /* Building generated C into a shared object, through a content-hash cache.
  *
- * The source is written to <cache>/<hash>.c and compiled to <cache>/<hash>.so,
- * where hash = FNV-1a 64 of (source, compiler, flags, the kernel ABI header).
- * When the .so exists it is reused without running the compiler. The compiler
- * writes to a temporary name that is renamed into place, so a concurrent or
- * interrupted build never leaves a half-written .so under the final name.
- * The compiler is run with posix_spawn (no shell), so paths need no quoting. */
+ * A source (a translation unit) is written to <cache>/<hash>.c, where hash =
+ * FNV-1a 64 of (source, compiler, flags, the headers generated code
+ * includes). One unit is compiled and linked by one compiler run into
+ * <cache>/<hash>.so. Several units are compiled to <cache>/<hash>.o each, as
+ * many at once as BuildOptions.jobs, then linked into <cache>/<key>.so, key
+ * over the units' hashes: a unit seen by an earlier build is not compiled
+ * again. When the .so exists it is reused without running anything. The
+ * compiler writes to temporary names renamed into place, so a concurrent or
+ * interrupted build never leaves a half-written file under a final name.
+ * It runs without a shell (no quoting), in its own process group, and dies
+ * with Loom (support/subprocess.h). */
 #ifndef LOOM_TARGET_BUILD_H
 #define LOOM_TARGET_BUILD_H
 
@@ -17,7 +22,7 @@
 #include <stdint.h>
 
 /* The flags for code of one -march level; the default is this machine's. */
-#define BUILD_CFLAGS_MARCH(march) "-O3 -march=" march " -ffp-contract=fast -fno-math-errno -fPIC -shared -std=c11"
+#define BUILD_CFLAGS_MARCH(march) "-O3 -march=" march " -ffp-contract=fast -fno-math-errno -fPIC -std=c11"
 #define BUILD_DEFAULT_CFLAGS BUILD_CFLAGS_MARCH("native")
 
 typedef struct BuildOptions {
@@ -27,6 +32,7 @@ typedef struct BuildOptions {
   const char *cache_dir;   /* NULL: $LOOM_CACHE_DIR, else $HOME/.cache/loom */
   const char *include_dir; /* holds loom/loom_kernel.h; NULL: $LOOM_INCLUDE_DIR, else the
                             * source tree's include/ (compiled in by CMake) */
+  int jobs;                /* compilers run at once; 0: $LOOM_BUILD_JOBS, else the online CPUs */
 } BuildOptions;
 
 typedef struct BuildResult {
@@ -39,6 +45,11 @@ typedef struct BuildResult {
  * LOOM_ERR_BUILD (the compiler failed: its stderr, truncated, is in the
  * message). */
 loom_status build_shared_object(const char *source, const BuildOptions *opt, BuildResult *out, LoomError *err);
+/* The same for n translation units linked into one shared object (their
+ * external symbols must be distinct). Errors as above; the first failing
+ * unit's messages are reported and the other compilers stopped. */
+loom_status build_shared_object_units(const char *const *units, int n, const BuildOptions *opt, BuildResult *out,
+                                      LoomError *err);
 
 /* The compiler for generated code: $LOOM_CC, else clang when on $PATH, else
  * cc. ($CC is deliberately not used: it names the compiler that builds Loom,
