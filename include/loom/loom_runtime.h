@@ -39,11 +39,13 @@ typedef struct LoomModelOptions {
   int32_t num_threads;
 } LoomModelOptions;
 
-/* Loads and validates an artifact (format version, Loom version, target vs
- * this CPU, every offset, the metadata schema) and allocates its arena.
- * opt may be NULL. On failure *out is NULL and errbuf (may be NULL) holds the
- * message: LOOM_ERR_IO (unreadable), LOOM_ERR_PARSE (corrupt),
- * LOOM_ERR_UNSUPPORTED (another version or target), LOOM_ERR_INVALID_ARG. */
+/* Loads and validates an artifact (format version, the CRC-32 of its header
+ * and of every section, Loom version, target vs this CPU, every offset, the
+ * metadata schema) and allocates its arena; nothing of a damaged file is
+ * used. opt may be NULL. On failure *out is NULL and errbuf (may be NULL)
+ * holds the message: LOOM_ERR_IO (unreadable), LOOM_ERR_PARSE (corrupt or
+ * damaged, naming the section), LOOM_ERR_UNSUPPORTED (another version or
+ * target), LOOM_ERR_INVALID_ARG. */
 loom_status loom_model_load(const char *path, const LoomModelOptions *opt, LoomModel **out, char *errbuf,
                             size_t errlen);
 /* NULL is allowed. Output views die with the model. */

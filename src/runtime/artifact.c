@@ -2,6 +2,7 @@
  * kernels. Everything from the file is untrusted (the loader is fuzzed). */
 #include "runtime/artifact.h"
 
+#include "runtime/artifact_checksum.h"
 #include "runtime/artifact_format.h"
 #include "runtime/dl_dtype.h"
 
@@ -462,25 +463,78 @@ static loom_status section_check(const char *what, const char *name, uint64_t of
   return LOOM_OK;
 }
 
+/* The bytes no section covers must be zero: no checksum vouches for them. */
+static loom_status padding_check(const uint8_t *b, uint64_t from, uint64_t to, const char *after, const char *what,
+                                 LoomError *err) {
+  for (uint64_t i = from; i < to; i++)
+    if (b[i])
+      return err_set(err, LOOM_ERR_PARSE,
+                     "artifact \"%s\": non-zero byte at offset %llu in the padding after the %s: the file is damaged",
+                     what, (unsigned long long)i, after);
+  return LOOM_OK;
+}
+
+/* A format-version-1 file (before the CRCs), recognized so it is refused by
+ * its version rather than as damage: its bytes [176, 192), where version 2
+ * keeps its CRCs, are zero. */
+static bool is_format_v1(const uint8_t *b, size_t len) {
+  if (len < ARTIFACT_HEADER_BYTES || hdr_get_u32(b + HDR_VERSION) != 1 ||
+      hdr_get_u32(b + HDR_HEADER_BYTES) != ARTIFACT_HEADER_BYTES)
+    return false;
+  for (int i = HDR_V1_RESERVED; i < ARTIFACT_HEADER_BYTES; i++)
+    if (b[i]) return false;
+  return true;
+}
+
+/* A later version's header that its own trailing CRC vouches for (every
+ * version from 2 on ends its header with one, artifact_format.h). */
+static bool is_intact_later_version(const uint8_t *b, size_t len) {
+  enum { MAX_HEADER = 1 << 16 }; /* bounds the work a damaged header size can ask for */
+  uint32_t n = hdr_get_u32(b + HDR_HEADER_BYTES);
+  if (hdr_get_u32(b + HDR_VERSION) <= ARTIFACT_FORMAT_VERSION || n < HDR_FIXED_BYTES + 4 || n > len ||
+      n > MAX_HEADER)
+    return false;
+  return artifact_crc32(0, b, n - 4) == hdr_get_u32(b + n - 4);
+}
+
+static loom_status version_refusal(const char *what, uint32_t version, LoomError *err) {
+  return err_set(err, LOOM_ERR_UNSUPPORTED,
+                 "artifact \"%s\": artifact format version %u, this loader reads %d: recompile the model", what,
+                 version, ARTIFACT_FORMAT_VERSION);
+}
+
 loom_status artifact_parse(const void *image, size_t len, const char *what, int flags, Artifact **out,
                            LoomError *err) {
   *out = NULL;
   const uint8_t *b = image;
+  bool verify = !(flags & ARTIFACT_SKIP_CHECKSUM);
   if (len < 8 || memcmp(b, ARTIFACT_MAGIC, 8))
-    return err_set(err, LOOM_ERR_PARSE, "\"%s\" is not a Loom artifact (bad magic; expected a file written by `loom compile`)",
+    return err_set(err, LOOM_ERR_PARSE,
+                   "\"%s\" is not a Loom artifact (its header lacks the magic \"LOOMART\"; expected a file written "
+                   "by `loom compile`)",
                    what);
+  if (len < HDR_FIXED_BYTES)
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\" is truncated: %zu bytes, the header alone needs %d", what, len,
+                   ARTIFACT_HEADER_BYTES);
+  /* Another version is refused by its number only when its header is
+   * intact; a damaged version field is damage (the header CRC below). */
+  uint32_t version = hdr_get_u32(b + HDR_VERSION);
+  if (version != ARTIFACT_FORMAT_VERSION && (!verify || is_format_v1(b, len) || is_intact_later_version(b, len)))
+    return version_refusal(what, version, err);
   if (len < ARTIFACT_HEADER_BYTES)
     return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\" is truncated: %zu bytes, the header alone needs %d", what, len,
                    ARTIFACT_HEADER_BYTES);
-  uint32_t version = hdr_get_u32(b + HDR_VERSION);
-  if (version != ARTIFACT_FORMAT_VERSION)
-    return err_set(err, LOOM_ERR_UNSUPPORTED,
-                   "artifact \"%s\" has format version %u, this runtime reads version %d (recompile the model)", what,
-                   version, ARTIFACT_FORMAT_VERSION);
+  /* Nothing of the header is believed before its CRC: a damaged offset or
+   * size would otherwise send the checks below to the wrong bytes. */
+  loom_status st = LOOM_OK;
+  if (verify && (st = artifact_verify_section(b, 0, HDR_HEADER_CRC, hdr_get_u32(b + HDR_HEADER_CRC), what, "header",
+                                              err)))
+    return st;
+  if (version != ARTIFACT_FORMAT_VERSION) return version_refusal(what, version, err);
   if (hdr_get_u32(b + HDR_HEADER_BYTES) != ARTIFACT_HEADER_BYTES)
     return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: header size %u, expected %d", what,
                    hdr_get_u32(b + HDR_HEADER_BYTES), ARTIFACT_HEADER_BYTES);
-  for (int i = HDR_CHECKSUM + 8; i < ARTIFACT_HEADER_BYTES; i++)
+  for (int i = HDR_RESERVED; i < HDR_HEADER_CRC; i++)
     if (b[i]) return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: reserved byte %d is not zero", what, i);
   char loom_version[HDR_LOOM_VERSION_LEN + 1], target[HDR_TARGET_LEN + 1];
   if (!read_fixed_string(b + HDR_LOOM_VERSION, HDR_LOOM_VERSION_LEN, loom_version))
@@ -488,15 +542,19 @@ loom_status artifact_parse(const void *image, size_t len, const char *what, int 
   if (!read_fixed_string(b + HDR_TARGET, HDR_TARGET_LEN, target))
     return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: bad target field", what);
   uint64_t file_size = hdr_get_u64(b + HDR_FILE_SIZE);
-  if (file_size != len)
-    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\" is %s: %zu bytes, its header says %llu", what,
-                   len < file_size ? "truncated" : "corrupt", len, (unsigned long long)file_size);
+  if (len < file_size)
+    return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\" is truncated: %zu bytes, its header says %llu", what, len,
+                   (unsigned long long)file_size);
+  if (len > file_size)
+    return err_set(err, LOOM_ERR_PARSE,
+                   "artifact \"%s\" has %llu bytes past its end: %zu bytes, its header says %llu; the file is damaged",
+                   what, (unsigned long long)(len - file_size), len, (unsigned long long)file_size);
   if (!(flags & ARTIFACT_SKIP_VERSION_CHECK) && !same_major_minor(loom_version, LOOM_VERSION_STRING))
     return err_set(err, LOOM_ERR_UNSUPPORTED,
                    "artifact \"%s\" was written by Loom %s, this runtime is Loom %s (recompile the model)", what,
                    loom_version, LOOM_VERSION_STRING);
   if (!(flags & ARTIFACT_SKIP_TARGET_CHECK)) {
-    loom_status st = artifact_check_target(target, err);
+    st = artifact_check_target(target, err);
     if (st) {
       err_prefix(err, "artifact \"%s\"", what);
       return st;
@@ -505,7 +563,7 @@ loom_status artifact_parse(const void *image, size_t len, const char *what, int 
   uint64_t meta_off = hdr_get_u64(b + HDR_META_OFFSET), meta_size = hdr_get_u64(b + HDR_META_SIZE);
   uint64_t w_off = hdr_get_u64(b + HDR_WEIGHTS_OFFSET), w_size = hdr_get_u64(b + HDR_WEIGHTS_SIZE);
   uint64_t so_off = hdr_get_u64(b + HDR_SO_OFFSET), so_size = hdr_get_u64(b + HDR_SO_SIZE);
-  loom_status st = section_check(what, "metadata", meta_off, meta_size, ARTIFACT_HEADER_BYTES, len, err);
+  st = section_check(what, "metadata", meta_off, meta_size, ARTIFACT_HEADER_BYTES, len, err);
   if (!st) st = section_check(what, "weights", w_off, w_size, meta_off + meta_size, len, err);
   if (!st) st = section_check(what, "shared object", so_off, so_size, w_off + w_size, len, err);
   if (st) return st;
@@ -513,15 +571,23 @@ loom_status artifact_parse(const void *image, size_t len, const char *what, int 
     return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: weights offset %llu is not %d-byte aligned",
                    what, (unsigned long long)w_off, ARTIFACT_ALIGN);
   if (so_size == 0) return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt header: empty shared object", what);
+  /* Every byte is now accounted for: the header by its CRC, each section by
+   * its own, the padding between them by being zero. The sections are
+   * verified before any of their bytes is read (the .so is never dlopen'ed
+   * unverified: a damaged ELF can crash the dynamic loader). */
+  st = padding_check(b, ARTIFACT_HEADER_BYTES, meta_off, "header", what, err);
+  if (!st) st = padding_check(b, meta_off + meta_size, w_off, "metadata section", what, err);
+  if (!st) st = padding_check(b, w_off + w_size, so_off, "weights section", what, err);
+  if (!st) st = padding_check(b, so_off + so_size, len, "shared object section", what, err);
+  if (!st && verify)
+    st = artifact_verify_section(b, meta_off, meta_size, hdr_get_u32(b + HDR_META_CRC), what, "metadata", err);
+  if (!st && verify)
+    st = artifact_verify_section(b, w_off, w_size, hdr_get_u32(b + HDR_WEIGHTS_CRC), what, "weights", err);
+  if (!st && verify)
+    st = artifact_verify_section(b, so_off, so_size, hdr_get_u32(b + HDR_SO_CRC), what, "shared object", err);
+  if (st) return st;
   if (memchr(b + meta_off, 0, meta_size))
     return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt metadata: NUL byte in the JSON", what);
-  if (!(flags & ARTIFACT_SKIP_CHECKSUM)) {
-    uint64_t h = artifact_fnv1a64(ARTIFACT_FNV_OFFSET, b + meta_off, meta_size);
-    h = artifact_fnv1a64(h, b + so_off, so_size);
-    if (h != hdr_get_u64(b + HDR_CHECKSUM))
-      return err_set(err, LOOM_ERR_PARSE,
-                     "artifact \"%s\" is corrupt: checksum of the metadata and shared object does not match", what);
-  }
 
   Artifact *art = calloc(1, sizeof *art);
   if (!art) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);

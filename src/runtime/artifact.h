@@ -5,13 +5,15 @@
  *
  *   [0, 192)         header: magic "LOOMART\0", format version, header size,
  *                    Loom version, target ("x86_64-avx2-fma"), then
- *                    (offset, size) of the three sections, the file size and
- *                    an FNV-1a 64 checksum of the metadata and .so bytes
+ *                    (offset, size) of the three sections, the file size, a
+ *                    CRC-32 of each section, and last a CRC-32 of the header
+ *                    bytes before it
  *   metadata         JSON (schema below), NUL-free, not NUL-terminated
  *   weights blob     64-byte aligned; every weight at a 64-byte aligned offset
  *   shared object    the kernels, built for `target`
+ * The bytes between sections are zero.
  *
- * Metadata (format version 1):
+ * Metadata (format version 2; the same as version 1's):
  *   { "inputs":  [{"name", "dtype", "shape"}],          graph inputs, in order
  *     "outputs": [{"name", "dtype", "shape"}],
  *     "weights": [{"name", "dtype", "shape", "offset"}], offset in the blob
@@ -36,10 +38,12 @@
  * kernel writes the real extents; the runtime checks each against the
  * bound before reporting it (loom_model_get_output).
  *
- * The loader trusts nothing: every offset and size is checked against the
- * file, the JSON against the schema, every plan reference against the tables,
- * before anything is dlopen'ed. The checksum covers the .so bytes because a
- * corrupted ELF can crash the dynamic loader. With a run entry, loading also
+ * The loader trusts nothing: the header's checksum, then every offset and
+ * size against the file, every section's checksum, the JSON against the
+ * schema, every plan reference against the tables, all before anything is
+ * dlopen'ed. Damage anywhere is refused naming the section: a flipped bit in
+ * the weights would otherwise silently change every answer, one in the .so
+ * can crash the dynamic loader. With a run entry, loading also
  * resolves it and checks the plan hash baked into the .so against the one
  * recomputed from the metadata (artifact_run_hash). */
 #ifndef LOOM_RUNTIME_ARTIFACT_H
@@ -56,7 +60,7 @@
 
 #define ARTIFACT_MAGIC "LOOMART" /* 8 bytes with the NUL */
 enum {
-  ARTIFACT_FORMAT_VERSION = 1,
+  ARTIFACT_FORMAT_VERSION = 2, /* 2: a CRC-32 per section and of the header (1: one FNV-1a of metadata and .so) */
   ARTIFACT_HEADER_BYTES = 192,
   ARTIFACT_ALIGN = 64,
   ARTIFACT_MAX_NAME = 255, /* bytes in a tensor, kernel or node name */
@@ -174,15 +178,16 @@ typedef struct Artifact {
 
 enum {
   ARTIFACT_SKIP_TARGET_CHECK = 1,   /* inspect, and the writer's self-check */
-  ARTIFACT_SKIP_CHECKSUM = 2,       /* fuzzing the JSON validation */
+  ARTIFACT_SKIP_CHECKSUM = 2,       /* no CRC checks (tests that damage fields on purpose) */
   ARTIFACT_SKIP_VERSION_CHECK = 4,  /* inspect shows what it can */
   ARTIFACT_NO_MEMFD = 8,            /* artifact_load: use the temporary-file path (tests) */
 };
 
 /* Validates an in-memory image (not copied: it must outlive the result).
- * `what` names it in messages. Errors: LOOM_ERR_PARSE (corrupt, truncated,
- * schema), LOOM_ERR_UNSUPPORTED (format version, Loom version or target
- * mismatch: the message names both sides). */
+ * `what` names it in messages. Errors: LOOM_ERR_PARSE (damaged: a checksum
+ * mismatch naming the section; truncated, extra bytes, schema),
+ * LOOM_ERR_UNSUPPORTED (format version, Loom version or target mismatch: the
+ * message names both sides). */
 loom_status artifact_parse(const void *image, size_t len, const char *what, int flags, Artifact **out,
                            LoomError *err);
 /* mmap + artifact_parse + load the .so (memfd, else a private temp file) and

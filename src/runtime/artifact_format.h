@@ -6,10 +6,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* From format version 2 on, every version keeps the first 16 bytes (magic,
+ * version, header size) and ends its header with a CRC-32 of the bytes
+ * before it: a loader can then tell an intact header of another version
+ * (refused by version) from a damaged one (refused as damage). */
 enum {
   HDR_MAGIC = 0,          /* 8 bytes "LOOMART\0" */
   HDR_VERSION = 8,        /* u32 */
   HDR_HEADER_BYTES = 12,  /* u32 */
+  HDR_FIXED_BYTES = 16,   /* magic, version, header size: the same in every version */
   HDR_LOOM_VERSION = 16,  /* 32 bytes, NUL-padded */
   HDR_TARGET = 48,        /* 64 bytes, NUL-padded */
   HDR_META_OFFSET = 112,  /* u64 x 2 */
@@ -19,9 +24,15 @@ enum {
   HDR_SO_OFFSET = 144,
   HDR_SO_SIZE = 152,
   HDR_FILE_SIZE = 160,
-  HDR_CHECKSUM = 168,     /* FNV-1a 64 of metadata then .so bytes */
-  /* [176, 192) reserved, zero */
+  HDR_META_CRC = 168,     /* u32 CRC-32 of each section's bytes */
+  HDR_WEIGHTS_CRC = 172,
+  HDR_SO_CRC = 176,
+  HDR_RESERVED = 180,     /* [180, 188) zero */
+  HDR_HEADER_CRC = 188,   /* u32 CRC-32 of header bytes [0, 188): the header's last field */
   HDR_LOOM_VERSION_LEN = 32,
+  /* Format version 1 (FNV-1a 64 of metadata and .so at 168, [176, 192)
+   * zero): recognized only to refuse it by name. */
+  HDR_V1_RESERVED = 176,
   HDR_TARGET_LEN = 64,
 };
 
@@ -48,6 +59,8 @@ static inline uint64_t hdr_get_u64(const uint8_t *p) {
   return v;
 }
 
+/* The run entry's plan hash (artifact_run.c); the file's checksums are
+ * CRC-32 (artifact_checksum.h). */
 static inline uint64_t artifact_fnv1a64(uint64_t h, const void *data, uint64_t n) {
   const uint8_t *p = data;
   for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;

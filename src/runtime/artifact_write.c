@@ -4,6 +4,7 @@
  * produce an artifact the loader refuses. */
 #include "runtime/artifact.h"
 
+#include "runtime/artifact_checksum.h"
 #include "runtime/artifact_format.h"
 #include "runtime/atomic_file.h"
 #include "runtime/dl_dtype.h"
@@ -229,6 +230,27 @@ static void write_zeros(AtomicFile *af, uint64_t n) {
   }
 }
 
+static uint32_t crc_zeros(uint32_t crc, uint64_t n) {
+  static const uint8_t zeros[ARTIFACT_ALIGN];
+  while (n) {
+    size_t k = n > sizeof zeros ? sizeof zeros : (size_t)n;
+    crc = artifact_crc32(crc, zeros, k);
+    n -= k;
+  }
+  return crc;
+}
+
+/* The CRC of the weights section as artifact_write lays it out: each weight,
+ * then zeros to the next 64-byte boundary. */
+static uint32_t weights_crc(const ArtifactSpec *s, const uint64_t *w_bytes) {
+  uint32_t crc = 0;
+  for (int32_t i = 0; i < s->num_weights; i++) {
+    crc = artifact_crc32(crc, s->weights[i].data, w_bytes[i]);
+    crc = crc_zeros(crc, artifact_align(w_bytes[i]) - w_bytes[i]);
+  }
+  return crc;
+}
+
 /* Reads the temporary back through the loader's own checks (no target check:
  * cross-compiled artifacts are written on another machine). */
 static loom_status self_check(const char *tmp, const char *path, LoomError *err) {
@@ -314,8 +336,10 @@ loom_status artifact_write(const char *path, const ArtifactSpec *s, LoomError *e
     hdr_put_u64(hdr + HDR_SO_OFFSET, so_off);
     hdr_put_u64(hdr + HDR_SO_SIZE, so_size);
     hdr_put_u64(hdr + HDR_FILE_SIZE, so_off + so_size);
-    uint64_t h = artifact_fnv1a64(ARTIFACT_FNV_OFFSET, json, meta_size);
-    hdr_put_u64(hdr + HDR_CHECKSUM, artifact_fnv1a64(h, so, so_size));
+    hdr_put_u32(hdr + HDR_META_CRC, artifact_crc32(0, json, meta_size));
+    hdr_put_u32(hdr + HDR_WEIGHTS_CRC, weights_crc(s, w_bytes));
+    hdr_put_u32(hdr + HDR_SO_CRC, artifact_crc32(0, so, so_size));
+    hdr_put_u32(hdr + HDR_HEADER_CRC, artifact_header_crc(hdr));
 
     AtomicFile af;
     st = atomic_file_open(&af, path, err);

@@ -21,6 +21,7 @@
 #include "loom/loom_compile.h"
 #include "loom/loom_runtime.h"
 #include "runtime/artifact.h"
+#include "runtime/artifact_checksum.h"
 #include "runtime/artifact_format.h"
 #include "runtime/executor.h"
 
@@ -457,7 +458,7 @@ static void test_corrupt_entry_refused(void **state) {
   loom_model_free(m2);
   artifact_free(art);
 
-  /* Metadata that names an entry without its weight offsets (the checksum
+  /* Metadata that names an entry without its weight offsets (the checksums
    * recomputed, so only the schema check can catch it). */
   FILE *fp = fopen(path, "rb");
   assert_non_null(fp);
@@ -468,7 +469,6 @@ static void test_corrupt_entry_refused(void **state) {
   assert_int_equal(fread(img, 1, (size_t)len, fp), (size_t)len);
   fclose(fp);
   uint64_t mo = hdr_get_u64(img + HDR_META_OFFSET), ms = hdr_get_u64(img + HDR_META_SIZE);
-  uint64_t so = hdr_get_u64(img + HDR_SO_OFFSET), ss = hdr_get_u64(img + HDR_SO_SIZE);
   char *json = (char *)img + mo;
   const char *key = "\"run_entry_weight_offsets\"";
   char *hit = NULL;
@@ -476,8 +476,7 @@ static void test_corrupt_entry_refused(void **state) {
     if (!memcmp(json + i, key, strlen(key))) hit = json + i;
   assert_non_null(hit);
   hit[strlen(key) - 2] = 'z'; /* ..._offsetz */
-  uint64_t h = artifact_fnv1a64(ARTIFACT_FNV_OFFSET, img + mo, ms);
-  hdr_put_u64(img + HDR_CHECKSUM, artifact_fnv1a64(h, img + so, ss));
+  artifact_reseal(img, (size_t)len);
   Artifact *parsed = NULL;
   err = (LoomError){0};
   assert_int_equal(artifact_parse(img, (size_t)len, "patched", 0, &parsed, &err), LOOM_ERR_PARSE);
