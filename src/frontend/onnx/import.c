@@ -89,6 +89,21 @@ loom_status onnx_check_supported(Importer *im, const OnnxGraph *og) {
   return st;
 }
 
+static bool listed_as_input(const OnnxGraph *og, const char *name) {
+  for (int k = 0; k < og->ninputs; k++)
+    if (og->inputs[k].name && !strcmp(og->inputs[k].name, name)) return true;
+  return false;
+}
+
+/* An initializer listed among the graph inputs is that input's default
+ * value (the ONNX IR's rule; IR version 3 files list every initializer
+ * there): a constant, unless the caller feeds the input. */
+static bool fed_default(const Importer *im, const OnnxGraph *og, const char *name) {
+  for (int k = 0; k < im->nfed; k++)
+    if (im->fed[k] && !strcmp(im->fed[k], name)) return listed_as_input(og, name);
+  return false;
+}
+
 static loom_status add_initializers(Importer *im, const OnnxGraph *og) {
   Graph *g = im->g;
   for (int k = 0; k < og->ninitializers; k++) {
@@ -97,6 +112,7 @@ static loom_status add_initializers(Importer *im, const OnnxGraph *og) {
       return err_set(im->err, LOOM_ERR_INVALID_ARG, "initializer %d (at byte %zu) has no name", k, t->offset);
     if (namemap_get(&im->names, t->name) >= 0)
       return err_set(im->err, LOOM_ERR_INVALID_ARG, "initializer \"%s\" is defined twice", t->name);
+    if (fed_default(im, og, t->name)) continue; /* add_inputs makes it an input */
     GraphTensor *gt = onnx_tensor_to_graph(im, t, arena_printf(im->scratch, "initializer \"%s\"", t->name));
     if (!gt) return im->err->status;
     ValueId v = graph_add_constant(g, t->name, gt);
@@ -113,7 +129,7 @@ static loom_status add_inputs(Importer *im, const OnnxGraph *og) {
   for (int k = 0; k < og->ninputs; k++) {
     const OnnxValueInfo *vi = &og->inputs[k];
     if (!vi->name || !vi->name[0]) return err_set(im->err, LOOM_ERR_INVALID_ARG, "graph input %d has no name", k);
-    /* Old exporters list initializers among the inputs: those are weights. */
+    /* An initializer among the inputs is a default: a weight (fed_default). */
     ValueId existing = namemap_get(&im->names, vi->name);
     if (existing >= 0) {
       if (g->values[existing].constant) continue;
@@ -224,12 +240,15 @@ static loom_status add_outputs(Importer *im, const OnnxGraph *og) {
   return LOOM_OK;
 }
 
-Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir, LoomError *err) {
+Graph *onnx_import_bytes_fed(const uint8_t *data, size_t size, const char *base_dir, const char *const *fed, int nfed,
+                             LoomError *err) {
   Importer im;
   memset(&im, 0, sizeof im);
   im.scratch = arena_new();
   im.base_dir = base_dir;
   im.err = err;
+  im.fed = fed;
+  im.nfed = fed ? nfed : 0;
   namemap_init(&im.names);
   loom_status st = LOOM_OK;
   OnnxModel *m = onnx_model_decode(im.scratch, data, size, err);
@@ -273,6 +292,10 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
   return im.g;
 }
 
+Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir, LoomError *err) {
+  return onnx_import_bytes_fed(data, size, base_dir, NULL, 0, err);
+}
+
 uint8_t *onnx_read_file(const char *path, size_t *len_out, LoomError *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
@@ -308,7 +331,7 @@ uint8_t *onnx_read_file(const char *path, size_t *len_out, LoomError *err) {
   return buf;
 }
 
-Graph *onnx_import_file(const char *path, LoomError *err) {
+Graph *onnx_import_file_fed(const char *path, const char *const *fed, int nfed, LoomError *err) {
   size_t len;
   uint8_t *buf = onnx_read_file(path, &len, err);
   if (!buf) return NULL;
@@ -318,12 +341,14 @@ Graph *onnx_import_file(const char *path, LoomError *err) {
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   else strcpy(dir, ".");
-  Graph *g = onnx_import_bytes(buf, len, dir, err);
+  Graph *g = onnx_import_bytes_fed(buf, len, dir, fed, nfed, err);
   free(dir);
   free(buf);
   if (!g) err_prefix(err, "%s", path);
   return g;
 }
+
+Graph *onnx_import_file(const char *path, LoomError *err) { return onnx_import_file_fed(path, NULL, 0, err); }
 
 loom_status onnx_prepare_graph(Graph *g, const char *path, LoomError *err) {
   loom_status st = onnx_inline_control_flow(g, err);
@@ -345,7 +370,7 @@ Graph *onnx_import_file_prepared(const char *path, LoomError *err) {
   return g;
 }
 
-int onnx_input_names(const char *path, Arena *a, const char ***names, LoomError *err) {
+int onnx_input_names(const char *path, Arena *a, const char ***names, const char ***defaults, LoomError *err) {
   int fd = open(path, O_RDONLY);
   if (fd < 0) return err_set(err, LOOM_ERR_IO, "cannot open \"%s\": %s", path, strerror(errno)), -1;
   struct stat st;
@@ -364,15 +389,20 @@ int onnx_input_names(const char *path, Arena *a, const char ***names, LoomError 
     err_prefix(err, "%s", path);
   } else {
     const OnnxGraph *og = m->graph;
-    *names = ARENA_ARRAY(a, const char *, og->ninputs > 0 ? og->ninputs : 1);
+    *names = ARENA_ARRAY(a, const char *, og->ninputs + 1);
+    const char **dflt = ARENA_ARRAY(a, const char *, og->ninputs + 1);
+    int nd = 0;
     n = 0;
     for (int k = 0; k < og->ninputs; k++) {
       const char *name = og->inputs[k].name ? og->inputs[k].name : "";
-      bool weight = false; /* old exporters list initializers among the inputs */
-      for (int i = 0; i < og->ninitializers && !weight; i++)
-        weight = og->initializers[i].name && !strcmp(og->initializers[i].name, name);
-      if (!weight) (*names)[n++] = arena_strdup(a, name);
+      bool has_default = false; /* an initializer of the same name (fed_default in the importer) */
+      for (int i = 0; i < og->ninitializers && !has_default; i++)
+        has_default = og->initializers[i].name && !strcmp(og->initializers[i].name, name);
+      if (has_default) dflt[nd++] = arena_strdup(a, name);
+      else (*names)[n++] = arena_strdup(a, name);
     }
+    dflt[nd] = NULL;
+    if (defaults) *defaults = dflt;
   }
   arena_free(scratch);
   munmap(map, (size_t)st.st_size);

@@ -19,6 +19,10 @@ typedef struct Importer {
   int64_t opset;
   NameMap names;
   LoomError *err;
+  /* Graph inputs the caller feeds although an initializer gives them a
+   * default (onnx_import_file_fed); every other such input is a constant. */
+  const char *const *fed;
+  int nfed;
 } Importer;
 
 void namemap_init(NameMap *m);

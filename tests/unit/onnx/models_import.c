@@ -330,7 +330,7 @@ static void test_input_names(void **state) {
     if (!g) fail_msg("%s: %s", models[m], err.msg);
     Arena *a = arena_new();
     const char **names = NULL;
-    int n = onnx_input_names(model_path(models[m]), a, &names, &err);
+    int n = onnx_input_names(model_path(models[m]), a, &names, NULL, &err);
     if (n != g->ninputs) fail_msg("%s: %d input names, the importer has %d inputs (%s)", models[m], n, g->ninputs, err.msg);
     for (int k = 0; k < n; k++) assert_string_equal(names[k], g->values[g->inputs[k]].name);
     arena_free(a);
@@ -339,7 +339,7 @@ static void test_input_names(void **state) {
   LoomError err = {0};
   Arena *a = arena_new();
   const char **names = NULL;
-  assert_int_equal(onnx_input_names(model_path("no_such_model.onnx"), a, &names, &err), -1);
+  assert_int_equal(onnx_input_names(model_path("no_such_model.onnx"), a, &names, NULL, &err), -1);
   assert_non_null(strstr(err.msg, "cannot open"));
   arena_free(a);
 }
