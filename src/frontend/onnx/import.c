@@ -11,22 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Opsets before 7 differ in many signatures (broadcast and consumed_inputs
- * attributes...), so they are refused, except for a graph whose every op
- * still has its opset-1 form: such a model means what it says today. */
-static bool only_unchanged_ops(const OnnxGraph *g) {
-  static const char *const unchanged[] = {"Not", "Identity", "Constant"};
-  if (!g) return false;
-  for (int i = 0; i < g->nnodes; i++) {
-    bool ok = false;
-    for (size_t k = 0; k < sizeof unchanged / sizeof unchanged[0] && !ok; k++)
-      ok = !strcmp(g->nodes[i].op_type, unchanged[k]) &&
-           (!g->nodes[i].domain[0] || !strcmp(g->nodes[i].domain, "ai.onnx"));
-    if (!ok) return false;
-  }
-  return true;
-}
-
 static loom_status find_opset(Importer *im, const OnnxModel *m) {
   bool found = false;
   for (int k = 0; k < m->nopsets; k++) {
@@ -47,7 +31,7 @@ static loom_status find_opset(Importer *im, const OnnxModel *m) {
       return err_set(im->err, LOOM_ERR_INVALID_ARG, "model has no opset_import for the default ONNX domain");
     im->opset = 1; /* IR version 1/2 models predate opset_import */
   }
-  if ((im->opset < ONNX_MIN_OPSET && !only_unchanged_ops(m->graph)) || im->opset > ONNX_MAX_OPSET)
+  if (im->opset < ONNX_MIN_OPSET || im->opset > ONNX_MAX_OPSET)
     return err_set(im->err, LOOM_ERR_UNSUPPORTED, "ONNX opset %lld is not supported (supported: %d to %d)",
                    (long long)im->opset, ONNX_MIN_OPSET, ONNX_MAX_OPSET);
   return LOOM_OK;
@@ -64,7 +48,8 @@ static void name_anonymous_nodes(Importer *im, OnnxGraph *og) {
   }
 }
 
-/* One message naming every unsupported op and node, not just the first. */
+/* One message naming every unsupported op and node, not just the first.
+ * Before opset 7 only ops with a known old form (import_legacy.c) pass. */
 loom_status onnx_check_supported(Importer *im, const OnnxGraph *og) {
   StrBuf sb;
   sb_init(&sb);
@@ -72,11 +57,14 @@ loom_status onnx_check_supported(Importer *im, const OnnxGraph *og) {
   for (int i = 0; i < og->nnodes; i++) {
     const OnnxNode *n = &og->nodes[i];
     bool std_domain = !n->domain[0] || !strcmp(n->domain, "ai.onnx");
-    if (std_domain && onnx_op_supported(n->op_type)) continue;
+    bool old_form = std_domain && im->opset < ONNX_ADAPTED_OPSET;
+    if (std_domain && onnx_op_supported(n->op_type) && (!old_form || onnx_legacy_known(n->op_type))) continue;
     if (onnx_is_flex_attention(n)) continue;
     if (count < 64) {
       if (count) sb_puts(&sb, ", ");
-      if (std_domain) sb_printf(&sb, "%s (node \"%s\")", n->op_type, n->name);
+      if (old_form && onnx_op_supported(n->op_type))
+        sb_printf(&sb, "%s at opset %lld (node \"%s\")", n->op_type, (long long)im->opset, n->name);
+      else if (std_domain) sb_printf(&sb, "%s (node \"%s\")", n->op_type, n->name);
       else sb_printf(&sb, "%s:%s (node \"%s\")", n->domain, n->op_type, n->name);
     }
     count++;

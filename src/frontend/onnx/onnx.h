@@ -1,8 +1,9 @@
 /* ONNX importer: ModelProto bytes -> graph IR (graph/graph.h).
  *
- * Supports the default ONNX domain at opsets 7 through 28. Old opset forms
+ * Supports the default ONNX domain at opsets 1 through 28. Old opset forms
  * are converted to the newest form (operands passed as attributes become
- * constant inputs; see graph.h). Initializers become constants owned by the
+ * constant inputs; see graph.h); opsets 1-6 first to their opset-7 form
+ * (import_legacy.c). Initializers become constants owned by the
  * graph (raw_data, typed fields, or external data files next to the model).
  * Every failure is an error value, never a crash: a truncated file names the
  * byte offset, an invalid model names the node and the tensor at fault, and
@@ -19,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ONNX_MIN_OPSET 7
+#define ONNX_MIN_OPSET 1
 #define ONNX_MAX_OPSET 28
 
 /* Reads and imports a .onnx file; external data is resolved relative to
