@@ -490,6 +490,17 @@ static loom_status rewrite_opset_forms(NodeCtx *c, const char **op_type) {
     drop_attr(c, "seed");
     if (c->nins > 1) c->nins = 1; /* ratio and training_mode inputs: inference only */
   } else if (!strcmp(op, "BatchNormalization")) {
+    /* spatial=0 (opsets 7-8) gives per-activation parameters, [C, D1, ...]:
+     * read per channel they would silently mean something else. */
+    GraphAttr *sp = take_attr(c, "spatial");
+    for (int k = 1; sp && sp->kind == GRAPH_ATTR_INT && !sp->i && k < c->nins; k++) {
+      const GraphTensor *t = c->ins[k] >= 0 ? c->im->g->values[c->ins[k]].constant : NULL;
+      if (!t || t->rank != 1)
+        return node_fail(c, LOOM_ERR_UNSUPPORTED,
+                         "attribute \"spatial\" is 0 and input %d is not a 1-D constant: per-activation statistics "
+                         "are not supported",
+                         k);
+    }
     drop_attr(c, "spatial");
     drop_attr(c, "momentum");
     drop_attr(c, "consumed_inputs");
