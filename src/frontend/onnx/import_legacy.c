@@ -228,7 +228,7 @@ static loom_status adapt_broadcast(Legacy *l) {
 /* PRelu (opsets 1-6): the slope is per channel (dim 1) or a single value;
  * from opset 7 it broadcasts numpy-style, so a [C] slope becomes [C,1,..]. */
 static loom_status adapt_prelu(Legacy *l) {
-  if (l->n.ninputs != 2 || !l->n.inputs[1][0])
+  if (l->n.ninputs != 2 || !l->n.inputs[0][0] || !l->n.inputs[1][0])
     return legacy_fail(l, LOOM_ERR_INVALID_ARG, "expected 2 inputs (X, slope), got %d", l->n.ninputs);
   l->n.inputs[1] = align_at(l, l->n.inputs[0], l->n.inputs[1], 1, true);
   return l->st;
@@ -304,7 +304,7 @@ static loom_status adapt_cast(Legacy *l) {
  * opset 6 Tile(input, repeats) takes one count per dim:
  * repeats = [1] * axis ++ [tiles] ++ [1] * (rank - axis - 1). */
 static loom_status adapt_tile(Legacy *l) {
-  if (l->n.ninputs != 3 || !l->n.inputs[1][0] || !l->n.inputs[2][0])
+  if (l->n.ninputs != 3 || !l->n.inputs[0][0] || !l->n.inputs[1][0] || !l->n.inputs[2][0])
     return legacy_fail(l, LOOM_ERR_INVALID_ARG, "expected 3 inputs (input, tiles, axis), got %d", l->n.ninputs);
   ValueId ax = namemap_get(&l->im->names, l->n.inputs[2]);
   const GraphTensor *axt = ax >= 0 ? l->im->g->values[ax].constant : NULL;
