@@ -499,8 +499,8 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   Graph *hg = graph_new("inputs");
   if (!hg) return fail(1, "out of memory");
   /* Only the input names: the compiler imports the model itself. */
-  const char **model_inputs = NULL;
-  int n_model_inputs = onnx_input_names(a->model, hg->arena, &model_inputs, &err);
+  const char **model_inputs = NULL, **defaults = NULL;
+  int n_model_inputs = onnx_input_names(a->model, hg->arena, &model_inputs, &defaults, &err);
   if (n_model_inputs < 0) {
     graph_free(hg);
     return fail(1, "run: %s", err.msg);
@@ -518,6 +518,9 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
     const char *file = pos ? a->positional[i] : a->named_files[i - a->num_positional];
     bool known = false;
     for (int k = 0; k < n_model_inputs; k++) known |= !strcmp(model_inputs[k], name);
+    /* An input with a default (an initializer) is fed by name only; the
+     * given value replaces the default. */
+    for (int k = 0; !pos && defaults[k]; k++) known |= !strcmp(defaults[k], name);
     if (!known) rc = fail(1, "run: --input: the model has no input named \"%s\"", name);
     if (!rc) rc = hold_tensor(hg, file, &held[i]);
     if (!rc) a->num_held = i + 1;

@@ -21,7 +21,9 @@ extern "C" {
  * input (the model's may be symbolic), and where the model's shapes depend
  * on the input's VALUE (Reshape's shape, Slice's starts, Resize's sizes, a
  * reduction's axes...) it compiles the value in as a constant: the
- * artifact then no longer has that input. */
+ * artifact then no longer has that input. An input whose default an
+ * initializer gives (listed among the inputs, as IR version 3 files do) is
+ * a constant unless named here; named, it is an input like any other. */
 typedef struct LoomInputValue {
   const char *name; /* the ONNX graph input */
   const DLTensor *tensor;

@@ -11,22 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Opsets before 7 differ in many signatures (broadcast and consumed_inputs
- * attributes...), so they are refused, except for a graph whose every op
- * still has its opset-1 form: such a model means what it says today. */
-static bool only_unchanged_ops(const OnnxGraph *g) {
-  static const char *const unchanged[] = {"Not", "Identity", "Constant"};
-  if (!g) return false;
-  for (int i = 0; i < g->nnodes; i++) {
-    bool ok = false;
-    for (size_t k = 0; k < sizeof unchanged / sizeof unchanged[0] && !ok; k++)
-      ok = !strcmp(g->nodes[i].op_type, unchanged[k]) &&
-           (!g->nodes[i].domain[0] || !strcmp(g->nodes[i].domain, "ai.onnx"));
-    if (!ok) return false;
-  }
-  return true;
-}
-
 static loom_status find_opset(Importer *im, const OnnxModel *m) {
   bool found = false;
   for (int k = 0; k < m->nopsets; k++) {
@@ -47,7 +31,7 @@ static loom_status find_opset(Importer *im, const OnnxModel *m) {
       return err_set(im->err, LOOM_ERR_INVALID_ARG, "model has no opset_import for the default ONNX domain");
     im->opset = 1; /* IR version 1/2 models predate opset_import */
   }
-  if ((im->opset < ONNX_MIN_OPSET && !only_unchanged_ops(m->graph)) || im->opset > ONNX_MAX_OPSET)
+  if (im->opset < ONNX_MIN_OPSET || im->opset > ONNX_MAX_OPSET)
     return err_set(im->err, LOOM_ERR_UNSUPPORTED, "ONNX opset %lld is not supported (supported: %d to %d)",
                    (long long)im->opset, ONNX_MIN_OPSET, ONNX_MAX_OPSET);
   return LOOM_OK;
@@ -64,7 +48,8 @@ static void name_anonymous_nodes(Importer *im, OnnxGraph *og) {
   }
 }
 
-/* One message naming every unsupported op and node, not just the first. */
+/* One message naming every unsupported op and node, not just the first.
+ * Before opset 7 only ops with a known old form (import_legacy.c) pass. */
 loom_status onnx_check_supported(Importer *im, const OnnxGraph *og) {
   StrBuf sb;
   sb_init(&sb);
@@ -72,11 +57,14 @@ loom_status onnx_check_supported(Importer *im, const OnnxGraph *og) {
   for (int i = 0; i < og->nnodes; i++) {
     const OnnxNode *n = &og->nodes[i];
     bool std_domain = !n->domain[0] || !strcmp(n->domain, "ai.onnx");
-    if (std_domain && onnx_op_supported(n->op_type)) continue;
+    bool old_form = std_domain && im->opset < ONNX_ADAPTED_OPSET;
+    if (std_domain && onnx_op_supported(n->op_type) && (!old_form || onnx_legacy_known(n->op_type))) continue;
     if (onnx_is_flex_attention(n)) continue;
     if (count < 64) {
       if (count) sb_puts(&sb, ", ");
-      if (std_domain) sb_printf(&sb, "%s (node \"%s\")", n->op_type, n->name);
+      if (old_form && onnx_op_supported(n->op_type))
+        sb_printf(&sb, "%s at opset %lld (node \"%s\")", n->op_type, (long long)im->opset, n->name);
+      else if (std_domain) sb_printf(&sb, "%s (node \"%s\")", n->op_type, n->name);
       else sb_printf(&sb, "%s:%s (node \"%s\")", n->domain, n->op_type, n->name);
     }
     count++;
@@ -89,6 +77,21 @@ loom_status onnx_check_supported(Importer *im, const OnnxGraph *og) {
   return st;
 }
 
+static bool listed_as_input(const OnnxGraph *og, const char *name) {
+  for (int k = 0; k < og->ninputs; k++)
+    if (og->inputs[k].name && !strcmp(og->inputs[k].name, name)) return true;
+  return false;
+}
+
+/* An initializer listed among the graph inputs is that input's default
+ * value (the ONNX IR's rule; IR version 3 files list every initializer
+ * there): a constant, unless the caller feeds the input. */
+static bool fed_default(const Importer *im, const OnnxGraph *og, const char *name) {
+  for (int k = 0; k < im->nfed; k++)
+    if (im->fed[k] && !strcmp(im->fed[k], name)) return listed_as_input(og, name);
+  return false;
+}
+
 static loom_status add_initializers(Importer *im, const OnnxGraph *og) {
   Graph *g = im->g;
   for (int k = 0; k < og->ninitializers; k++) {
@@ -97,6 +100,7 @@ static loom_status add_initializers(Importer *im, const OnnxGraph *og) {
       return err_set(im->err, LOOM_ERR_INVALID_ARG, "initializer %d (at byte %zu) has no name", k, t->offset);
     if (namemap_get(&im->names, t->name) >= 0)
       return err_set(im->err, LOOM_ERR_INVALID_ARG, "initializer \"%s\" is defined twice", t->name);
+    if (fed_default(im, og, t->name)) continue; /* add_inputs makes it an input */
     GraphTensor *gt = onnx_tensor_to_graph(im, t, arena_printf(im->scratch, "initializer \"%s\"", t->name));
     if (!gt) return im->err->status;
     ValueId v = graph_add_constant(g, t->name, gt);
@@ -113,7 +117,7 @@ static loom_status add_inputs(Importer *im, const OnnxGraph *og) {
   for (int k = 0; k < og->ninputs; k++) {
     const OnnxValueInfo *vi = &og->inputs[k];
     if (!vi->name || !vi->name[0]) return err_set(im->err, LOOM_ERR_INVALID_ARG, "graph input %d has no name", k);
-    /* Old exporters list initializers among the inputs: those are weights. */
+    /* An initializer among the inputs is a default: a weight (fed_default). */
     ValueId existing = namemap_get(&im->names, vi->name);
     if (existing >= 0) {
       if (g->values[existing].constant) continue;
@@ -224,12 +228,15 @@ static loom_status add_outputs(Importer *im, const OnnxGraph *og) {
   return LOOM_OK;
 }
 
-Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir, LoomError *err) {
+Graph *onnx_import_bytes_fed(const uint8_t *data, size_t size, const char *base_dir, const char *const *fed, int nfed,
+                             LoomError *err) {
   Importer im;
   memset(&im, 0, sizeof im);
   im.scratch = arena_new();
   im.base_dir = base_dir;
   im.err = err;
+  im.fed = fed;
+  im.nfed = fed ? nfed : 0;
   namemap_init(&im.names);
   loom_status st = LOOM_OK;
   OnnxModel *m = onnx_model_decode(im.scratch, data, size, err);
@@ -273,6 +280,10 @@ Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir,
   return im.g;
 }
 
+Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir, LoomError *err) {
+  return onnx_import_bytes_fed(data, size, base_dir, NULL, 0, err);
+}
+
 uint8_t *onnx_read_file(const char *path, size_t *len_out, LoomError *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
@@ -308,7 +319,7 @@ uint8_t *onnx_read_file(const char *path, size_t *len_out, LoomError *err) {
   return buf;
 }
 
-Graph *onnx_import_file(const char *path, LoomError *err) {
+Graph *onnx_import_file_fed(const char *path, const char *const *fed, int nfed, LoomError *err) {
   size_t len;
   uint8_t *buf = onnx_read_file(path, &len, err);
   if (!buf) return NULL;
@@ -318,12 +329,14 @@ Graph *onnx_import_file(const char *path, LoomError *err) {
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   else strcpy(dir, ".");
-  Graph *g = onnx_import_bytes(buf, len, dir, err);
+  Graph *g = onnx_import_bytes_fed(buf, len, dir, fed, nfed, err);
   free(dir);
   free(buf);
   if (!g) err_prefix(err, "%s", path);
   return g;
 }
+
+Graph *onnx_import_file(const char *path, LoomError *err) { return onnx_import_file_fed(path, NULL, 0, err); }
 
 loom_status onnx_prepare_graph(Graph *g, const char *path, LoomError *err) {
   loom_status st = onnx_inline_control_flow(g, err);
@@ -345,7 +358,7 @@ Graph *onnx_import_file_prepared(const char *path, LoomError *err) {
   return g;
 }
 
-int onnx_input_names(const char *path, Arena *a, const char ***names, LoomError *err) {
+int onnx_input_names(const char *path, Arena *a, const char ***names, const char ***defaults, LoomError *err) {
   int fd = open(path, O_RDONLY);
   if (fd < 0) return err_set(err, LOOM_ERR_IO, "cannot open \"%s\": %s", path, strerror(errno)), -1;
   struct stat st;
@@ -364,15 +377,20 @@ int onnx_input_names(const char *path, Arena *a, const char ***names, LoomError 
     err_prefix(err, "%s", path);
   } else {
     const OnnxGraph *og = m->graph;
-    *names = ARENA_ARRAY(a, const char *, og->ninputs > 0 ? og->ninputs : 1);
+    *names = ARENA_ARRAY(a, const char *, og->ninputs + 1);
+    const char **dflt = ARENA_ARRAY(a, const char *, og->ninputs + 1);
+    int nd = 0;
     n = 0;
     for (int k = 0; k < og->ninputs; k++) {
       const char *name = og->inputs[k].name ? og->inputs[k].name : "";
-      bool weight = false; /* old exporters list initializers among the inputs */
-      for (int i = 0; i < og->ninitializers && !weight; i++)
-        weight = og->initializers[i].name && !strcmp(og->initializers[i].name, name);
-      if (!weight) (*names)[n++] = arena_strdup(a, name);
+      bool has_default = false; /* an initializer of the same name (fed_default in the importer) */
+      for (int i = 0; i < og->ninitializers && !has_default; i++)
+        has_default = og->initializers[i].name && !strcmp(og->initializers[i].name, name);
+      if (has_default) dflt[nd++] = arena_strdup(a, name);
+      else (*names)[n++] = arena_strdup(a, name);
     }
+    dflt[nd] = NULL;
+    if (defaults) *defaults = dflt;
   }
   arena_free(scratch);
   munmap(map, (size_t)st.st_size);

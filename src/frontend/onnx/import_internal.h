@@ -19,6 +19,10 @@ typedef struct Importer {
   int64_t opset;
   NameMap names;
   LoomError *err;
+  /* Graph inputs the caller feeds although an initializer gives them a
+   * default (onnx_import_file_fed); every other such input is a constant. */
+  const char *const *fed;
+  int nfed;
 } Importer;
 
 void namemap_init(NameMap *m);
@@ -70,5 +74,18 @@ loom_status onnx_convert_flex(Importer *im, const OnnxNode *n);
 
 /* True when the op type (default domain) has a converter. */
 bool onnx_op_supported(const char *op_type);
+/* An attribute's type (ONNX_ATTR_*): the declared one, or for producers
+ * that leave `type` out, the field that is set; and its name for messages. */
+int onnx_attr_effective_type(const OnnxAttr *a);
+const char *onnx_attr_type_name(int type);
+
+/* ---- opsets before ONNX_ADAPTED_OPSET (import_legacy.c) ---- */
+/* Nodes of older opsets are rewritten into their form at this opset. */
+#define ONNX_ADAPTED_OPSET 7
+/* True when op_type has a known form at every opset before 7. */
+bool onnx_legacy_known(const char *op_type);
+/* Rewrites node n of opset im->opset (< ONNX_ADAPTED_OPSET) into its
+ * opset-7 form and converts that; helper nodes it needs are converted too. */
+loom_status onnx_convert_legacy(Importer *im, const OnnxNode *n);
 
 #endif

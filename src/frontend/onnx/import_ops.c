@@ -168,7 +168,7 @@ bool onnx_op_supported(const char *op_type) {
   return false;
 }
 
-static const char *attr_type_name(int t) {
+const char *onnx_attr_type_name(int t) {
   switch (t) {
   case ONNX_ATTR_FLOAT: return "FLOAT";
   case ONNX_ATTR_INT: return "INT";
@@ -190,9 +190,7 @@ static int onnx_attr_type(AttrType t) {
   return map[t];
 }
 
-/* The attribute's type: the declared one, or for producers that leave
- * `type` out, the field that is set. */
-static int effective_type(const OnnxAttr *a) {
+int onnx_attr_effective_type(const OnnxAttr *a) {
   if (a->type) return a->type;
   if (a->has_f) return ONNX_ATTR_FLOAT;
   if (a->has_i) return ONNX_ATTR_INT;
@@ -233,10 +231,10 @@ static loom_status node_fail(NodeCtx *c, loom_status st, const char *fmt, ...) {
 /* Converts the ONNX attribute to graph form after checking its type. */
 static loom_status convert_attr(NodeCtx *c, const OnnxAttr *a, const AttrSpec *spec, GraphAttr *out) {
   Arena *ar = c->im->g->arena;
-  int t = effective_type(a);
+  int t = onnx_attr_effective_type(a);
   if (spec && t != onnx_attr_type(spec->type))
-    return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute \"%s\" has type %s, expected %s", a->name, attr_type_name(t),
-                     attr_type_name(onnx_attr_type(spec->type)));
+    return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute \"%s\" has type %s, expected %s", a->name, onnx_attr_type_name(t),
+                     onnx_attr_type_name(onnx_attr_type(spec->type)));
   memset(out, 0, sizeof *out);
   out->name = arena_strdup(ar, a->name);
   switch (t) {
@@ -265,7 +263,7 @@ static loom_status convert_attr(NodeCtx *c, const OnnxAttr *a, const AttrSpec *s
     break;
   }
   default:
-    return node_fail(c, LOOM_ERR_UNSUPPORTED, "attribute \"%s\" of type %s is not supported", a->name, attr_type_name(t));
+    return node_fail(c, LOOM_ERR_UNSUPPORTED, "attribute \"%s\" of type %s is not supported", a->name, onnx_attr_type_name(t));
   }
   return LOOM_OK;
 }
@@ -291,7 +289,7 @@ static loom_status convert_attrs(NodeCtx *c) {
     /* Attributes Loom does not read (doc hints, training-only knobs) are
      * dropped unless they would change the result. */
     if (!spec) {
-      int t = effective_type(a);
+      int t = onnx_attr_effective_type(a);
       if (t == ONNX_ATTR_GRAPH || t == ONNX_ATTR_GRAPHS || t == ONNX_ATTR_TENSORS || t == ONNX_ATTR_SPARSE_TENSOR ||
           t == ONNX_ATTR_STRINGS || t == ONNX_ATTR_UNDEFINED)
         continue;
@@ -374,7 +372,7 @@ static loom_status convert_constant(NodeCtx *c) {
   if (n->nattrs != 1) return node_fail(c, LOOM_ERR_INVALID_ARG, "expected exactly one value attribute, got %d", n->nattrs);
   const OnnxAttr *a = &n->attrs[0];
   const char *name = a->name ? a->name : "";
-  int t = effective_type(a);
+  int t = onnx_attr_effective_type(a);
   GraphTensor *tensor = NULL;
   int64_t one = 1;
   if (!strcmp(name, "value") && t == ONNX_ATTR_TENSOR && a->t) {
@@ -397,7 +395,7 @@ static loom_status convert_constant(NodeCtx *c) {
   } else if (!strcmp(name, "sparse_value") || !strcmp(name, "value_string") || !strcmp(name, "value_strings")) {
     return node_fail(c, LOOM_ERR_UNSUPPORTED, "attribute \"%s\" is not supported", name);
   } else {
-    return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute \"%s\" of type %s is not a Constant value", name, attr_type_name(t));
+    return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute \"%s\" of type %s is not a Constant value", name, onnx_attr_type_name(t));
   }
   ValueId v = graph_add_constant(g, n->outputs[0], tensor);
   namemap_put(&c->im->names, g->values[v].name, v);
@@ -492,6 +490,17 @@ static loom_status rewrite_opset_forms(NodeCtx *c, const char **op_type) {
     drop_attr(c, "seed");
     if (c->nins > 1) c->nins = 1; /* ratio and training_mode inputs: inference only */
   } else if (!strcmp(op, "BatchNormalization")) {
+    /* spatial=0 (opsets 7-8) gives per-activation parameters, [C, D1, ...]:
+     * read per channel they would silently mean something else. */
+    GraphAttr *sp = take_attr(c, "spatial");
+    for (int k = 1; sp && sp->kind == GRAPH_ATTR_INT && !sp->i && k < c->nins; k++) {
+      const GraphTensor *t = c->ins[k] >= 0 ? c->im->g->values[c->ins[k]].constant : NULL;
+      if (!t || t->rank != 1)
+        return node_fail(c, LOOM_ERR_UNSUPPORTED,
+                         "attribute \"spatial\" is 0 and input %d is not a 1-D constant: per-activation statistics "
+                         "are not supported",
+                         k);
+    }
     drop_attr(c, "spatial");
     drop_attr(c, "momentum");
     drop_attr(c, "consumed_inputs");
@@ -563,9 +572,9 @@ static loom_status rewrite_seq_forms(NodeCtx *c, const char *op) {
   if (strcmp(op, "RNN") && strcmp(op, "GRU") && strcmp(op, "LSTM")) return LOOM_OK;
   const OnnxAttr *a = find_attr(c->n, "activations");
   if (!a) return LOOM_OK;
-  if (effective_type(a) != ONNX_ATTR_STRINGS)
+  if (onnx_attr_effective_type(a) != ONNX_ATTR_STRINGS)
     return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute \"activations\" has type %s, expected STRINGS",
-                     attr_type_name(effective_type(a)));
+                     onnx_attr_type_name(onnx_attr_effective_type(a)));
   size_t len = 1;
   for (int k = 0; k < a->nstrings; k++) len += a->strings[k].len + 1;
   char *s = ARENA_ARRAY(c->im->g->arena, char, len), *p = s;
@@ -589,8 +598,11 @@ loom_status onnx_convert_node(Importer *im, const OnnxNode *n) {
   memset(&c, 0, sizeof c);
   c.im = im;
   c.n = n;
-  if (!strcmp(n->op_type, "Constant")) return convert_constant(&c);
   if (onnx_is_flex_attention(n)) return onnx_convert_flex(im, n);
+  /* Control-flow nodes keep the model's opset: their bodies are converted
+   * later, node by node (import_control.c). */
+  if (im->opset < ONNX_ADAPTED_OPSET && !onnx_is_control_flow(n->op_type)) return onnx_convert_legacy(im, n);
+  if (!strcmp(n->op_type, "Constant")) return convert_constant(&c);
   if (n->ninputs > 12) {
     /* Variadic ops (Concat, Sum) can have many inputs; keep them. */
   }
