@@ -46,6 +46,20 @@ class BertLikeEncoder(nn.Module):
         return self.encoder(self.ln(x))
 
 
+class BidirectionalLstm(nn.Module):
+    """A 2-layer bidirectional LSTM over a sequence (batch_first), then a
+    linear classifier per step: the recurrent model of the zoo. Input float
+    [1, 64, 128]; output [1, 64, 10]."""
+
+    def __init__(self, features=128, hidden=256, layers=2, classes=10):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, num_layers=layers, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(2 * hidden, classes)
+
+    def forward(self, x):
+        return self.head(self.lstm(x)[0])
+
+
 def _tv(name, **kw):
     return lambda: getattr(torchvision.models, name)(weights=None, **kw)
 
@@ -63,6 +77,8 @@ MODELS = {
     "inception_v3": (_tv("inception_v3", aux_logits=False, init_weights=False), (1, 3, 299, 299), "float32"),
     "vit_b_16": (_tv("vit_b_16"), (1, 3, 224, 224), "float32"),
     "bert_base_like": (BertLikeEncoder, (1, 128), "int64"),
+    "convnext_tiny": (_tv("convnext_tiny"), (1, 3, 224, 224), "float32"),
+    "lstm_bidir": (BidirectionalLstm, (1, 64, 128), "float32"),
 }
 
 
