@@ -15,12 +15,17 @@
 #include "te/te.h"
 
 /* ---- op_compute.c: the compute half of the op strategy ---- */
-/* Which inputs of node n are tensors the kernel reads (as opposed to
- * shape-like metadata such as Reshape's target shape, Slice's starts, Clip's
- * bounds, consumed at compile time). */
+/* False for the operands whose value the compiler needs to build the
+ * program: those that decide shapes, axes, counts or which nodes run
+ * (Reshape's shape, Slice's starts, Resize's scales, TopK's K, If's
+ * condition...). Every other operand is data, which a runtime value may
+ * feed; specialization (specialize.c) compiles in only the inputs the
+ * former depend on. */
 bool compile_input_is_data(const GraphNode *n, int input);
-/* compile_input_is_data, or an operand that may be compile-time but is not a
- * constant in g and that the compute reads at run time (Clip's bounds). */
+/* Whether the kernel of n reads operand `input` at run time: a data operand,
+ * except the parameters that the compute bakes in when g has them as
+ * constants (Clip's bounds, Pad's constant_value, Resize's roi) and a roi
+ * that Resize does not use. */
 bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input);
 /* Builds node n's compute from its data inputs (ins[i] is the TeTensor for
  * input i, NULL for metadata/omitted inputs) and writes one TeTensor per
