@@ -232,7 +232,7 @@ def write_report(path, rows, results, subset, bound):
     ins = inputs_summary(bound)
     out += ["Inputs (`loom run --json`'s `compiled_in`; docs/compile.md, \"Shapes that depend on values\"): of the %d tests"
             " that ran, %d read every input at run time, %d have some inputs' values compiled in (they decide"
-            " shapes), %d have all of them compiled in (no runtime input left), %d have no inputs."
+            " shapes), %d have all of them compiled in (no runtime input left), %d take no inputs."
             % (sum(ins.values()), ins["runtime"], ins["some"], ins["all"], ins["none"]), "",
             "| op | passed | failed | unsupported | excluded | why (most common classes) |",
             "|---|--:|--:|--:|--:|---|"] + lines
