@@ -46,9 +46,8 @@ static const Expr *runtime_roi_coord(Arena *a, const ResizeArgs *r, int d, const
   const Expr *i0 = expr_i64(a, r->p.roi_at[d]), *i1 = expr_i64(a, r->p.roi_at[d] + r->p.roi_count);
   const Expr *r0 = expr_cast(a, DT_F64, te_load(a, r->p.roi_tensor, &i0));
   const Expr *r1 = expr_cast(a, DT_F64, te_load(a, r->p.roi_tensor, &i1));
-  const Expr *span = expr_sub(a, r1, r0);
-  const Expr *k = ow == 1 ? expr_mul(a, span, cst(a, DT_F64, (double)(in - 1) / 2))
-                          : expr_mul(a, span, cst(a, DT_F64, (double)(in - 1) / (ow - 1)));
+  const Expr *span = expr_mul(a, expr_sub(a, r1, r0), cst(a, DT_F64, (double)(in - 1)));
+  const Expr *k = expr_binary(a, EXPR_DIV, span, cst(a, DT_F64, ow == 1 ? 2 : ow - 1));
   const Expr *b = expr_mul(a, r0, cst(a, DT_F64, (double)(in - 1)));
   k = expr_cast(a, t, k);
   b = expr_cast(a, t, b);
