@@ -599,6 +599,11 @@ static int cmd_run(int argc, char **argv) {
   }
   report = cJSON_CreateObject();
   cJSON_AddStringToObject(report, "model", model_name);
+  if (a.specialized) { /* which inputs' values were compiled in: the rest are read at run time */
+    cJSON *in = cJSON_AddArrayToObject(report, "compiled_in");
+    for (int i = 0; i < a.num_held; i++)
+      if (loom_model_input_index(m, a.held_names[i]) < 0) cJSON_AddItemToArray(in, cJSON_CreateString(a.held_names[i]));
+  }
   cJSON *outs = cJSON_AddArrayToObject(report, "outputs");
   for (int32_t i = 0; i < loom_model_num_outputs(m); i++) {
     LoomTensorInfo info;

@@ -15,12 +15,17 @@
 #include "te/te.h"
 
 /* ---- op_compute.c: the compute half of the op strategy ---- */
-/* Which inputs of node n are tensors the kernel reads (as opposed to
- * shape-like metadata such as Reshape's target shape, Slice's starts, Clip's
- * bounds, consumed at compile time). */
+/* False for the operands whose value the compiler needs to build the
+ * program: those that decide shapes, axes, counts or which nodes run
+ * (Reshape's shape, Slice's starts, Resize's scales, TopK's K, If's
+ * condition...). Every other operand is data, which a runtime value may
+ * feed; specialization (specialize.c) compiles in only the inputs the
+ * former depend on. */
 bool compile_input_is_data(const GraphNode *n, int input);
-/* compile_input_is_data, or an operand that may be compile-time but is not a
- * constant in g and that the compute reads at run time (Clip's bounds). */
+/* Whether the kernel of n reads operand `input` at run time: a data operand,
+ * except the parameters that the compute bakes in when g has them as
+ * constants (Clip's bounds, Pad's constant_value, Resize's roi) and a roi
+ * that Resize does not use. */
 bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input);
 /* Builds node n's compute from its data inputs (ins[i] is the TeTensor for
  * input i, NULL for metadata/omitted inputs) and writes one TeTensor per
@@ -77,10 +82,28 @@ ValueId compile_extent_of(const Graph *g, ValueId v);
 int compile_extent_of_output(const Graph *g, ValueId v);
 
 /* ---- specialize.c ---- */
+/* The decision alone, on g as it is (read only): bind[i] is true when the
+ * value of vals[i] would be compiled in: at most 4096 elements, and a
+ * compile-time operand (compile_input_is_data false) of a live node depends
+ * on it, Shape, Size, EyeLike and CastLike's target being barriers (the rule
+ * is spelled out at the top of specialize.c). A name that is not a graph
+ * input of g gets false. */
+loom_status compile_specialize_decide(const Graph *g, const LoomInputValue *vals, int n, bool *bind, LoomError *err);
 /* Specializes a freshly imported graph (before folding) to concrete input
- * tensors: their shapes, and as constants the values that decide shapes.
- * Errors name the input. */
-loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int n, LoomError *err);
+ * tensors: every input's shape, and as constants the values that
+ * compile_specialize_decide picks or force[i] names (force may be NULL);
+ * bound (NULL or n flags) reports which were compiled in. Errors name the
+ * input. */
+loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int n, const bool *force, bool *bound,
+                                      LoomError *err);
+/* Imports the model at path specialized to the n inputs and prepares it
+ * (onnx_prepare_graph: control flow inlined, constants folded, shapes
+ * inferred). When the prepared graph shows a compile-time operand (in an
+ * inlined If/Loop/Scan body) that reads an input kept at run time, imports
+ * again with that input compiled in. LOOM_DEBUG_SPECIALIZE=1 prints the
+ * decision. */
+loom_status compile_import_specialized(const char *path, const LoomInputValue *vals, int n, Graph **out,
+                                       LoomError *err);
 
 /* ---- lower_group.c ---- */
 typedef struct GroupFunc {

@@ -107,16 +107,14 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   int opt_level = opt ? opt->opt_level : 2;
   if (opt_level < 0 || opt_level > 3)
     return err_set(err, LOOM_ERR_INVALID_ARG, "--opt-level %d: expected 0, 1, 2 or 3", opt_level);
-  /* An input the caller gives a value for stays an input even where an
-   * initializer gives it a default (IR version 3 files). */
-  int nfed = opt && opt->inputs ? opt->num_inputs : 0;
-  const char **fed = ARENA_ARRAY(c->arena, const char *, nfed);
-  for (int i = 0; i < nfed; i++) fed[i] = opt->inputs[i].name;
-  c->graph = onnx_import_file_fed(path, fed, nfed, err);
-  if (!c->graph) return err->status ? err->status : LOOM_ERR_INTERNAL;
   loom_status st = LOOM_OK;
-  if (opt && opt->num_inputs > 0) st = compile_specialize_inputs(c->graph, opt->inputs, opt->num_inputs, err);
-  if (!st) st = onnx_prepare_graph(c->graph, path, err);
+  if (opt && opt->num_inputs > 0) {
+    st = compile_import_specialized(path, opt->inputs, opt->num_inputs, &c->graph, err);
+  } else {
+    c->graph = onnx_import_file(path, err);
+    if (!c->graph) return err->status ? err->status : LOOM_ERR_INTERNAL;
+    st = onnx_prepare_graph(c->graph, path, err);
+  }
   if (!st) st = graph_pass_fold_empty(c->graph, err);
   if (!st) st = target_parse(opt ? opt->target : NULL, &c->target, err);
   const Target *target = &c->target;

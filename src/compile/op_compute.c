@@ -16,6 +16,12 @@ static loom_status node_fail(const GraphNode *n, LoomError *err, const char *fmt
   return err_set(err, LOOM_ERR_UNSUPPORTED, fmt, graph_op_info(n->op)->name, n->name ? n->name : "?", detail);
 }
 
+/* The operands whose VALUE the compiler needs (compile_input_is_data
+ * false) are exactly those that decide shapes, axes, counts or which nodes
+ * run: specialization (specialize.c) compiles in the inputs they depend on
+ * and nothing else, so a parameter that decides no shape (Clip's bounds,
+ * Pad's constant_value, Resize's roi, Dropout's ratio) is data here even
+ * where the compute bakes it in when it is constant (baked_when_constant). */
 bool compile_input_is_data(const GraphNode *n, int input) {
   switch (n->op) {
     case GRAPH_OP_RESHAPE:
@@ -25,9 +31,6 @@ bool compile_input_is_data(const GraphNode *n, int input) {
     case GRAPH_OP_UNSQUEEZE:
     case GRAPH_OP_SPLIT:
     case GRAPH_OP_SLICE:
-    case GRAPH_OP_PAD:
-    case GRAPH_OP_CLIP:
-    case GRAPH_OP_RESIZE:
     case GRAPH_OP_REDUCE_MEAN:
     case GRAPH_OP_REDUCE_SUM:
     case GRAPH_OP_REDUCE_MAX:
@@ -41,8 +44,14 @@ bool compile_input_is_data(const GraphNode *n, int input) {
     case GRAPH_OP_CUMSUM: /* the axis */
     case GRAPH_OP_CUMPROD:
       return input == 0;
-    case GRAPH_OP_DROPOUT:
-      return input == 0;
+    case GRAPH_OP_PAD: /* pads and axes; constant_value is data */
+      return input == 0 || input == 2;
+    case GRAPH_OP_RESIZE: /* scales and sizes; roi is data */
+      return input < 2;
+    case GRAPH_OP_CLIP: /* min and max are data */
+      return true;
+    case GRAPH_OP_DROPOUT: /* the ratio is data; training_mode would decide what runs */
+      return input < 2;
     case GRAPH_OP_AFFINE_GRID: /* the size */
     case GRAPH_OP_TOP_K:       /* K */
       return input == 0;
@@ -65,11 +74,23 @@ bool compile_input_is_data(const GraphNode *n, int input) {
   }
 }
 
+/* Data operands the compute folds into the kernel when they are constants
+ * (a bound known at compile time simplifies the code) and otherwise reads
+ * at run time as a scalar tensor. */
+static bool baked_when_constant(const GraphNode *n, int input) {
+  return (n->op == GRAPH_OP_CLIP && (input == 1 || input == 2)) || (n->op == GRAPH_OP_PAD && input == 2) ||
+         (n->op == GRAPH_OP_RESIZE && input == 1);
+}
+
 bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input) {
-  if (compile_input_is_data(n, input)) return true;
-  /* Clip's bounds are compiled in when constant, else read at run time. */
-  return n->op == GRAPH_OP_CLIP && input > 0 && input < n->ninputs && n->inputs[input] != GRAPH_NO_VALUE &&
-         !graph_value_constant(g, n->inputs[input]);
+  if (!compile_input_is_data(n, input)) return false;
+  if (!baked_when_constant(n, input) || input >= n->ninputs || n->inputs[input] == GRAPH_NO_VALUE) return true;
+  if (graph_value_constant(g, n->inputs[input])) return false;
+  /* Resize reads its roi only to crop; Pad its constant_value only in constant mode. */
+  if (n->op == GRAPH_OP_RESIZE)
+    return !strcmp(graph_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "tf_crop_and_resize");
+  if (n->op == GRAPH_OP_PAD) return !strcmp(graph_attr_string(n, "mode", "constant"), "constant");
+  return true;
 }
 
 /* Constant int64 operand `input` of n (at most MAX_INTS values); -1 when

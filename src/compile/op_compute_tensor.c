@@ -114,10 +114,14 @@ static loom_status pad(Arena *a, const Graph *g, const GraphNode *n, TeTensor *c
     pads[ax] = v[k], pads[r + ax] = v[na + k];
   }
   double value = 0;
+  const TeTensor *value_t = NULL; /* constant_value read at run time */
   if (n->ninputs > 2 && n->inputs[2] != GRAPH_NO_VALUE) {
     const GraphTensor *t = graph_value_constant(g, n->inputs[2]);
-    if (!t || graph_tensor_numel(t) != 1) return fail(n, err, "constant_value must be a compile-time constant");
-    value = graph_tensor_get_f64(t, 0);
+    if (!t) value_t = ins[2];
+    else if (graph_tensor_numel(t) != 1)
+      return err_set(err, LOOM_ERR_INVALID_ARG, "Pad (node \"%s\"): constant_value has %lld elements, not 1", n->name,
+                     (long long)graph_tensor_numel(t));
+    else value = graph_tensor_get_f64(t, 0);
   }
   const char *mode = graph_attr_string(n, "mode", "constant");
   TopiPadMode m = !strcmp(mode, "reflect") ? TOPI_PAD_REFLECT
@@ -126,6 +130,7 @@ static loom_status pad(Arena *a, const Graph *g, const GraphNode *n, TeTensor *c
                                            : TOPI_PAD_CONSTANT;
   if (m == TOPI_PAD_CONSTANT && strcmp(mode, "constant"))
     return err_set(err, LOOM_ERR_UNSUPPORTED, "Pad (node \"%s\"): pad mode \"%s\" is not supported", n->name, mode);
+  if (value_t && m == TOPI_PAD_CONSTANT) return done(outs[0] = topi_pad_onnx_tensor(a, name, ins[0], pads, m, value_t, err));
   return done(outs[0] = topi_pad_onnx(a, name, ins[0], pads, m, value, err));
 }
 
@@ -152,10 +157,13 @@ static loom_status resize(Arena *a, const Graph *g, const GraphNode *n, TeTensor
   GraphResizePlan plan;
   loom_status st = graph_resize_plan(g, n, &plan, err);
   if (st) return st;
-  if (!plan.known) return fail(n, err, "scales, sizes and roi must be compile-time constants");
+  if (!plan.known) return fail(n, err, "scales and sizes must be compile-time constants");
   TopiResizeParams p = {.out_shape = g->values[n->outputs[0]].dims,
                         .scales = plan.have_scales ? plan.scales : NULL,
                         .roi = plan.roi,
+                        .roi_tensor = plan.roi_runtime ? ins[1] : NULL, /* NULL unless cropping (op_compute.c) */
+                        .roi_at = plan.roi_at,
+                        .roi_count = plan.roi_count,
                         .mode = (TopiResizeMode)m,
                         .coord = (TopiResizeCoord)c,
                         .nearest = (TopiResizeNearest)nm,

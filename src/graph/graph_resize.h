@@ -12,6 +12,12 @@ typedef struct GraphResizePlan {
   bool have_scales;   /* from the scales operand, or keep_aspect_ratio_policy's common scale */
   double roi[32];     /* rank starts, then rank ends (0 and 1 where not given) */
   bool have_roi;
+  /* roi is an operand but no constant (a runtime input): `roi` holds the
+   * defaults and the kernel reads the region (roi_at[d]: axis d's position
+   * among its roi_count starts, -1 when not covered). Decides no shape. */
+  bool roi_runtime;
+  int roi_at[16];
+  int roi_count;
 } GraphResizePlan;
 
 /* Resolves scales / sizes (over all axes or the `axes` attribute, with

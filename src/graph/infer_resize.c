@@ -32,9 +32,20 @@ loom_status graph_resize_plan(const Graph *g, const GraphNode *n, GraphResizePla
   }
   for (int d = 0; d < r; d++) p->out[d] = x->dims[d], p->scales[d] = 1, p->roi[d] = 0, p->roi[r + d] = 1;
   const GraphValue *roi = infer_input(g, n, 1), *sc = infer_input(g, n, 2), *sz = infer_input(g, n, 3);
-  if (roi) {
-    const GraphTensor *t = graph_value_constant(g, n->inputs[1]);
-    if (!t) return LOOM_OK;
+  for (int d = 0; d < r; d++) p->roi_at[d] = -1;
+  const GraphTensor *t = roi ? graph_value_constant(g, n->inputs[1]) : NULL;
+  if (roi && !t) {
+    /* Read at run time: the region moves the sampling points, never the
+     * output extents. Its length is checked where its shape is known. */
+    int64_t nr = graph_shape_numel(roi->rank, roi->dims);
+    if (roi->rank >= 0 && roi->rank != 1) return fail(n, err, "roi is not 1-D (rank, axes)", roi->rank, na);
+    if (nr > 0 && nr != 2 * na) return fail(n, err, "roi needs 2 entries per axis (entries, axes)", (int)nr, na);
+    if (nr != 0) {
+      p->roi_runtime = true;
+      p->roi_count = na;
+      for (int i = 0; i < na; i++) p->roi_at[axes[i]] = i;
+    }
+  } else if (roi) {
     int64_t nr = graph_tensor_numel(t);
     if (nr != 0 && nr != 2 * na) return fail(n, err, "roi needs 2 entries per axis (entries, axes)", (int)nr, na);
     for (int i = 0; nr && i < na; i++) p->roi[axes[i]] = graph_tensor_get_f64(t, i), p->roi[r + axes[i]] = graph_tensor_get_f64(t, na + i);

@@ -37,6 +37,23 @@ static const Expr *cst(Arena *a, DType t, double v) { return expr_float(a, t, dt
 
 static const Expr *call1(Arena *a, CallOp op, const Expr *v) { return expr_call(a, op, v->dtype, &v, 1); }
 
+/* tf_crop_and_resize's coordinate with the region read at run time: the
+ * same arithmetic as with a constant roi, the two coefficients computed in
+ * f64 and rounded to t once, as cst() rounds the constant ones. */
+static const Expr *runtime_roi_coord(Arena *a, const ResizeArgs *r, int d, const Expr *of, DType t) {
+  int64_t in = r->x->shape[d];
+  double ow = r->out_w[d];
+  const Expr *i0 = expr_i64(a, r->p.roi_at[d]), *i1 = expr_i64(a, r->p.roi_at[d] + r->p.roi_count);
+  const Expr *r0 = expr_cast(a, DT_F64, te_load(a, r->p.roi_tensor, &i0));
+  const Expr *r1 = expr_cast(a, DT_F64, te_load(a, r->p.roi_tensor, &i1));
+  const Expr *span = expr_mul(a, expr_sub(a, r1, r0), cst(a, DT_F64, (double)(in - 1)));
+  const Expr *k = expr_binary(a, EXPR_DIV, span, cst(a, DT_F64, ow == 1 ? 2 : ow - 1));
+  const Expr *b = expr_mul(a, r0, cst(a, DT_F64, (double)(in - 1)));
+  k = expr_cast(a, t, k);
+  b = expr_cast(a, t, b);
+  return expr_add(a, ow == 1 ? k : expr_mul(a, of, k), b);
+}
+
 /* The input coordinate (dtype t) of output index o along axis d. */
 static const Expr *source_coord(Arena *a, const ResizeArgs *r, int d, const Expr *o, DType t) {
   int64_t in = r->x->shape[d];
@@ -56,6 +73,7 @@ static const Expr *source_coord(Arena *a, const ResizeArgs *r, int d, const Expr
       return expr_add(a, cst(a, t, center * (1 - adjustment)), half);
     }
     case TOPI_COORD_TF_CROP_AND_RESIZE: {
+      if (r->p.roi_tensor && r->p.roi_at[d] >= 0) return runtime_roi_coord(a, r, d, of, t);
       double r0 = r->roi[d], r1 = r->roi[r->x->ndim + d];
       const Expr *c = ow == 1 ? cst(a, t, (r1 - r0) * (double)(in - 1) / 2)
                               : expr_mul(a, of, cst(a, t, (r1 - r0) * (double)(in - 1) / (ow - 1)));
@@ -78,7 +96,8 @@ static const Expr *clamp_index(Arena *a, const Expr *i, int64_t n) {
 /* An axis left alone: same extent, scale 1 and (tf_crop_and_resize) the
  * whole input as the region. */
 static bool axis_unchanged(const ResizeArgs *r, int d) {
-  bool whole = r->p.coord != TOPI_COORD_TF_CROP_AND_RESIZE || (r->roi[d] == 0 && r->roi[r->x->ndim + d] == 1);
+  bool whole = r->p.coord != TOPI_COORD_TF_CROP_AND_RESIZE ||
+               (r->roi[d] == 0 && r->roi[r->x->ndim + d] == 1 && !(r->p.roi_tensor && r->p.roi_at[d] >= 0));
   return r->out[d] == r->x->shape[d] && r->scale[d] == 1.0 && whole;
 }
 

@@ -492,14 +492,10 @@ static const Expr *pad_body(Arena *a, const Expr *const *ax, void *user) {
   return inside ? expr_select(a, inside, ld, m->value) : ld;
 }
 
-TeTensor *topi_pad_onnx(Arena *a, const char *name, const TeTensor *x, const int64_t *pads,
-                        TopiPadMode mode, double value, LoomError *err) {
-  if (!op_check_name("Pad", name, err) || !op_check_tensor("Pad", "data", x, err)) return NULL;
-  if (x->ndim > 0 && !pads) {
-    err_set(err, LOOM_ERR_INVALID_ARG, "Pad: pads are required");
-    return NULL;
-  }
-  MoveArgs m = {.x = x, .mode = mode, .value = op_const(a, x->dtype, value)};
+/* value: the fill, an expression of x's dtype. */
+static TeTensor *pad_onnx(Arena *a, const char *name, const TeTensor *x, const int64_t *pads, TopiPadMode mode,
+                          const Expr *value, LoomError *err) {
+  MoveArgs m = {.x = x, .mode = mode, .value = value};
   int64_t s[TOPI_MAX_RANK];
   for (int d = 0; d < x->ndim; d++) {
     int64_t b = pads[d], e = pads[x->ndim + d];
@@ -521,6 +517,37 @@ TeTensor *topi_pad_onnx(Arena *a, const char *name, const TeTensor *x, const int
     return NULL;
   }
   return te_compute(a, name, x->ndim, s, pad_body, &m, err);
+}
+
+static bool pad_checks(const char *name, const TeTensor *x, const int64_t *pads, LoomError *err) {
+  if (!op_check_name("Pad", name, err) || !op_check_tensor("Pad", "data", x, err)) return false;
+  if (x->ndim > 0 && !pads) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "Pad: pads are required");
+    return false;
+  }
+  return true;
+}
+
+TeTensor *topi_pad_onnx(Arena *a, const char *name, const TeTensor *x, const int64_t *pads,
+                        TopiPadMode mode, double value, LoomError *err) {
+  if (!pad_checks(name, x, pads, err)) return NULL;
+  return pad_onnx(a, name, x, pads, mode, op_const(a, x->dtype, value), err);
+}
+
+TeTensor *topi_pad_onnx_tensor(Arena *a, const char *name, const TeTensor *x, const int64_t *pads,
+                               TopiPadMode mode, const TeTensor *value, LoomError *err) {
+  if (!pad_checks(name, x, pads, err) || !op_check_tensor("Pad", "constant_value", value, err)) return NULL;
+  int64_t count = 1;
+  for (int d = 0; d < value->ndim; d++) count *= value->shape[d];
+  if (count != 1) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "Pad: constant_value must have one element, not %lld", (long long)count);
+    return NULL;
+  }
+  const Expr *zero[TOPI_MAX_RANK];
+  for (int d = 0; d < value->ndim; d++) zero[d] = expr_i64(a, 0);
+  const Expr *v = te_load(a, value, zero);
+  if (!dtype_eq(v->dtype, x->dtype)) v = expr_cast(a, x->dtype, v);
+  return pad_onnx(a, name, x, pads, mode, v, err);
 }
 
 static const Expr *tile_body(Arena *a, const Expr *const *ax, void *user) {

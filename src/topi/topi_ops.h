@@ -402,6 +402,10 @@ typedef enum TopiPadMode { TOPI_PAD_CONSTANT, TOPI_PAD_REFLECT, TOPI_PAD_EDGE, T
  * Reflect needs pads < extent. value is cast to x's dtype. */
 TeTensor *topi_pad_onnx(Arena *a, const char *name, const TeTensor *x, const int64_t *pads,
                         TopiPadMode mode, double value, LoomError *err);
+/* The same with the fill read at run time from `value`, a one-element
+ * tensor (Pad's constant_value operand fed by a runtime input). */
+TeTensor *topi_pad_onnx_tensor(Arena *a, const char *name, const TeTensor *x, const int64_t *pads,
+                               TopiPadMode mode, const TeTensor *value, LoomError *err);
 TeTensor *topi_tile(Arena *a, const char *name, const TeTensor *x, const int64_t *repeats,
                     LoomError *err);
 
@@ -425,6 +429,13 @@ typedef struct TopiResizeParams {
   const int64_t *out_shape; /* the output extents (the caller resolves scales, sizes, axes) */
   const double *scales;     /* per axis, as the model gave them; NULL = out / in */
   const double *roi;        /* tf_crop_and_resize: rank starts then rank ends (normalized) */
+  /* tf_crop_and_resize with the region read at run time: a 1-D tensor of
+   * 2 * roi_count values (roi_count starts, then the ends); roi_at[d] is
+   * axis d's position among the starts, -1 for an axis it does not cover
+   * (which takes `roi`'s entries). NULL: roi alone. */
+  const TeTensor *roi_tensor;
+  const int *roi_at;
+  int roi_count;
   TopiResizeMode mode;
   TopiResizeCoord coord;
   TopiResizeNearest nearest;

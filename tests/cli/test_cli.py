@@ -121,11 +121,45 @@ class LoomCli(unittest.TestCase):
             out = self.fresh_dir("out_spec")
             r = self.ok("run", path, self.npy("xs.npy", x), self.pb("s.pb", np.array(shape, dtype=np.int64)),
                         "--output-dir", out, "--json")
-            self.assertEqual(json.loads(r.stdout.splitlines()[-1])["model"], path)
+            report = json.loads(r.stdout.splitlines()[-1])
+            self.assertEqual(report["model"], path)
+            self.assertEqual(report["compiled_in"], ["shape"])
             np.testing.assert_array_equal(np.load(os.path.join(out, "y.npy")), np.maximum(x.reshape(shape), 0))
         self.err("run", path, self.npy("xs.npy", x), self.pb("s.pb", np.array([5, 5], dtype=np.int64)),
                  expect=("Reshape",))
         self.err("run", path, "--input", "nope=" + self.npy("xs.npy", x), expect=("no input named \"nope\"",))
+
+    def test_run_onnx_compiles_in_only_what_decides_shapes(self):
+        """Only the If condition and the shape an If branch reshapes to are
+        compiled in (the shape is found once the branch is inlined); Clip's
+        float bounds stay runtime inputs, so new bounds need no new values
+        compiled in."""
+        from onnx import helper, TensorProto
+        def branch(name, op):
+            nodes = [helper.make_node("Reshape", ["x", "shape"], [name + "_r"]),
+                     helper.make_node(op, [name + "_r"], [name + "_y"])]
+            return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(name + "_y", TensorProto.FLOAT, None)])
+        g = helper.make_graph(
+            [helper.make_node("If", ["cond"], ["b"], then_branch=branch("then", "Neg"), else_branch=branch("else", "Abs")),
+             helper.make_node("Clip", ["b", "lo", "hi"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+             helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+             helper.make_tensor_value_info("lo", TensorProto.FLOAT, []),
+             helper.make_tensor_value_info("hi", TensorProto.FLOAT, [])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        path = os.path.join(self.dir, "if_clip.onnx")
+        with open(path, "wb") as f:
+            f.write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+        x = np.arange(-6, 6, dtype=np.float32).reshape(2, 6)
+        for cond, lo, hi in ((True, -3.5, 2.0), (False, 1.0, 4.5)):
+            out = self.fresh_dir("out_if")
+            r = self.ok("run", path, self.npy("xi.npy", x), self.pb("c.pb", np.array(cond)),
+                        self.pb("sh.pb", np.array([3, 4], dtype=np.int64)), self.pb("lo.pb", np.array(lo, dtype=np.float32)),
+                        self.pb("hi.pb", np.array(hi, dtype=np.float32)), "--output-dir", out, "--json")
+            self.assertEqual(json.loads(r.stdout.splitlines()[-1])["compiled_in"], ["cond", "shape"])
+            b = -x.reshape(3, 4) if cond else np.abs(x.reshape(3, 4))
+            np.testing.assert_array_equal(np.load(os.path.join(out, "y.npy")), np.clip(b, lo, hi))
 
     def test_bad_pb_files(self):
         x = np.zeros((2, 3), dtype=np.float32)

@@ -108,8 +108,11 @@ def compare(got, want):
 def run_test(job):
     """One test folder: `loom run model.onnx` compiles the model with the full
     pipeline, specialized to the test's inputs (their shapes, and the values
-    of inputs that decide shapes), and runs it on every test_data_set."""
+    of inputs that decide shapes), and runs it on every test_data_set.
+    Returns (folder, status, message, inputs) with inputs None where no run
+    finished, else (number of inputs, names of those compiled in)."""
     loom, folder = job
+    seen = None
     path = os.path.join(DATA, folder)
     model = onnx.load(os.path.join(path, "model.onnx"), load_external_data=False)
     outs = [o.name for o in model.graph.output]
@@ -125,27 +128,29 @@ def run_test(job):
                                     "--output-format", "pb", "--threads", "1", "--json"],
                                    capture_output=True, text=True, errors="replace", timeout=TIMEOUT, env=dict(os.environ, TMPDIR=tmp))
             except subprocess.TimeoutExpired:
-                return folder, "failed", "timed out after %d s" % TIMEOUT
+                return folder, "failed", "timed out after %d s" % TIMEOUT, seen
             if p.returncode < 0:
-                return folder, "failed", "crashed (signal %d)" % -p.returncode
+                return folder, "failed", "crashed (signal %d)" % -p.returncode, seen
             if p.returncode != 0:
                 msg = first_line(p.stderr)
                 msg = re.sub(r"^run: ", "", msg).replace(path + "/", "")
                 unsupported = re.search(r"not supported|unsupported", msg, re.I)
-                return folder, "unsupported" if unsupported else "failed", msg
+                return folder, "unsupported" if unsupported else "failed", msg, seen
             report = json.loads(p.stdout.strip().splitlines()[-1])
+            compiled_in = set(report.get("compiled_in", [])) | (set(seen[1]) if seen else set())
+            seen = (n_in, sorted(compiled_in))
             files = {o["name"]: o["file"] for o in report["outputs"]}
             if len(files) != len(outs):
-                return folder, "failed", "%d outputs, expected %d" % (len(files), len(outs))
+                return folder, "failed", "%d outputs, expected %d" % (len(files), len(outs)), seen
             for k, name in enumerate(outs):
                 want = numpy_helper.to_array(onnx.load_tensor(os.path.join(dpath, "output_%d.pb" % k)))
                 if name not in files:
-                    return folder, "failed", "no output named %r" % name
+                    return folder, "failed", "no output named %r" % name, seen
                 got = numpy_helper.to_array(onnx.load_tensor(files[name]))
                 why = compare(got, want)
                 if why:
-                    return folder, "failed", "output %r: %s" % (name, why)
-    return folder, "passed", ""
+                    return folder, "failed", "output %r: %s" % (name, why), seen
+    return folder, "passed", "", seen
 
 
 def reason_class(msg):
@@ -171,7 +176,17 @@ def zoo_summary(rows, results):
     return z
 
 
-def write_report(path, rows, results, subset):
+def inputs_summary(bound):
+    """How the tests that ran got their inputs: every input read at run
+    time, some values compiled in (specialization), all of them compiled in
+    (no runtime input left), or no inputs at all."""
+    c = collections.Counter()
+    for n_in, names in bound.values():
+        c["none" if n_in == 0 else "runtime" if not names else "all" if len(names) >= n_in else "some"] += 1
+    return c
+
+
+def write_report(path, rows, results, subset, bound):
     ops = collections.OrderedDict()
     for r in sorted(rows, key=lambda r: r["op"]):
         ops.setdefault(r["op"], []).append(r)
@@ -213,8 +228,20 @@ def write_report(path, rows, results, subset):
            "Ops of the model zoo (issue 4 asks for 100%%): %d of %d of their counted tests pass%s."
            % (zoo["passed"], zoo["counted"], "" if not zoo["missing"] else
               "; not yet: " + ", ".join("%s (%d)" % (k, v) for k, v in sorted(zoo["missing"].items()))),
-           "", "| op | passed | failed | unsupported | excluded | why (most common classes) |",
-           "|---|--:|--:|--:|--:|---|"] + lines
+           ""]
+    ins = inputs_summary(bound)
+    out += ["Inputs (`loom run --json`'s `compiled_in`; docs/compile.md, \"Shapes that depend on values\"): of the %d tests"
+            " that ran, %d read every input at run time, %d have some inputs' values compiled in (they decide"
+            " shapes), %d have all of them compiled in (no runtime input left), %d take no inputs."
+            % (sum(ins.values()), ins["runtime"], ins["some"], ins["all"], ins["none"]), "",
+            "| op | passed | failed | unsupported | excluded | why (most common classes) |",
+            "|---|--:|--:|--:|--:|---|"] + lines
+    listed = sorted(k for k, (n_in, names) in bound.items() if names)
+    if listed:
+        out += ["", "## Inputs compiled in", "",
+                "The tests whose run compiled some inputs' values in, and which (of how many inputs).", "",
+                "| test | compiled in | of |", "|---|---|--:|"]
+        out += ["| %s | %s | %d |" % (k.split("/", 1)[1], ", ".join(bound[k][1]), bound[k][0]) for k in listed]
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(out) + "\n")
@@ -250,34 +277,40 @@ def main():
     if args.filter:
         rows = [r for r in rows if re.search(args.filter, r["folder"])]
     jobs = [(args.loom, r["folder"]) for r in rows if not r["excluded"]]
-    results = {}
+    results, bound = {}, {}
     with multiprocessing.Pool(max(1, args.jobs)) as pool:
-        for folder, status, msg in pool.imap_unordered(run_test, jobs):
+        for folder, status, msg, inputs in pool.imap_unordered(run_test, jobs):
             results[folder] = (status, msg)
+            if inputs is not None:
+                bound[folder] = inputs
             if args.verbose or (status == "failed" and not args.json):
                 print("%-8s %s%s" % (status, folder, "  " + msg if msg else ""), flush=True)
     report = args.report
     if report is None and not args.filter and not args.subset:
         report = os.path.join(ROOT, "docs", "conformance.md")
     if report:
-        write_report(report, rows, results, args.subset)
+        write_report(report, rows, results, args.subset, bound)
     if args.results:
         with open(args.results, "w") as f:
-            json.dump(results, f, indent=1, sort_keys=True)
+            json.dump({k: list(v) + [bound.get(k)] for k, v in results.items()}, f, indent=1, sort_keys=True)
     c = collections.Counter(s for s, _ in results.values())
     summary = {"passed": c["passed"], "failed": c["failed"], "unsupported": c["unsupported"],
                "excluded": sum(1 for r in rows if r["excluded"])}
     summary["total"] = sum(summary.values())
     zoo = zoo_summary(rows, results)
+    ins = inputs_summary(bound)
     if args.json:
-        print(json.dumps({"zoo_ops_passed": zoo["passed"], "zoo_ops_counted": zoo["counted"]}))
+        print(json.dumps({"zoo_ops_passed": zoo["passed"], "zoo_ops_counted": zoo["counted"],
+                          "inputs_runtime": ins["runtime"], "inputs_some_compiled_in": ins["some"],
+                          "inputs_all_compiled_in": ins["all"], "no_inputs": ins["none"]}))
         print(json.dumps(summary))
     else:
         counted = summary["passed"] + summary["failed"] + summary["unsupported"]
         print("conformance: %d of %d counted tests pass (%.1f%%), %d failed, %d unsupported, %d excluded; "
-              "zoo ops: %d of %d" % (summary["passed"], counted, 100.0 * summary["passed"] / max(1, counted),
-                                     summary["failed"], summary["unsupported"], summary["excluded"], zoo["passed"],
-                                     zoo["counted"]))
+              "zoo ops: %d of %d; inputs: %d tests all at run time, %d some compiled in, %d all compiled in"
+              % (summary["passed"], counted, 100.0 * summary["passed"] / max(1, counted), summary["failed"],
+                 summary["unsupported"], summary["excluded"], zoo["passed"], zoo["counted"], ins["runtime"],
+                 ins["some"], ins["all"]))
     if args.write_passing:
         with open(args.write_passing, "w") as f:
             f.write("# Tests that pass (tests/conformance/run --write-passing); CI checks them with --check.\n")
