@@ -142,6 +142,7 @@ typedef struct CompileJob {
   bool started, finished;
 } CompileJob;
 
+
 /* What every compile of one build shares. */
 typedef struct BuildEnv {
   const char *cc, *cflags, *extra, *inc;
@@ -363,6 +364,8 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
   const char **objects = calloc((size_t)n, sizeof *objects);
   int njobs = 0, nobjects = 0;
   if (!jobs || !c_paths || !o_paths || !objects) st = err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  int *order = calloc((size_t)n, sizeof *order), norder = 0;
+  if (!order) st = err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
   for (int i = 0; !st && i < n; i++) {
     bool repeated = false;
     for (int k = 0; k < i; k++) repeated |= unit_key[k] == unit_key[i];
@@ -370,13 +373,24 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
     cache_path(c_paths[i], sizeof c_paths[i], &env, unit_key[i], ".c");
     cache_path(o_paths[i], sizeof o_paths[i], &env, unit_key[i], ".o");
     objects[nobjects++] = o_paths[i];
-    if (n > 1 && file_exists(o_paths[i])) continue;
+    if (n == 1 || !file_exists(o_paths[i])) order[norder++] = i;
+  }
+  /* The biggest units start first, so none is left running alone at the end. */
+  for (int i = 1; i < norder; i++)
+    for (int k = i; k > 0 && strlen(units[order[k]]) > strlen(units[order[k - 1]]); k--) {
+      int t = order[k];
+      order[k] = order[k - 1];
+      order[k - 1] = t;
+    }
+  for (int k = 0; !st && k < norder; k++) {
+    int i = order[k];
     if ((st = write_file_atomic(c_paths[i], units[i], err))) break;
     static const char *const compile_only[] = {"-c", NULL}, *const shared[] = {"-shared", NULL};
     const char *src = c_paths[i];
     st = n == 1 ? job_init(&jobs[njobs++], &env, out->so_path, shared, &src, 1, true, err)
                 : job_init(&jobs[njobs++], &env, o_paths[i], compile_only, &src, 1, false, err);
   }
+  free(order);
   if (!st) st = run_jobs(jobs, njobs, env.parallel, err);
   if (!st && n > 1) {
     static const char *const shared[] = {"-shared", NULL};

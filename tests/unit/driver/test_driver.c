@@ -91,6 +91,55 @@ static void test_build_many(void **state) {
   arena_free(a);
 }
 
+static int count(const char *s, const char *sub) {
+  int n = 0;
+  for (const char *p = strstr(s, sub); p; p = strstr(p + 1, sub)) n++;
+  return n;
+}
+
+/* Kernels whose code is the same but for names are compiled once (the
+ * copy is an alias); a different shape before flattening is a different
+ * kernel, even where the flattened bodies agree. Enough kernels for
+ * several translation units, compiled in parallel and linked. */
+static void test_identical_kernels(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  LoomError err = {0};
+  enum { N = 44 };
+  const PrimFunc *fs[N];
+  fs[0] = renamed(a, topi_matmul(a, 7, 5, 9, DT_F32, &err), "mm_a");
+  fs[1] = renamed(a, topi_matmul(a, 7, 5, 9, DT_F32, &err), "mm_b"); /* built anew: other buffers, same code */
+  fs[2] = renamed(a, topi_matmul(a, 7, 5, 8, DT_F32, &err), "mm_c");
+  fs[3] = renamed(a, topi_broadcast_add(a, 2, (int64_t[]){4, 6}, (int64_t[]){4, 6}, &err), "add_4x6");
+  fs[4] = renamed(a, topi_broadcast_add(a, 2, (int64_t[]){6, 4}, (int64_t[]){6, 4}, &err), "add_6x4");
+  fs[5] = renamed(a, topi_broadcast_add(a, 2, (int64_t[]){4, 6}, (int64_t[]){4, 6}, &err), "add_4x6_again");
+  for (int i = 6; i < N; i++)
+    fs[i] = renamed(a, topi_softmax(a, 2, (int64_t[]){3, 40 + i}, &err), arena_printf(a, "softmax_%d", i));
+  BuildOptions bo = test_build_options();
+  DriverOptions opt = {.build = &bo};
+  DriverModule *m = NULL;
+  loom_status st = driver_build(a, fs, N, &opt, &m, &err);
+  if (st) fprintf(stderr, "%s\n", err.msg);
+  assert_int_equal(st, LOOM_OK);
+  const char *src = driver_source(m);
+  assert_int_equal(count(src, "__attribute__((alias("), 4); /* mm_b, add_4x6_again: function and workspace */
+  assert_int_equal(count(src, "mm_b(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) "
+                              "__attribute__((alias(\"mm_a\")))"), 1);
+  assert_int_equal(count(src, "add_4x6_again(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) "
+                              "__attribute__((alias(\"add_4x6\")))"), 1);
+  assert_true(count(src, "#define LOOM_PRELUDE") >= 2); /* several units */
+  for (int i = 0; i < N; i++) check_against_interp(m, fs[i], 31 + (uint64_t)i);
+  /* A kernel's argument checks are its own: the 6x4 kernel refuses 4x6 tensors. */
+  DriverTensors t;
+  assert_int_equal(driver_tensors_alloc(fs[3], 1, &t, &err), LOOM_OK);
+  Kernel k;
+  assert_int_equal(driver_get_kernel(m, "add_6x4", &k, &err), LOOM_OK);
+  assert_int_not_equal(kernel_call(&k, t.ptrs, t.n, NULL, NULL, &err), LOOM_OK);
+  driver_tensors_free(&t);
+  driver_module_free(m);
+  arena_free(a);
+}
+
 static void test_refusals(void **state) {
   (void)state;
   Arena *a = arena_new();
@@ -153,6 +202,7 @@ static void test_tensors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_build_many),
+      cmocka_unit_test(test_identical_kernels),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_tensors),
   };
