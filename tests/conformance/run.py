@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import onnx
@@ -106,18 +107,28 @@ def compare(got, want):
 
 
 def run_test(job):
+    """run_one_test, and its wall seconds (the compile and every run)."""
+    t0 = time.perf_counter()
+    folder, status, msg, seen = run_one_test(job)
+    return folder, status, msg, seen, time.perf_counter() - t0
+
+
+def run_one_test(job):
     """One test folder: `loom run model.onnx` compiles the model with the full
     pipeline, specialized to the test's inputs (their shapes, and the values
     of inputs that decide shapes), and runs it on every test_data_set.
     Returns (folder, status, message, inputs) with inputs None where no run
     finished, else (number of inputs, names of those compiled in)."""
-    loom, folder = job
+    loom, folder, cold = job
     seen = None
     path = os.path.join(DATA, folder)
     model = onnx.load(os.path.join(path, "model.onnx"), load_external_data=False)
     outs = [o.name for o in model.graph.output]
     sets = sorted(d for d in os.listdir(path) if d.startswith("test_data_set_"))
     with tempfile.TemporaryDirectory(prefix="loomconf") as tmp:
+        env = dict(os.environ, TMPDIR=tmp)
+        if cold:  # an empty kernel cache: the first run's time is a cold compile
+            env["LOOM_CACHE_DIR"] = os.path.join(tmp, "cache")
         for ds in sets:
             dpath = os.path.join(path, ds)
             n_in = len([f for f in os.listdir(dpath) if f.startswith("input_")])
@@ -126,7 +137,7 @@ def run_test(job):
             try:
                 p = subprocess.run([loom, "run", os.path.join(path, "model.onnx"), *inputs, "--output-dir", odir,
                                     "--output-format", "pb", "--threads", "1", "--json"],
-                                   capture_output=True, text=True, errors="replace", timeout=TIMEOUT, env=dict(os.environ, TMPDIR=tmp))
+                                   capture_output=True, text=True, errors="replace", timeout=TIMEOUT, env=env)
             except subprocess.TimeoutExpired:
                 return folder, "failed", "timed out after %d s" % TIMEOUT, seen
             if p.returncode < 0:
@@ -186,7 +197,7 @@ def inputs_summary(bound):
     return c
 
 
-def write_report(path, rows, results, subset, bound):
+def write_report(path, rows, results, subset, bound, seconds, cold, jobs):
     ops = collections.OrderedDict()
     for r in sorted(rows, key=lambda r: r["op"]):
         ops.setdefault(r["op"], []).append(r)
@@ -242,6 +253,14 @@ def write_report(path, rows, results, subset, bound):
                 "The tests whose run compiled some inputs' values in, and which (of how many inputs).", "",
                 "| test | compiled in | of |", "|---|---|--:|"]
         out += ["| %s | %s | %d |" % (k.split("/", 1)[1], ", ".join(bound[k][1]), bound[k][0]) for k in listed]
+    slowest = sorted(seconds, key=seconds.get, reverse=True)[:10]
+    if slowest:
+        out += ["", "## Slowest tests", "",
+                "Wall seconds of each test (its compile and every run, %d jobs on this host; %s)."
+                % (jobs, "every test with an empty kernel cache: a cold compile" if cold
+                   else "kernel cache as found: `--cold` empties it per test"), "",
+                "| test | seconds |", "|---|--:|"]
+        out += ["| %s | %.1f |" % (k.split("/", 1)[1], seconds[k]) for k in slowest]
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(out) + "\n")
@@ -261,6 +280,8 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="print every test's result")
     ap.add_argument("--check", help="exit 1 when a selected test listed in this file does not pass")
     ap.add_argument("--write-passing", help="write the folders of the passing tests here")
+    ap.add_argument("--cold", action="store_true",
+                    help="every test with an empty kernel cache (its time then includes a cold compile)")
     args = ap.parse_args()
     if not os.path.isdir(DATA):
         sys.exit("conformance: no test data at %s" % DATA)
@@ -276,11 +297,12 @@ def main():
         rows = [r for r in rows if r["folder"] in keep]
     if args.filter:
         rows = [r for r in rows if re.search(args.filter, r["folder"])]
-    jobs = [(args.loom, r["folder"]) for r in rows if not r["excluded"]]
-    results, bound = {}, {}
+    jobs = [(args.loom, r["folder"], args.cold) for r in rows if not r["excluded"]]
+    results, bound, seconds = {}, {}, {}
     with multiprocessing.Pool(max(1, args.jobs)) as pool:
-        for folder, status, msg, inputs in pool.imap_unordered(run_test, jobs):
+        for folder, status, msg, inputs, secs in pool.imap_unordered(run_test, jobs):
             results[folder] = (status, msg)
+            seconds[folder] = secs
             if inputs is not None:
                 bound[folder] = inputs
             if args.verbose or (status == "failed" and not args.json):
@@ -289,7 +311,7 @@ def main():
     if report is None and not args.filter and not args.subset:
         report = os.path.join(ROOT, "docs", "conformance.md")
     if report:
-        write_report(report, rows, results, args.subset, bound)
+        write_report(report, rows, results, args.subset, bound, seconds, args.cold, max(1, args.jobs))
     if args.results:
         with open(args.results, "w") as f:
             json.dump({k: list(v) + [bound.get(k)] for k, v in results.items()}, f, indent=1, sort_keys=True)
