@@ -83,6 +83,8 @@ static void region_stmt(RegionWalk *w, const Stmt *s) {
   if (!s || !w->ok) return;
   switch (s->kind) {
     case STMT_FOR: {
+      /* Loops that never touch b add nothing; their bounds cost arithmetic. */
+      if (!xform_stmt_touches_buffer(s, w->b)) return;
       IntSet lo = arith_eval_set(w->c->az, s->loop.min, &w->dom);
       IntSet hi = arith_eval_set(w->c->az, expr_sub(w->c->arena, expr_add(w->c->arena, s->loop.min, s->loop.extent),
                                                     expr_i64(w->c->arena, 1)),
@@ -488,22 +490,27 @@ typedef VEC(const Stmt *) StmtList;
  * them all. */
 static bool place_run(CompactCtx *c, const Buffer *b, const Stmt *s, int from, int to, StmtList *out) {
   Arena *a = c->arena;
-  int touching = 0, first = -1, only = -1;
+  int touching = 0, first = -1, last = -1;
   for (int i = from; i < to; i++)
     if (xform_stmt_touches_buffer(s->seq.stmts[i], b)) {
       if (first < 0) first = i;
-      only = i;
+      last = i;
       touching++;
     }
   if (touching <= 1) {
-    const Stmt *placed = touching ? place(c, b, s->seq.stmts[only]) : NULL;
+    const Stmt *placed = touching ? place(c, b, s->seq.stmts[last]) : NULL;
     if (touching && !placed) return false;
-    for (int i = from; i < to; i++) VEC_PUSH(a, *out, i == only ? placed : s->seq.stmts[i]);
+    for (int i = from; i < to; i++) VEC_PUSH(a, *out, i == last ? placed : s->seq.stmts[i]);
     return true;
   }
-  for (int p = first + 1; p < to; p++) {
+  /* Statements that do not touch b add nothing to its regions: the cut
+   * tests read only the span from the first statement touching b to the
+   * last (an LSTM's 64 unrolled steps, each with its own temporaries, made
+   * them quadratic in the steps). */
+  int end = last + 1;
+  for (int p = first + 1; p < end; p++) {
     if (!xform_stmt_touches_buffer(s->seq.stmts[p], b)) continue;
-    if (covered(c, b, stmt_seq(a, s->seq.stmts + p, to - p)) || runs_disjoint(c, b, s, from, p, to))
+    if (covered(c, b, stmt_seq(a, s->seq.stmts + p, end - p)) || runs_disjoint(c, b, s, first, p, end))
       return place_run(c, b, s, from, p, out) && place_run(c, b, s, p, to, out);
   }
   const Stmt *placed = allocate_compact(c, b, stmt_seq(a, s->seq.stmts + from, to - from));
