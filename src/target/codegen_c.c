@@ -5,6 +5,7 @@
  * outlined bodies of its parallel loops, `NAME_workspace_bytes`, then the
  * kernel: argument checks, typed `restrict` pointers, the loop nest. */
 #include "target/codegen_c_internal.h"
+#include "tir/transform/transform.h"
 
 #include <string.h>
 
@@ -195,11 +196,15 @@ static void emit_for(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
               cg->func_name, s->loop.var->var.name, s->loop.thread_tag ? s->loop.thread_tag : "?");
       return;
     case FOR_UNROLLED: {
+      /* What tir_unroll left: too long, symbolic or too big to unroll whole.
+       * The C compiler makes as many copies as the code-size budget allows
+       * (docs/lowering.md "Code size"); none fitting, a plain loop. */
       int64_t n;
-      /* GCC takes 0..65534; past a few hundred copies unrolling only bloats. */
-      int count = expr_as_int(s->loop.extent, &n) ? (int)(n < 1 ? 1 : n > 256 ? 256 : n) : 8;
+      if (!expr_as_int(s->loop.extent, &n)) n = TIR_SYMBOLIC_UNROLL;
+      int64_t count = tir_unroll_copies(n, tir_code_size(s->loop.body));
+      if (count < 2) break;
       sb_indent(sb, ind);
-      sb_printf(sb, "#pragma GCC unroll %d\n", count);
+      sb_printf(sb, "#pragma GCC unroll %d\n", (int)count);
       break;
     }
     case FOR_SERIAL:

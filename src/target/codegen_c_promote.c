@@ -12,9 +12,13 @@
 
 #include <string.h>
 
-/* Tiles up to this many slots are promoted; more cannot all sit in the 32
- * vector registers anyway, and GCC spills variables no worse than arrays. */
-enum { PROMOTE_MAX_SLOTS = 64 };
+/* Tiles up to this many 512-bit registers are promoted; more cannot all sit
+ * in the 32 vector registers anyway, and GCC spills variables no worse than
+ * arrays. Counted in registers, not slots: a tile of wide vectors (64 lanes
+ * of f64 per slot, 8 registers each) multiplies the live values the C
+ * compiler's register allocator juggles through an unrolled body, which is
+ * what its time grows with (docs/lowering.md "Code size"). */
+enum { PROMOTE_MAX_REGISTERS = 64 };
 
 typedef struct Promoted {
   int lanes;
@@ -70,7 +74,9 @@ bool cg_promote_alloc(CodegenC *cg, StrBuf *sb, const Buffer *b, int64_t n_elems
   Scan sc = {.buf = b, .n_elems = n_elems, .lanes = 1, .ok = true};
   Visitor v = {.visit_stmt = scan_stmt, .visit_expr = scan_expr, .user = &sc};
   visit_stmt(&v, body);
-  if (!sc.ok || n_elems % sc.lanes || n_elems / sc.lanes > PROMOTE_MAX_SLOTS) return false;
+  int64_t bits_per_slot = (int64_t)(b->dtype.bits < 8 ? 8 : b->dtype.bits) * sc.lanes;
+  int64_t registers_per_slot = (bits_per_slot + 511) / 512;
+  if (!sc.ok || n_elems % sc.lanes || n_elems / sc.lanes * registers_per_slot > PROMOTE_MAX_REGISTERS) return false;
   Promoted *p = arena_alloc(cg->arena, sizeof *p);
   p->lanes = sc.lanes;
   p->n_slots = n_elems / sc.lanes;

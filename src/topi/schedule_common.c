@@ -1,6 +1,8 @@
 /* Small pieces shared by the default schedules. */
 #include "topi/topi_schedule.h"
 
+#include "tir/transform/transform.h"
+
 #include <string.h>
 
 #include <stdio.h>
@@ -34,6 +36,20 @@ void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer) {
   if (start < 0) return;
   for (int i = start; i < n - 1 && i < 16; i++)
     if (sch_unroll(s, l[i]) != LOOM_OK) topi_schedule_note(s, "unroll tile loop");
+}
+
+loom_status topi_unroll_within_budget(Schedule *s, const SchRV *loops, int n) {
+  if (n < 1) return LOOM_OK;
+  const Stmt *inner = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, loops[n - 1]));
+  if (!inner) return LOOM_ERR_SCHEDULE;
+  int64_t size = tir_code_size(inner->loop.body);
+  for (int i = n - 1; i >= 0; i--) {
+    int64_t ext = topi_loop_extent(s, loops[i]);
+    if (i < n - 1 && (ext < 1 || tir_unroll_copies(ext, size) < ext)) return LOOM_OK;
+    size = ext > 0 && size <= INT64_MAX / ext ? size * ext : INT64_MAX;
+    if (sch_unroll(s, loops[i])) return LOOM_ERR_SCHEDULE;
+  }
+  return LOOM_OK;
 }
 
 loom_status topi_schedule_copy_stage(Schedule *s, SchRV blk, int num_threads) {

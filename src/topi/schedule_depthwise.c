@@ -11,7 +11,8 @@
  *     is accumulated in a cache (cache_write + reverse_compute_at; the
  *     lowering's compaction makes it registers), initialised once, written
  *     out once with the epilogue (bias, clip) folded in;
- *   - the small R x S window and the tile are unrolled;
+ *   - the tile is unrolled, and the R x S window with it while the copies
+ *     fit the code-size budget (TIR_CODE_BUDGET; 3x3 and 5x5 windows whole);
  *   - the padded input is not materialized for the whole tensor: the pad
  *     stage is computed at a block of OHB output rows of one channel block
  *     (compute_at; the rows that block reads, all columns: (OHB-1)*sh + R
@@ -90,7 +91,9 @@ loom_status topi_schedule_depthwise_conv2d_nchwc_cpu(Schedule *s, const char *bl
 
   SchRV init, copy;
   if (topi_tile_accumulator(s, b, epilogue, ws[0], ry, &init, &copy)) return LOOM_ERR_SCHEDULE;
-  if (sch_unroll(s, ry) || sch_unroll(s, rx) || sch_unroll(s, ws[1]) || sch_vectorize(s, cb)) return LOOM_ERR_SCHEDULE;
+  /* The tile's columns unrolled, the window too while the copies fit the
+   * code-size budget (a 31x31 window: by rows of taps). */
+  if (sch_vectorize(s, cb) || topi_unroll_within_budget(s, (SchRV[]){ry, rx, ws[1]}, 3)) return LOOM_ERR_SCHEDULE;
   SchRV il[8], cl[8];
   int ni = sch_get_loops(s, init, il, 8), nc = sch_get_loops(s, copy, cl, 8);
   if (ni < 1 || sch_vectorize(s, il[ni - 1]) || nc < 1 || sch_vectorize(s, cl[nc - 1])) return LOOM_ERR_SCHEDULE;

@@ -15,8 +15,10 @@
  *     (cache_write + reverse_compute_at; compaction makes it registers),
  *     initialised once, written out once with the epilogue (the average's
  *     division) folded in;
- *   - the window and the tile are unrolled, so neighbouring columns of a
- *     window share their loads in the C compiler;
+ *   - the tile is unrolled, and the window with it while the copies fit
+ *     the code-size budget (TIR_CODE_BUDGET: a 3x3 or 7x7 window whole, a
+ *     60x80 one by rows of taps or not at all), so neighbouring columns of
+ *     a window share their loads in the C compiler;
  *   - the padding is never written for the whole tensor. With the channel
  *     block (or scalars) as the vector it is inlined: a select per window
  *     element, but its conditions depend only on the row and the tile
@@ -175,7 +177,6 @@ loom_status topi_schedule_pool2d_cpu(Schedule *s, const char *block, const char 
 
   SchRV init, copy;
   if (topi_tile_accumulator(s, b, epilogue, ws[0], ry, &init, &copy)) return LOOM_ERR_SCHEDULE;
-  if (sch_unroll(s, ry) || sch_unroll(s, rx) || sch_unroll(s, ws[1])) return LOOM_ERR_SCHEDULE;
   if (vloop >= 0 && sch_vectorize(s, vloop)) return LOOM_ERR_SCHEDULE;
   /* Init and copy-out: vectors of the tile (a scalar tile stays scalar:
    * a vector access to it would keep it in memory). */
@@ -191,6 +192,12 @@ loom_status topi_schedule_pool2d_cpu(Schedule *s, const char *block, const char 
     pad_done = sch_compute_at(s, pad, hs[0]) == LOOM_OK && vectorize_innermost(s, pad, vec ? vec : lanes) == LOOM_OK;
     if (!pad_done) topi_schedule_note(s, "compute the padding at the row block");
   }
+
+  /* The tile's columns unrolled, and the window around them while the
+   * copies fit the code-size budget, weighed after the padding is inlined:
+   * a 3x3 window whole, a 60x80 one by rows of taps (all its 33,600
+   * statements over a 7-column tile took clang more than 8 minutes). */
+  if (topi_unroll_within_budget(s, (SchRV[]){ry, rx, ws[1]}, 3)) return LOOM_ERR_SCHEDULE;
 
   /* Threads: (n, c, row block) as one loop; the padding computed at the row
    * block sits inside it. */

@@ -72,6 +72,14 @@ void topi_fold_epilogue(Schedule *s, const char *epilogue);
  * variable index into it makes the whole tile live in memory, inside the
  * k loop too). */
 void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer);
+/* Unrolls directly nested loops (outermost first) from the innermost out:
+ * the innermost always (a register tile's columns, which need constant
+ * indices), each further one while all the copies of the innermost body fit
+ * the code-size budget (TIR_CODE_BUDGET, docs/lowering.md "Code size"); the
+ * loops outside the first that does not fit stay loops. A pool's or a
+ * depthwise conv's window is unrolled whole when it is small (3x3, 5x5),
+ * row by row or not at all when it is large. */
+loom_status topi_unroll_within_budget(Schedule *s, const SchRV *loops, int n);
 /* The padding stage of conv block `block`: "pad" (topi_conv2d_nchwc) or
  * "<name>_pad" where the conv is "<name>" or "<name>_conv" (the ONNX ops);
  * -1 when there is none. */

@@ -23,9 +23,12 @@
  *     before the first load of b stores b unconditionally as
  *     `b[u0 + c0, ...] = ...` over distinct loops u_d (so it writes exactly
  *     a box) and the box covers every load
- *     (the shape compute_at and cache_read produce), or a loop of disjoint
- *     iterations each of which is such a sequence (cache_inplace's tile
- *     under a tile loop, inside an outer reduction loop).
+ *     (the shape compute_at and cache_read produce), or a loop whose
+ *     iterations each are such a sequence (cache_inplace's tile under a
+ *     tile loop, inside an outer reduction loop; iterations may overlap,
+ *     each reads only what it wrote).
+ * Parallel loops under an allocation shared with other statements: see
+ * parallel_safe.
  * A reduction accumulator (read and written in the same statement, or read
  * before written) fails both and stays outside the loop.
  * Extents that are not bounded by a constant keep the original shape. */
@@ -50,6 +53,7 @@ typedef struct RegionWalk {
   IntSet *box;
   bool any, ok;
   bool loads, stores; /* which kinds of access to include */
+  const Stmt *skip;   /* a statement left out (NULL: none) */
 } RegionWalk;
 
 static void region_add(RegionWalk *w, const Expr *const *idx, int n) {
@@ -80,7 +84,7 @@ static void region_exprs(RegionWalk *w, const Expr *e) {
 }
 
 static void region_stmt(RegionWalk *w, const Stmt *s) {
-  if (!s || !w->ok) return;
+  if (!s || !w->ok || s == w->skip) return;
   switch (s->kind) {
     case STMT_FOR: {
       /* Loops that never touch b add nothing; their bounds cost arithmetic. */
@@ -121,7 +125,7 @@ static void region_stmt(RegionWalk *w, const Stmt *s) {
 
 /* Region of b's accesses in s (loops inside s relaxed); NULL if unknown. */
 static IntSet *region_of(CompactCtx *c, const Buffer *b, const Stmt *s, bool loads, bool stores) {
-  RegionWalk w = {c, b, {0}, ARENA_ARRAY(c->arena, IntSet, b->ndim), false, true, loads, stores};
+  RegionWalk w = {c, b, {0}, ARENA_ARRAY(c->arena, IntSet, b->ndim), false, true, loads, stores, NULL};
   ptrmap_init(&w.dom, c->arena);
   region_stmt(&w, s);
   return w.ok && w.any ? w.box : NULL;
@@ -311,12 +315,15 @@ static AccessCtx accesses(const Stmt *s, const Buffer *b) {
 /* Does every load of b in s read an element that s wrote before, in the
  * same execution of s? A sequence: each statement that loads b is covered
  * itself, or an earlier statement writes a box covering its loads. A loop:
- * its iterations touch disjoint regions and each one is covered (the
- * register tile loaded, updated and stored per iteration of a tile loop). */
+ * each iteration is covered, so it reads only what it wrote itself (the
+ * register tile loaded, updated and stored per iteration of a tile loop; a
+ * row sum recomputed by every iteration of a partitioned tail). Iterations
+ * may overlap: they pass nothing to each other either way. A parallel loop
+ * among them shares b only where allocate_compact makes that safe. */
 static bool covered(CompactCtx *c, const Buffer *b, const Stmt *s) {
   if (s->kind == STMT_ALLOCATE) return covered(c, b, s->alloc.body);
   if (s->kind == STMT_FOR) {
-    if (s->loop.kind == FOR_THREAD_BINDING || !regions_disjoint(c, b, s)) return false;
+    if (s->loop.kind == FOR_THREAD_BINDING) return false;
     arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
     return covered(c, b, s->loop.body);
   }
@@ -372,18 +379,97 @@ static const Stmt *rebase_stmt_cb(Mutator *m, const Stmt *s) {
                     s->store.n + (r->lead ? 1 : 0));
 }
 
-/* Allocate b around s, shrunk to the region s accesses. */
 /* Mirrors the C code generator's stack limit (CODEGEN_C_STACK_LIMIT). */
 enum { COMPACT_PRIVATE_LIMIT_BYTES = 64 * 1024 };
 
 static int64_t region_bytes(CompactCtx *c, const Buffer *b, const Stmt *s);
 static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s);
 
-/* NULL when the allocation would be private to a parallel loop's iteration
- * and too big for the stack (the caller then allocates further out). */
+/* ---- parallel loops inside a shared allocation ----
+ * An allocation around a parallel loop and other statements (no cut
+ * between them was proven safe) is one copy for all the loop's iterations.
+ * Iterations storing the same places of it race (each recomputing one row
+ * sum: one initializes it while another accumulates), so such a loop gets
+ * private copies where that provably changes no value, and runs serially
+ * otherwise. */
+
+/* Would private copies of b for the iterations of parallel loop p (inside
+ * scope, which the allocation surrounds) compute the same values? Yes when
+ * no value flows in (each iteration reads only what it wrote itself) and
+ * none flows out (nothing else in scope loads a place p stores). */
+static bool private_copies_exact(CompactCtx *c, const Buffer *b, const Stmt *scope, const Stmt *p) {
+  if (!written_before_read(c, b, p)) return false;
+  RegionWalk w = {c, b, {0}, ARENA_ARRAY(c->arena, IntSet, b->ndim), false, true, true, false, p};
+  ptrmap_init(&w.dom, c->arena);
+  region_stmt(&w, scope);
+  if (!w.ok) return false;
+  if (!w.any) return true;
+  IntSet *stored = region_of(c, b, p, false, true);
+  for (int d = 0; stored && d < b->ndim; d++)
+    if (arith_can_prove(c->az, expr_binary(c->arena, EXPR_LT, w.box[d].max, stored[d].min)) ||
+        arith_can_prove(c->az, expr_binary(c->arena, EXPR_LT, stored[d].max, w.box[d].min)))
+      return true;
+  return false;
+}
+
+/* s with every parallel loop that stores b at places its iterations share
+ * given private copies of b (private_copies_exact) or made serial. */
+static const Stmt *parallel_safe(CompactCtx *c, const Buffer *b, const Stmt *scope, const Stmt *s) {
+  Arena *a = c->arena;
+  switch (s->kind) {
+    case STMT_FOR: {
+      if (s->loop.kind == FOR_THREAD_BINDING || !xform_stmt_touches_buffer(s, b)) return s;
+      arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
+      if (s->loop.kind != FOR_PARALLEL) {
+        const Stmt *body = parallel_safe(c, b, scope, s->loop.body);
+        if (body == s->loop.body) return s;
+        Stmt *n = arena_memdup(a, s, sizeof *s);
+        n->loop.body = body;
+        return n;
+      }
+      if (!accesses(s, b).stores || regions_disjoint(c, b, s)) return s;
+      if (private_copies_exact(c, b, scope, s)) {
+        Buffer *own = arena_memdup(a, b, sizeof *b);
+        PtrMap to_own;
+        ptrmap_init(&to_own, a);
+        ptrmap_put(&to_own, b, own);
+        const Stmt *placed = place(c, own, stmt_replace_buffers(a, s, &to_own));
+        if (placed) return placed;
+      }
+      Stmt *serial = arena_memdup(a, s, sizeof *s);
+      serial->loop.kind = FOR_SERIAL;
+      return serial;
+    }
+    case STMT_SEQ: {
+      const Stmt **out = ARENA_ARRAY(a, const Stmt *, s->seq.n);
+      bool changed = false;
+      for (int i = 0; i < s->seq.n; i++) {
+        out[i] = parallel_safe(c, b, scope, s->seq.stmts[i]);
+        changed |= out[i] != s->seq.stmts[i];
+      }
+      return changed ? stmt_seq(a, out, s->seq.n) : s;
+    }
+    case STMT_IF: {
+      const Stmt *t = parallel_safe(c, b, scope, s->if_.then_s);
+      const Stmt *e = s->if_.else_s ? parallel_safe(c, b, scope, s->if_.else_s) : NULL;
+      return t == s->if_.then_s && e == s->if_.else_s ? s : stmt_if(a, s->if_.cond, t, e);
+    }
+    case STMT_ALLOCATE: {
+      const Stmt *body = parallel_safe(c, b, scope, s->alloc.body);
+      return body == s->alloc.body ? s : stmt_allocate(a, s->alloc.buffer, body);
+    }
+    default: return s;
+  }
+}
+
+/* Allocate b around s, shrunk to the region s accesses. NULL when the
+ * allocation would be private to a parallel loop's iteration and too big
+ * for the stack (the caller then allocates further out). */
 static const Stmt *allocate_compact(CompactCtx *c, const Buffer *b, const Stmt *s) {
   Arena *a = c->arena;
   if (c->parallel_depth > 0 && region_bytes(c, b, s) > COMPACT_PRIVATE_LIMIT_BYTES) return NULL;
+  /* Parallel loops do not nest: inside one there is none to check. */
+  if (c->parallel_depth == 0) s = parallel_safe(c, b, s, s);
   IntSet *box = b->strides ? NULL : region_of(c, b, s, true, true);
   if (!box) return stmt_allocate(a, b, s);
   const Expr **shape = ARENA_ARRAY(a, const Expr *, b->ndim);

@@ -11,7 +11,13 @@
  * Each removed conjunct was proven for the whole main range, so the result is
  * exact; the search only decides how much we gain. Loops inside both parts
  * are then partitioned the same way (the tail of `io` fixes io, which makes
- * the inner `ii` guard a prefix guard too). */
+ * the inner `ii` guard a prefix guard too).
+ *
+ * Every partition copies a loop body, and nested ones multiply (a tail at
+ * each of d levels: up to 2^d copies of the innermost body), so the copies
+ * added to one function are bounded by TIR_PARTITION_BUDGET (code_size.c):
+ * a loop whose copy would pass it keeps its guards (correct, slower), and
+ * the outer loops, partitioned first, get the budget first. */
 #include "arith/arith.h"
 #include "support/ptrmap.h"
 #include "support/vec.h"
@@ -23,6 +29,7 @@ typedef VEC(const Expr *) ExprList;
 typedef struct PartitionCtx {
   Analyzer *az;
   Arena *arena;
+  int64_t added; /* code-size nodes the copies made so far added */
 } PartitionCtx;
 
 /* ---- collecting guard conjuncts ---- */
@@ -138,6 +145,9 @@ static const Stmt *partition_loop(Mutator *m, const Stmt *s) {
   }
   arith_bind_const_range(c->az, var, min, ext);
   if (!any) return mutate_stmt_children(m, s);
+  int64_t copy = K == ext ? 0 : tir_code_size(s->loop.body);
+  if (c->added + copy > TIR_PARTITION_BUDGET) return mutate_stmt_children(m, s);
+  c->added += copy;
 
   ExprList main_terms = {0}, tail_terms = {0};
   for (int i = 0; i < cc.terms.n; i++) {
@@ -187,7 +197,7 @@ static bool bind_loops_cb(Visitor *v, const Stmt *s) {
 }
 
 const PrimFunc *tir_loop_partition(Arena *a, const PrimFunc *f) {
-  PartitionCtx c = {arith_analyzer_new(a), a};
+  PartitionCtx c = {arith_analyzer_new(a), a, 0};
   Visitor v = {bind_loops_cb, NULL, c.az};
   visit_stmt(&v, f->body);
   Mutator m = {a, partition_stmt_cb, keep_expr_cb, &c};

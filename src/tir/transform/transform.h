@@ -19,7 +19,8 @@
  *   tir_vectorize         FOR_VECTORIZED loops -> ramp/broadcast vector
  *                         expressions; what cannot be vectorized falls back
  *                         to a serial loop (correct, just slower)
- *   tir_unroll            FOR_UNROLLED loops with constant extent -> copies
+ *   tir_unroll            FOR_UNROLLED loops with constant extent -> copies,
+ *                         as many as the code-size budget allows
  *   tir_storage_rewrite   reuse the memory of temporaries whose lifetimes
  *                         do not overlap
  *   tir_simplify          again, to clean up
@@ -38,6 +39,43 @@ typedef struct LowerOptions {
 } LowerOptions;
 
 LowerOptions lower_options_default(void);
+
+/* ---- code size (code_size.c; docs/lowering.md "Code size") ----
+ * TIR_CODE_BUDGET bounds every decision that multiplies code: one unrolled
+ * body (tir_unroll, the C back end's unroll pragma, the pool and depthwise
+ * schedules' windows), one vectorized loop's chunks; TIR_PARTITION_BUDGET
+ * bounds the copies loop partitioning adds to one function. The unit is one
+ * operation or statement on at most one 512-bit vector. It is sized by the
+ * L1 instruction cache (32 KiB on the x86 cores Loom targets), past which
+ * unrolling stops paying at run time: the default schedules' unrolled bodies
+ * compile to 0.2-0.6 bytes of x86 code per node (the C compiler's CSE,
+ * immediates and addressing modes absorb most of them), so 32768 nodes stay
+ * within it. The system compiler's time grows faster than linearly in one
+ * basic block (clang -O3 on 2,000 / 4,000 / 8,000 / 16,000 pool taps of ~11
+ * nodes: 0.5 / 1.2 / 6.1 / 27 s; all 33,600 of a 60x80 window over a
+ * 7-column tile: minutes), and 32768 nodes keep it near a second. The
+ * largest default body (a Winograd input transform, 18,016 nodes) fits with
+ * room. */
+enum {
+  TIR_CODE_BUDGET = 32768,
+  TIR_PARTITION_BUDGET = 2 * TIR_CODE_BUDGET, /* a function's growth by loop partitioning */
+  TIR_MAX_UNROLL_COPIES = 256,                /* copies of one unrolled loop, whatever its body */
+  TIR_SYMBOLIC_UNROLL = 8,                    /* copies the C compiler makes of a symbolic unrolled loop */
+};
+
+/* Nodes of e: its operations as a tree, each weighted by the 512-bit
+ * vectors its type takes; constants and variables count nothing, a select
+ * on a constant only its taken branch. Saturates far above the budget. */
+int64_t tir_expr_code_size(const Expr *e);
+/* Nodes of the code s becomes: unrolled loops count their body once per copy
+ * (tir_unroll_copies), vectorized loops once per vector of each chunk. Blocks
+ * count their init, body, bindings and predicate, so schedules can weigh a
+ * block before lowering. */
+int64_t tir_code_size(const Stmt *s);
+/* Copies an unrolled loop of `extent` iterations over a body of `body_size`
+ * nodes may become: all of them when they fit TIR_CODE_BUDGET, else as many
+ * as fit (at least 1, at most TIR_MAX_UNROLL_COPIES). */
+int64_t tir_unroll_copies(int64_t extent, int64_t body_size);
 
 const PrimFunc *tir_simplify(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_lower_blocks(Arena *a, const PrimFunc *f, LoomError *err);

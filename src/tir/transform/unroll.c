@@ -1,7 +1,11 @@
 /* tir_unroll: a FOR_UNROLLED loop with constant extent <= max_extent becomes
- * a sequence of copies of its body, the loop variable replaced by min + i.
- * Longer or symbolic unrolled loops stay loops (codegen may emit a pragma).
- * Inner loops are unrolled first, so nested unrolls multiply out. */
+ * a sequence of copies of its body, the loop variable replaced by min + i,
+ * when all the copies fit the code-size budget (tir_unroll_copies). Longer,
+ * symbolic or too big unrolled loops stay loops (codegen emits an unroll
+ * pragma for as many copies as fit). Inner loops are unrolled first, so
+ * nested unrolls multiply out until the budget stops them: the innermost
+ * loops, whose copies share the most (a register tile's columns), are the
+ * ones that get unrolled. */
 #include "support/ptrmap.h"
 #include "tir/transform/transform.h"
 #include "tir/transform/xform_util.h"
@@ -13,6 +17,7 @@ static const Stmt *unroll_stmt_cb(Mutator *m, const Stmt *s) {
   int64_t ext;
   if (!expr_as_int(s->loop.extent, &ext) || ext > max_extent) return s;
   if (ext <= 0) return stmt_nop(m->arena);
+  if (tir_unroll_copies(ext, tir_code_size(s->loop.body)) < ext) return s;
   Arena *a = m->arena;
   const Stmt **copies = ARENA_ARRAY(a, const Stmt *, ext);
   for (int64_t i = 0; i < ext; i++) {

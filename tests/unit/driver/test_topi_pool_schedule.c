@@ -104,10 +104,64 @@ static void test_pool_nchw(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
 }
 
+/* The kind of the loop named `name` in f (-1 when there is none). */
+typedef struct LoopKindOf {
+  const char *name;
+  int kind;
+} LoopKindOf;
+
+static bool loop_kind_cb(Visitor *v, const Stmt *st) {
+  LoopKindOf *k = v->user;
+  if (st->kind == STMT_FOR && !strcmp(st->loop.var->var.name, k->name)) k->kind = (int)st->loop.kind;
+  return true;
+}
+
+static int loop_kind(const PrimFunc *f, const char *name) {
+  LoopKindOf k = {name, -1};
+  Visitor v = {loop_kind_cb, NULL, &k};
+  visit_stmt(&v, f->body);
+  return k.kind;
+}
+
+/* The window is unrolled with the tile only while the copies fit the
+ * code-size budget: a 3x3 window whole; a 60x80 dilated one (whose 33,600
+ * unrolled statements over a 7-column tile took clang minutes) only along
+ * its rows of taps (80 x 7 copies), the rows a loop. Both compute what the
+ * unscheduled pool computes. */
+static void test_pool_window_unroll_budget(void **state) {
+  (void)state;
+  static const struct {
+    int64_t H, W, R, S, dil, stride;
+    int ry_kind;
+  } cases[] = {
+      {15, 15, 3, 3, 1, 2, FOR_UNROLLED},
+      {1000, 1000, 60, 80, 10, 10, FOR_SERIAL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    Arena *a = arena_new();
+    LoomError err = {0};
+    TeTensor *x = te_placeholder(a, "x", DT_F32, 4, (int64_t[]){1, 1, cases[i].H, cases[i].W}, &err);
+    TopiPoolParams p = {{cases[i].R, cases[i].S}, {cases[i].stride, cases[i].stride}, {0, 0, 0, 0},
+                        {cases[i].dil, cases[i].dil}, false, false};
+    TeTensor *y = x ? topi_pool2d_onnx(a, "pool", TOPI_POOL_MAX, x, &p, &err) : NULL;
+    PrimFunc *f = y ? te_create_primfunc(a, "max_pool", (TeTensor *[]){x, y}, 2, &err) : NULL;
+    if (!f) fail_msg("%s", err.msg);
+    Target target = target_host();
+    Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+    assert_int_equal(topi_schedule_pool2d_cpu(s, "pool", NULL, &target, 2), LOOM_OK);
+    assert_int_equal(loop_kind(sch_func(s), "rx"), FOR_UNROLLED);
+    assert_int_equal(loop_kind(sch_func(s), "ry"), cases[i].ry_kind);
+    sch_free(s);
+    check_pool_schedule(f, "pool", NULL, 2, 0);
+    arena_free(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pool_nchwc),
       cmocka_unit_test(test_pool_nchw),
+      cmocka_unit_test(test_pool_window_unroll_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -497,13 +497,41 @@ static void test_register_tile_promotion(void **state) {
   arena_free(a);
 }
 
+/* Unrolled loops the lowering left as loops (too long, or too big to
+ * unroll whole) get an unroll pragma for as many copies as fit the
+ * code-size budget: B[j] += A[i] (4 nodes) in three nested unrolled loops
+ * of 1000: the innermost 250 copies (the most up to 256 that divide 1000),
+ * the middle one 25 (25 x 250 x 4 nodes fit 32768), the outermost none. */
+static void test_unroll_pragma_budget(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  const Buffer *A = h_buf(a, "A", DT_F32, 1000), *B = h_buf(a, "B", DT_F32, 1000);
+  const Buffer *ps[] = {A, B};
+  const Expr *i = expr_var(a, "i", DT_I64), *j = expr_var(a, "j", DT_I64), *k = expr_var(a, "k", DT_I64);
+  const Stmt *st = h_st(a, B, j, expr_add(a, h_ld(a, B, j), h_ld(a, A, k)));
+  const Stmt *nest = h_for(a, i, 1000, FOR_UNROLLED, h_for(a, k, 1000, FOR_UNROLLED, h_for(a, j, 1000, FOR_UNROLLED, st)));
+  StrBuf sb;
+  sb_init(&sb);
+  LoomError err = {0};
+  assert_int_equal(codegen_c_func(&sb, primfunc_new(a, "unrolled", ps, 2, nest), &err), LOOM_OK);
+  const char *src = sb_cstr(&sb);
+  assert_non_null(strstr(src, "#pragma GCC unroll 250\n"));
+  assert_non_null(strstr(src, "#pragma GCC unroll 25\n"));
+  const char *first = strstr(src, "#pragma GCC unroll");
+  assert_non_null(first);
+  assert_null(strstr(strstr(first + 1, "#pragma GCC unroll") + 1, "#pragma GCC unroll"));
+  assert_true(strstr(src, "for (int64_t i = 0;") < first);
+  sb_free(&sb);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vector_add),       cmocka_unit_test(test_matmul_parallel),
       cmocka_unit_test(test_floordiv_floormod), cmocka_unit_test(test_select_cast_call),
       cmocka_unit_test(test_allocations),      cmocka_unit_test(test_argument_checks),
       cmocka_unit_test(test_codegen_refusals), cmocka_unit_test(test_f64_bool_symbolic_parallel),
-      cmocka_unit_test(test_register_tile_promotion),
+      cmocka_unit_test(test_register_tile_promotion), cmocka_unit_test(test_unroll_pragma_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

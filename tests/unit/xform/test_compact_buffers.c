@@ -180,6 +180,128 @@ static void test_fused_column_tiles(void **state) {
   arena_free(a);
 }
 
+/* ---- a temporary shared by a parallel loop and the statements around it ---- */
+
+typedef struct ParallelScan {
+  int parallel;        /* parallel loops */
+  int private_allocs;  /* allocations inside a parallel loop */
+  int depth;
+} ParallelScan;
+
+static void scan_parallel(ParallelScan *p, const Stmt *s) {
+  if (!s) return;
+  switch (s->kind) {
+    case STMT_FOR:
+      if (s->loop.kind == FOR_PARALLEL) p->parallel++, p->depth++;
+      scan_parallel(p, s->loop.body);
+      if (s->loop.kind == FOR_PARALLEL) p->depth--;
+      return;
+    case STMT_SEQ:
+      for (int i = 0; i < s->seq.n; i++) scan_parallel(p, s->seq.stmts[i]);
+      return;
+    case STMT_IF:
+      scan_parallel(p, s->if_.then_s);
+      scan_parallel(p, s->if_.else_s);
+      return;
+    case STMT_ALLOCATE:
+      p->private_allocs += p->depth > 0;
+      scan_parallel(p, s->alloc.body);
+      return;
+    default: return;
+  }
+}
+
+/* for v in 0:4 parallel { T[tv] = A[v]; B[v] = T[tv] * 2 }, every
+ * iteration on the same element T[tv] of a 2-element T, between `before`
+ * and `after` (statements on T, or NULL). */
+static PrimFunc *shared_temp_fn(Arena *a, Buffer *A, Buffer *T, int64_t tv, const Stmt *before, const Stmt *after) {
+  Buffer *B = xc_buf1(a, "B", 4);
+  const Expr *v = expr_var(a, "v", DT_I64), *t = xc_i(a, tv);
+  const Stmt *body = stmt_seq2(a, stmt_store(a, T, expr_load(a, A, &v, 1), &t, 1),
+                               stmt_store(a, B, expr_mul(a, expr_load(a, T, &t, 1), expr_float(a, DT_F32, 2.0)), &v, 1));
+  const Stmt *st[3];
+  int n = 0;
+  if (before) st[n++] = before;
+  st[n++] = stmt_for(a, v, xc_i(a, 0), xc_i(a, 4), FOR_PARALLEL, body);
+  if (after) st[n++] = after;
+  const Buffer *params[3] = {A, B, NULL};
+  int np = 2;
+  if (after && after->kind == STMT_STORE && after->store.buffer != T) params[np++] = after->store.buffer;
+  return primfunc_new(a, "shared_temp", params, np, stmt_allocate(a, T, stmt_seq(a, st, n)));
+}
+
+/* The statement after the loop reads what its iterations stored (the last
+ * one's value, run serially): no cut is safe and private copies would lose
+ * the value, so the loop runs serially. */
+static void test_parallel_loop_feeding_later_reader_runs_serially(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 4), *T = xc_buf1(a, "T", 2), *C = xc_buf1(a, "C", 1);
+  const Expr *zero = xc_i(a, 0);
+  PrimFunc *f = shared_temp_fn(a, A, T, 0, NULL, stmt_store(a, C, expr_load(a, T, &zero, 1), &zero, 1));
+  const PrimFunc *g = tir_compact_buffers(a, f);
+  xc_dump("compact(parallel feeding a reader)", g);
+  ParallelScan p = {0};
+  scan_parallel(&p, g->body);
+  assert_int_equal(p.parallel, 0);
+  xc_check_same(f, g, 159);
+  arena_free(a);
+}
+
+/* T[1] is written before the loop and read after it; the loop's iterations
+ * share T[0], which nothing outside reads: no cut is provable (the reader
+ * reads a value from before the loop), but the iterations get private
+ * copies of T and the loop stays parallel. */
+static void test_parallel_loop_beside_other_values_gets_private_copies(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 4), *T = xc_buf1(a, "T", 2), *C = xc_buf1(a, "C", 1);
+  const Expr *zero = xc_i(a, 0), *one = xc_i(a, 1);
+  const Stmt *before = stmt_store(a, T, expr_load(a, A, &zero, 1), &one, 1);
+  PrimFunc *f = shared_temp_fn(a, A, T, 0, before, stmt_store(a, C, expr_load(a, T, &one, 1), &zero, 1));
+  const PrimFunc *g = tir_compact_buffers(a, f);
+  xc_dump("compact(parallel beside other values)", g);
+  ParallelScan p = {0};
+  scan_parallel(&p, g->body);
+  assert_int_equal(p.parallel, 1);
+  assert_int_equal(p.private_allocs, 1);
+  xc_check_same(f, g, 160);
+  arena_free(a);
+}
+
+/* The random schedule of softmax with seed 1129: a row sum T[f % 2]
+ * recomputed by every iteration of a parallel loop, then by every iteration
+ * of the serial tail that loop partitioning split off. The tail's
+ * iterations overlap too, but each reads only what it wrote itself, so the
+ * cut before it is safe: the parallel loop's iterations get private copies
+ * (before, one allocation around both loops was shared by them: a race). */
+static void test_parallel_loop_and_overlapping_tail(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  Buffer *A = xc_buf1(a, "A", 8), *T = xc_buf1(a, "T", 2), *B = xc_buf1(a, "B", 8);
+  const Expr *v = expr_var(a, "v", DT_I64), *w = expr_var(a, "w", DT_I64);
+  const Stmt *loops[2];
+  for (int k = 0; k < 2; k++) {
+    const Expr *x = k ? expr_add(a, w, xc_i(a, 4)) : v, *t = expr_floormod(a, x, xc_i(a, 2));
+    const Stmt *sum = stmt_seq2(a, stmt_store(a, T, expr_float(a, DT_F32, 1.0), &t, 1),
+                                stmt_store(a, T, expr_add(a, expr_load(a, T, &t, 1), expr_load(a, A, &x, 1)), &t, 1));
+    const Stmt *use = stmt_store(a, B, expr_mul(a, expr_load(a, T, &t, 1), expr_load(a, A, &x, 1)), &x, 1);
+    loops[k] = stmt_for(a, k ? w : v, xc_i(a, 0), xc_i(a, 4), k ? FOR_UNROLLED : FOR_PARALLEL,
+                        stmt_seq2(a, sum, use));
+  }
+  const Buffer *params[2] = {A, B};
+  PrimFunc *f = primfunc_new(a, "sum_tail", params, 2, stmt_allocate(a, T, stmt_seq(a, loops, 2)));
+  const PrimFunc *g = tir_compact_buffers(a, f);
+  xc_dump("compact(parallel loop and tail)", g);
+  ParallelScan p = {0};
+  scan_parallel(&p, g->body);
+  assert_int_equal(p.parallel, 1);
+  assert_int_equal(p.private_allocs, 1);
+  assert_int_equal(g->body->kind, STMT_SEQ);
+  xc_check_same(f, g, 161);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stencil_tile_written_before_read),
@@ -188,6 +310,9 @@ int main(void) {
       cmocka_unit_test(test_big_parallel_tiles_stay_shared),
       cmocka_unit_test(test_fused_loop_tiles),
       cmocka_unit_test(test_fused_column_tiles),
+      cmocka_unit_test(test_parallel_loop_feeding_later_reader_runs_serially),
+      cmocka_unit_test(test_parallel_loop_beside_other_values_gets_private_copies),
+      cmocka_unit_test(test_parallel_loop_and_overlapping_tail),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
