@@ -54,26 +54,14 @@ static const char *emit(Flex *f, const char *op, const char *out, bool final, co
                         const OnnxAttr *attrs, int nattrs) {
   if (f->st) return "";
   Arena *a = f->im->scratch;
-  OnnxNode *n = ARENA_NEW(a, OnnxNode);
-  memset(n, 0, sizeof *n);
   const char *name = final ? out : arena_printf(a, "%s%s", f->prefix, out);
-  n->name = arena_printf(a, "%s%s", f->prefix, out);
-  n->op_type = op;
-  n->domain = "";
-  n->inputs = ARENA_ARRAY(a, const char *, nins);
-  memcpy(n->inputs, ins, sizeof(const char *) * (size_t)nins);
-  n->ninputs = nins;
-  n->outputs = ARENA_ARRAY(a, const char *, 1);
-  n->outputs[0] = name;
-  n->noutputs = 1;
-  n->attrs = ARENA_ARRAY(a, OnnxAttr, nattrs > 0 ? nattrs : 1);
-  if (nattrs) memcpy(n->attrs, attrs, sizeof(OnnxAttr) * (size_t)nattrs);
-  n->nattrs = nattrs;
+  const OnnxNode *n =
+      onnx_node_new(a, arena_printf(a, "%s%s", f->prefix, out), op, ins, nins, name, attrs, nattrs);
   f->st = onnx_convert_node(f->im, n);
   return f->st ? "" : name;
 }
 
-#define IN(...) ((const char *[]){__VA_ARGS__}), (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
+#define IN ONNX_NAMES
 #define OP1(f, op, out, ...) emit(f, op, out, false, IN(__VA_ARGS__), NULL, 0)
 
 static const char *shape_slice(Flex *f, const char *x, const char *out, int64_t start, int64_t end) {

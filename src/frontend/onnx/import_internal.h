@@ -50,6 +50,13 @@ void onnx_pack_bits(DType dt, const void *in, int64_t numel, uint8_t *packed);
 /* Converts one node (already checked to be supported) and adds it to the
  * graph; inputs and outputs are resolved by name through im->names. */
 loom_status onnx_convert_node(Importer *im, const OnnxNode *n);
+/* A default-domain node with one output, for the import-time expansions
+ * (FlexAttention, old-opset adapters); the arrays are copied into `a`. */
+OnnxNode *onnx_node_new(Arena *a, const char *name, const char *op, const char *const *ins, int nins, const char *out,
+                        const OnnxAttr *attrs, int nattrs);
+/* A name list and its length, for onnx_node_new's callers: NAMES("x", "w"). */
+#define ONNX_NAMES(...) \
+  ((const char *[]){__VA_ARGS__}), (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
 /* Every op of og (not its bodies) has a converter; else one message naming
  * all unsupported ops and their nodes. */
 loom_status onnx_check_supported(Importer *im, const OnnxGraph *og);

@@ -124,20 +124,8 @@ static const char *const_i64(Legacy *l, const char *what, const int64_t *v, int 
 static const char *emit(Legacy *l, const char *op, const char *what, const char **ins, int nins, const OnnxAttr *attrs,
                         int nattrs) {
   if (l->st) return "";
-  Arena *a = l->im->scratch;
-  OnnxNode *n = ARENA_NEW(a, OnnxNode);
-  memset(n, 0, sizeof *n);
-  n->name = fresh_name(l, what);
-  n->op_type = op;
-  n->domain = "";
-  n->inputs = ARENA_ARRAY(a, const char *, nins);
-  memcpy(n->inputs, ins, sizeof(const char *) * (size_t)nins);
-  n->ninputs = nins;
-  n->outputs = ARENA_ARRAY(a, const char *, 1);
-  n->outputs[0] = n->name;
-  n->noutputs = 1;
-  n->attrs = (OnnxAttr *)attrs;
-  n->nattrs = nattrs;
+  const char *name = fresh_name(l, what);
+  const OnnxNode *n = onnx_node_new(l->im->scratch, name, op, ins, nins, name, attrs, nattrs);
   int64_t opset = l->im->opset;
   l->im->opset = ONNX_MAX_OPSET;
   l->st = onnx_convert_node(l->im, n);
@@ -145,7 +133,7 @@ static const char *emit(Legacy *l, const char *op, const char *what, const char 
   return l->st ? "" : n->name;
 }
 
-#define IN(...) ((const char *[]){__VA_ARGS__}), (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
+#define IN ONNX_NAMES
 #define OP(l, op, what, ...) emit(l, op, what, IN(__VA_ARGS__), NULL, 0)
 
 /* `count` ones (int64), count a 1-element int64 tensor. A negative count

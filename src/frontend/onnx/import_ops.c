@@ -593,6 +593,25 @@ static loom_status rewrite_seq_forms(NodeCtx *c, const char *op) {
   return LOOM_OK;
 }
 
+OnnxNode *onnx_node_new(Arena *a, const char *name, const char *op, const char *const *ins, int nins, const char *out,
+                        const OnnxAttr *attrs, int nattrs) {
+  OnnxNode *n = ARENA_NEW(a, OnnxNode);
+  memset(n, 0, sizeof *n);
+  n->name = name;
+  n->op_type = op;
+  n->domain = "";
+  n->inputs = ARENA_ARRAY(a, const char *, nins > 0 ? nins : 1);
+  if (nins) memcpy(n->inputs, ins, sizeof(const char *) * (size_t)nins);
+  n->ninputs = nins;
+  n->outputs = ARENA_ARRAY(a, const char *, 1);
+  n->outputs[0] = out;
+  n->noutputs = 1;
+  n->attrs = ARENA_ARRAY(a, OnnxAttr, nattrs > 0 ? nattrs : 1);
+  if (nattrs) memcpy(n->attrs, attrs, sizeof(OnnxAttr) * (size_t)nattrs);
+  n->nattrs = nattrs;
+  return n;
+}
+
 loom_status onnx_convert_node(Importer *im, const OnnxNode *n) {
   NodeCtx c;
   memset(&c, 0, sizeof c);

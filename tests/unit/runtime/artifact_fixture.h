@@ -115,6 +115,27 @@ static inline int fixture_build_so(const char *dir, char *so_path, size_t len) {
 
 /* The y = relu(x + w) model; every pointer in `spec` points into this
  * struct, so keep it alive (and unmoved) while the spec is used. */
+/* A whole file (NULL when unreadable; caller frees) and its writer (0 on
+ * success): the artifact tests damage images in memory and write them back. */
+static inline uint8_t *fixture_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = malloc((size_t)n + 1);
+  *len = b ? fread(b, 1, (size_t)n, f) : 0;
+  fclose(f);
+  return b;
+}
+
+static inline int fixture_write_file(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  size_t n = fwrite(data, 1, len, f);
+  return fclose(f) == 0 && n == len ? 0 : -1;
+}
+
 typedef struct FixtureModel {
   int64_t shape[2];
   float w[6];

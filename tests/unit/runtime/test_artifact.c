@@ -24,25 +24,6 @@ typedef struct Env {
   size_t len;
 } Env;
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)n + 1);
-  *len = fread(b, 1, (size_t)n, f);
-  fclose(f);
-  return b;
-}
-
-static void spit(const char *path, const void *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(data, 1, len, f), len);
-  fclose(f);
-}
-
 static int setup(void **state) {
   Env *e = calloc(1, sizeof *e);
   snprintf(e->dir, sizeof e->dir, "/tmp/loom-test-artifact-XXXXXX");
@@ -56,7 +37,7 @@ static int setup(void **state) {
     fprintf(stderr, "%s\n", err.msg);
     return -1;
   }
-  e->image = slurp(e->art, &e->len);
+  e->image = fixture_read_file(e->art, &e->len);
   *state = e;
   return e->image ? 0 : -1;
 }
@@ -159,7 +140,7 @@ static void test_truncation(void **state) {
   /* a truncated file on disk */
   char p[4200];
   snprintf(p, sizeof p, "%s/trunc.loom", e->dir);
-  spit(p, e->image, (size_t)so + 10);
+  assert_int_equal(fixture_write_file(p, e->image, (size_t)so + 10), 0);
   Artifact *a;
   LoomError err = {0};
   assert_int_equal(artifact_load(p, 0, &a, &err), LOOM_ERR_PARSE);
@@ -369,7 +350,7 @@ static void test_atomic_write(void **state) {
   m.kernels[0].name = NULL;
   assert_int_equal(artifact_write(p, &m.spec, &err), LOOM_ERR_INVALID_ARG);
   size_t len;
-  uint8_t *now = slurp(p, &len);
+  uint8_t *now = fixture_read_file(p, &len);
   assert_int_equal(len, e->len);
   assert_memory_equal(now, e->image, len);
   free(now);

@@ -31,25 +31,6 @@ typedef struct Section {
   uint64_t off, size;
 } Section;
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)n + 1);
-  *len = fread(b, 1, (size_t)n, f);
-  fclose(f);
-  return b;
-}
-
-static void spit(const char *path, const void *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(data, 1, len, f), len);
-  fclose(f);
-}
-
 static int setup(void **state) {
   Env *e = calloc(1, sizeof *e);
   snprintf(e->dir, sizeof e->dir, "/tmp/loom-test-damage-XXXXXX");
@@ -63,7 +44,7 @@ static int setup(void **state) {
     fprintf(stderr, "%s\n", err.msg);
     return -1;
   }
-  e->image = slurp(e->art, &e->len);
+  e->image = fixture_read_file(e->art, &e->len);
   *state = e;
   return e->image ? 0 : -1;
 }
@@ -101,7 +82,7 @@ static void assert_contains(const char *msg, const char *part) {
  * the load must fail (nothing runs) with LOOM_ERR_PARSE naming the file
  * and containing `expect`. */
 static void expect_refused(const Env *e, const uint8_t *b, size_t len, const char *expect, const char *what) {
-  spit(e->damaged, b, len);
+  assert_int_equal(fixture_write_file(e->damaged, b, len), 0);
   LoomModel *m = NULL;
   char err[1024] = "";
   LoomModelOptions opt = {.num_threads = 1};
