@@ -9,6 +9,7 @@
  * oneDNN's speed). Emitted as one C variable per vector, the same code
  * keeps all of them in registers. */
 #include "target/codegen_c_internal.h"
+#include "tir/transform/transform.h"
 
 #include <string.h>
 
@@ -74,15 +75,13 @@ bool cg_promote_alloc(CodegenC *cg, StrBuf *sb, const Buffer *b, int64_t n_elems
   Scan sc = {.buf = b, .n_elems = n_elems, .lanes = 1, .ok = true};
   Visitor v = {.visit_stmt = scan_stmt, .visit_expr = scan_expr, .user = &sc};
   visit_stmt(&v, body);
-  int64_t bits_per_slot = (int64_t)(b->dtype.bits < 8 ? 8 : b->dtype.bits) * sc.lanes;
-  int64_t registers_per_slot = (bits_per_slot + 511) / 512;
-  if (!sc.ok || n_elems % sc.lanes || n_elems / sc.lanes * registers_per_slot > PROMOTE_MAX_REGISTERS) return false;
+  DType t = b->dtype;
+  t.lanes = (uint16_t)sc.lanes;
+  if (!sc.ok || n_elems % sc.lanes || n_elems / sc.lanes * tir_vector_registers(t) > PROMOTE_MAX_REGISTERS) return false;
   Promoted *p = arena_alloc(cg->arena, sizeof *p);
   p->lanes = sc.lanes;
   p->n_slots = n_elems / sc.lanes;
   p->names = arena_alloc(cg->arena, (size_t)p->n_slots * sizeof *p->names);
-  DType t = b->dtype;
-  t.lanes = (uint16_t)sc.lanes;
   const char *ty = cg_type(cg, t, b->name);
   const char *base = cg_name_of(cg, b, b->name);
   for (int64_t k = 0; k < p->n_slots; k++) {

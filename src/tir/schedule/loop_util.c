@@ -71,31 +71,60 @@ const Stmt *sch_simplify_bindings(Schedule *s, const Stmt *root, const Expr *con
   return mutate_stmt(&m, root);
 }
 
-typedef struct NameSearch {
-  const char *name;
-  bool found;
-} NameSearch;
+/* The loop names of a program taken by `base` and its numbered forms
+ * base_1, base_2, ...: taken[i] for base_i (taken[0]: base itself). */
+typedef struct NameUse {
+  const char *base;
+  size_t len;
+  bool *taken;
+  int64_t n;
+} NameUse;
 
-static bool find_loop_name_cb(Visitor *v, const Stmt *st) {
-  NameSearch *ns = v->user;
-  if (st->kind == STMT_FOR && strcmp(st->loop.var->var.name, ns->name) == 0) ns->found = true;
-  return !ns->found;
+static bool name_use_cb(Visitor *v, const Stmt *st) {
+  NameUse *u = v->user;
+  if (st->kind != STMT_FOR) return true;
+  const char *name = st->loop.var->var.name;
+  if (strncmp(name, u->base, u->len) != 0) return true;
+  if (name[u->len] == '\0') {
+    u->taken[0] = true;
+  } else if (name[u->len] == '_' && name[u->len + 1] >= '1' && name[u->len + 1] <= '9') {
+    int64_t i = 0;
+    const char *d = name + u->len + 1;
+    for (; *d >= '0' && *d <= '9' && i <= u->n; d++) i = i * 10 + (*d - '0');
+    if (*d == '\0' && i < u->n) u->taken[i] = true;
+  }
+  return true;
 }
 
-static bool loop_name_used(const Stmt *body, const char *name) {
-  NameSearch ns = {name, false};
-  Visitor v = {.visit_stmt = find_loop_name_cb, .user = &ns};
-  visit_stmt(&v, body);
-  return ns.found;
+/* Loop names live on statements: the walk skips every expression. */
+static bool skip_expr_cb(Visitor *v, const Expr *e) {
+  (void)v, (void)e;
+  return false;
+}
+
+static bool count_loops_cb(Visitor *v, const Stmt *st) {
+  *(int64_t *)v->user += st->kind == STMT_FOR;
+  return true;
 }
 
 /* Names are made unique among the loops of the current program: variables
  * are ordered by name in the simplifier's canonical form (identity only
  * breaks ties), so two fresh loops sharing a name would be ordered by
- * address, and a replayed trace could print (and compare) differently. */
+ * address, and a replayed trace could print (and compare) differently.
+ * The first free one of base, base_1, base_2, ... from one walk over the
+ * statements (a walk per candidate, expressions included, made scheduling
+ * an LSTM unrolled over 300 steps cubic in its stages). */
 const Expr *sch_new_loop_var(Schedule *s, const char *base) {
-  const char *name = base;
-  for (int i = 1; loop_name_used(s->func->body, name); i++) name = arena_printf(s->arena, "%s_%d", base, i);
+  int64_t loops = 0;
+  Visitor count = {count_loops_cb, skip_expr_cb, &loops};
+  visit_stmt(&count, s->func->body);
+  /* n loops take at most n of the n + 1 candidates. */
+  NameUse u = {base, strlen(base), arena_alloc(s->arena, (size_t)(loops + 1) * sizeof(bool)), loops + 1};
+  Visitor v = {name_use_cb, skip_expr_cb, &u};
+  visit_stmt(&v, s->func->body);
+  int64_t i = 0;
+  while (u.taken[i]) i++;
+  const char *name = i ? arena_printf(s->arena, "%s_%lld", base, (long long)i) : base;
   return expr_var(s->arena, name, DT_I64);
 }
 

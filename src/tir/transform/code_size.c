@@ -23,8 +23,7 @@ static int64_t sat_mul(int64_t x, int64_t y) {
   return y > 0 && x > TIR_CODE_SIZE_MAX / y ? TIR_CODE_SIZE_MAX : x * y;
 }
 
-/* Vector registers (512-bit) a value of this type takes. */
-static int64_t registers(DType t) {
+int64_t tir_vector_registers(DType t) {
   int64_t bits = (int64_t)(t.bits < 8 ? 8 : t.bits) * (t.lanes ? t.lanes : 1);
   return bits <= 512 ? 1 : (bits + 511) / 512;
 }
@@ -51,7 +50,7 @@ static bool count_expr_cb(Visitor *v, const Expr *e) {
       break;
     default: break;
   }
-  w->n = sat_add(w->n, registers(e->dtype));
+  w->n = sat_add(w->n, tir_vector_registers(e->dtype));
   return true;
 }
 

@@ -110,7 +110,11 @@ static void region_stmt(RegionWalk *w, const Stmt *s) {
       if (s->store.buffer == w->b && w->stores) region_add(w, s->store.indices, s->store.n);
       return;
     case STMT_SEQ:
-      for (int i = 0; i < s->seq.n; i++) region_stmt(w, s->seq.stmts[i]);
+      /* Statements that do not touch b add nothing, and evaluating their
+       * loop ranges made placing each of an unrolled LSTM's hundreds of
+       * step temporaries walk all the others' loops. */
+      for (int i = 0; i < s->seq.n; i++)
+        if (xform_stmt_touches_buffer(s->seq.stmts[i], w->b)) region_stmt(w, s->seq.stmts[i]);
       return;
     case STMT_IF:
       region_exprs(w, s->if_.cond);

@@ -63,6 +63,8 @@ enum {
   TIR_SYMBOLIC_UNROLL = 8,                    /* copies the C compiler makes of a symbolic unrolled loop */
 };
 
+/* The 512-bit vector registers a value of type t takes (1 for scalars). */
+int64_t tir_vector_registers(DType t);
 /* Nodes of e: its operations as a tree, each weighted by the 512-bit
  * vectors its type takes; constants and variables count nothing, a select
  * on a constant only its taken branch. Saturates far above the budget. */
