@@ -269,15 +269,18 @@ static loom_status build_env_init(const BuildOptions *opt, BuildEnv *env, LoomEr
   memset(env, 0, sizeof *env);
   env->cc = opt->cc ? opt->cc : build_default_cc();
   /* -march=native asks the compiler's own view of the CPU. When the host
-   * target has no AVX-512 where the CPU does (under valgrind, which hides
-   * it from this process but not from the compiler it starts), the code
-   * must not use it either. */
+   * target is narrower than the CPU (under valgrind, which hides AVX-512
+   * from this process but not from the compiler it starts; LOOM_HOST_ISA),
+   * the code must not use what the target lacks either. */
 #if defined(__x86_64__)
-  bool no_avx512 = target_host().vector_bits < 512;
+  int host_bits = target_host().vector_bits;
 #else
-  bool no_avx512 = false;
+  int host_bits = 512;
 #endif
-  env->cflags = opt->cflags ? opt->cflags : no_avx512 ? BUILD_DEFAULT_CFLAGS " -mno-avx512f" : BUILD_DEFAULT_CFLAGS;
+  env->cflags = opt->cflags           ? opt->cflags
+                : host_bits < 256 ? BUILD_DEFAULT_CFLAGS " -mno-avx" /* and so no AVX2, FMA, AVX-512 */
+                : host_bits < 512 ? BUILD_DEFAULT_CFLAGS " -mno-avx512f"
+                                  : BUILD_DEFAULT_CFLAGS;
   env->extra = opt->extra_flags ? opt->extra_flags : "";
   env->inc = opt->include_dir ? opt->include_dir : getenv("LOOM_INCLUDE_DIR");
 #ifdef LOOM_DEFAULT_INCLUDE_DIR

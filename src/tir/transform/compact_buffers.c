@@ -87,7 +87,9 @@ static void region_stmt(RegionWalk *w, const Stmt *s) {
   if (!s || !w->ok || s == w->skip) return;
   switch (s->kind) {
     case STMT_FOR: {
-      /* Loops that never touch b add nothing; their bounds cost arithmetic. */
+      /* Loops that never touch b add nothing, and evaluating their ranges
+       * made placing each of an unrolled LSTM's step temporaries walk all
+       * the other steps' loops. */
       if (!xform_stmt_touches_buffer(s, w->b)) return;
       IntSet lo = arith_eval_set(w->c->az, s->loop.min, &w->dom);
       IntSet hi = arith_eval_set(w->c->az, expr_sub(w->c->arena, expr_add(w->c->arena, s->loop.min, s->loop.extent),
@@ -110,11 +112,7 @@ static void region_stmt(RegionWalk *w, const Stmt *s) {
       if (s->store.buffer == w->b && w->stores) region_add(w, s->store.indices, s->store.n);
       return;
     case STMT_SEQ:
-      /* Statements that do not touch b add nothing, and evaluating their
-       * loop ranges made placing each of an unrolled LSTM's hundreds of
-       * step temporaries walk all the others' loops. */
-      for (int i = 0; i < s->seq.n; i++)
-        if (xform_stmt_touches_buffer(s->seq.stmts[i], w->b)) region_stmt(w, s->seq.stmts[i]);
+      for (int i = 0; i < s->seq.n; i++) region_stmt(w, s->seq.stmts[i]);
       return;
     case STMT_IF:
       region_exprs(w, s->if_.cond);
