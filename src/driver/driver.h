@@ -1,11 +1,15 @@
 /* The build driver: PrimFuncs of blocks -> one loaded shared object.
  *
- *   driver_build: tir_lower every function, emit them all into ONE C source
- *   (codegen_c_prelude once, then codegen_c_func each), build it through the
- *   content-hash cache (target/build.h) and dlopen it (runtime/module.h).
+ *   driver_build: tir_lower every function, generate C for each distinct
+ *   one (a function whose lowered code equals an earlier one's, names
+ *   aside, becomes an alias of it), pack them into translation units of
+ *   about 64 KiB, build those in parallel into one shared object through
+ *   the content-hash cache (target/build.h) and dlopen it
+ *   (runtime/module.h).
  *
- * One source for many kernels matters: the system compiler costs ~0.2-0.5 s
- * per run, and the random-schedule harness compiles hundreds of variants.
+ * Many kernels per unit matters: the system compiler costs ~40 ms per run
+ * before any work, and the random-schedule harness compiles hundreds of
+ * variants.
  *
  * Plus helpers to call kernels in tests and tools: DriverTensors allocates a
  * 64-byte-aligned DLTensor per PrimFunc parameter, filled with seeded random
