@@ -20,6 +20,7 @@
 #include "runtime/dl_dtype.h"
 #include "runtime/npy.h"
 #include "support/subprocess.h"
+#include "target/target.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -48,11 +49,13 @@ static int fail(int code, const char *fmt, ...) {
 
 static const char k_usage[] =
     "usage:\n"
-    "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-avx2|x86_64-avx512] [--opt-level 0..3]\n"
+    "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-avx2|x86_64-avx512]\n"
+    "           [--target-opt KEY=VALUE,...] [--opt-level 0..3]\n"
     "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
     "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]\n"
+    "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
     "  loom --version\n";
 
 /* "--flag VALUE" or "--flag=VALUE": the value, advancing *i; NULL when the
@@ -103,6 +106,8 @@ static int cmd_compile(int argc, char **argv) {
       out = v;
     } else if ((v = flag_value(argc, argv, &i, "--target", &missing))) {
       opt.target = v;
+    } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
+      opt.target_options = v;
     } else if ((v = flag_value(argc, argv, &i, "--opt-level", &missing))) {
       long n;
       if (!parse_int(v, 0, 3, &n)) return fail(EXIT_USAGE, "compile: --opt-level \"%s\": expected 0, 1, 2 or 3", v);
@@ -431,8 +436,9 @@ static void print_output_summary(LoomModel *m) {
 
 /* Per plan step: mean time per run, share of the kernels' time, and, from
  * the FLOPs the compiler counted (LoomProfileEntry.flops; 0 = unknown),
- * GFLOP/s and the percentage of the peak: LOOM_PEAK_GFLOPS_PER_THREAD
- * (loom_runtime.h) times the model's thread count. */
+ * GFLOP/s and the percentage of the peak: this host's per core (the
+ * target's FLOP per cycle times its clock, `loom target`) times the
+ * model's thread count. */
 static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
   int32_t n = loom_model_profile_count(m);
   cJSON *arr = cJSON_CreateArray();
@@ -444,7 +450,8 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
     flops_sum += (double)p.flops;
   }
   int threads = loom_model_num_threads(m) > 0 ? loom_model_num_threads(m) : 1;
-  double peak = LOOM_PEAK_GFLOPS_PER_THREAD * threads; /* GFLOP/s */
+  Target host = target_host();
+  double per_thread = target_peak_gflops_per_core(&host), peak = per_thread * threads; /* GFLOP/s */
   if (print)
     printf("%-5s %-40s %10s %7s %9s %7s  %s\n", "step", "kernel", "avg ms", "%", "GFLOP/s", "%peak", "onnx nodes");
   for (int32_t i = 0; i < n; i++) {
@@ -463,7 +470,8 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
     cJSON_AddNumberToObject(o, "flops", (double)p.flops);
     if (rated) {
       cJSON_AddNumberToObject(o, "gflops", gflops);
-      cJSON_AddNumberToObject(o, "peak_pct", 100.0 * gflops / peak);
+      if (peak > 0) cJSON_AddNumberToObject(o, "peak_pct", 100.0 * gflops / peak);
+      else cJSON_AddNullToObject(o, "peak_pct");
     } else {
       cJSON_AddNullToObject(o, "gflops");
       cJSON_AddNullToObject(o, "peak_pct");
@@ -473,7 +481,8 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
     cJSON_AddItemToArray(arr, o);
     if (print) {
       printf("%-5d %-40s %10.4f %6.1f%% ", (int)i, p.kernel, avg, pct);
-      if (rated) printf("%9.2f %6.1f%%  ", gflops, 100.0 * gflops / peak);
+      if (rated && peak > 0) printf("%9.2f %6.1f%%  ", gflops, 100.0 * gflops / peak);
+      else if (rated) printf("%9.2f %7s  ", gflops, "-");
       else printf("%9s %7s  ", "-", "-");
       for (int32_t k = 0; k < p.num_nodes; k++) printf("%s%s", k ? ", " : "", p.nodes[k]);
       printf("\n");
@@ -481,10 +490,14 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print) {
   }
   if (print) {
     printf("kernels %.4f ms of %.4f ms per run (mean)\n", sum, run_ms_total);
-    if (flops_sum > 0 && sum > 0)
-      printf("%.4f GFLOP per run: %.2f GFLOP/s over the kernels' time, %.1f%% of the peak (%d thread%s x %.0f GFLOP/s)\n",
+    if (flops_sum > 0 && sum > 0 && peak > 0)
+      printf("%.4f GFLOP per run: %.2f GFLOP/s over the kernels' time, %.1f%% of the peak (%d thread%s x %.1f GFLOP/s, "
+             "%s: `loom target`)\n",
              flops_sum * 1e-9, flops_sum / (sum * 1e6), 100.0 * flops_sum / (sum * 1e6) / peak, threads,
-             threads == 1 ? "" : "s", LOOM_PEAK_GFLOPS_PER_THREAD);
+             threads == 1 ? "" : "s", per_thread, host.name);
+    else if (flops_sum > 0 && sum > 0)
+      printf("%.4f GFLOP per run: %.2f GFLOP/s over the kernels' time (peak unknown: the clock is)\n",
+             flops_sum * 1e-9, flops_sum / (sum * 1e6));
   }
   return arr;
 }
@@ -766,6 +779,26 @@ static int inspect_artifact(const char *path, const uint8_t *b, size_t len, cons
   return 0;
 }
 
+/* `loom target`: the machine description schedules are derived from. */
+static int cmd_target(int argc, char **argv) {
+  const char *name = NULL, *options = NULL;
+  for (int i = 0; i < argc; i++) {
+    bool missing = false;
+    const char *v;
+    if ((v = flag_value(argc, argv, &i, "--target", &missing))) name = v;
+    else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) options = v;
+    else if (missing) return fail(EXIT_USAGE, "target: %s needs a value", argv[i]);
+    else return fail(EXIT_USAGE, "target: unexpected argument \"%s\"", argv[i]);
+  }
+  Target t;
+  LoomError err = {0};
+  if (target_parse(name, &t, &err) || target_apply_options(&t, options, &err)) return fail(1, "target: %s", err.msg);
+  char buf[1024];
+  target_describe(&t, buf, sizeof buf);
+  fputs(buf, stdout);
+  return 0;
+}
+
 static int cmd_inspect(int argc, char **argv) {
   const char *file = NULL, *dump = NULL;
   for (int i = 0; i < argc; i++) {
@@ -813,6 +846,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
+  if (!strcmp(cmd, "target")) return cmd_target(argc - 2, argv + 2);
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     char host[128];
     printf("loom %s (artifact format %d, host target %s)\n", LOOM_VERSION_STRING, ARTIFACT_FORMAT_VERSION,

@@ -34,6 +34,10 @@ typedef struct LoomCompileOptions {
    * "x86_64-avx2" or "x86_64-avx512": that ISA level (older x86 CPUs);
    * anything else: LOOM_ERR_UNSUPPORTED. */
   const char *target;
+  /* NULL, or "key=value,..." overriding single properties of the target
+   * (cores, l1d, l2, l3, ghz, flops_per_cycle, vector_registers), e.g.
+   * "l2=1MiB,cores=8": a build for another machine of the same ISA. */
+  const char *target_options;
   int opt_level;      /* 0..3 (the CLI's default is 2) */
   const LoomInputValue *inputs; /* NULL, or num_inputs inputs to specialize to */
   int num_inputs;

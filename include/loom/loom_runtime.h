@@ -107,13 +107,6 @@ typedef struct LoomProfileEntry {
   uint64_t flops;
 } LoomProfileEntry;
 
-/* The fp32 peak of one thread, in GFLOP/s, that `loom run --profile`
- * reports each kernel's GFLOP/s against (as a percentage of this constant
- * times the thread count). 116 is one core of the reference machine (a
- * 2-vCPU AVX-512 Xeon at 2.5 GHz, the one docs/bench.md measured on): a
- * loop of 12 independent 16-lane FMA chains runs at 105-118 GFLOP/s there.
- * Another machine's peak differs; the percentage is then only relative. */
-#define LOOM_PEAK_GFLOPS_PER_THREAD 116.0
 /* One entry per plan step, in call order. */
 int32_t loom_model_profile_count(const LoomModel *m);
 loom_status loom_model_profile_entry(const LoomModel *m, int32_t index, LoomProfileEntry *out);

@@ -117,6 +117,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   }
   if (!st) st = graph_pass_fold_empty(c->graph, err);
   if (!st) st = target_parse(opt ? opt->target : NULL, &c->target, err);
+  if (!st && opt) st = target_apply_options(&c->target, opt->target_options, err);
   const Target *target = &c->target;
   if (!st) st = run_graph_passes(c->graph, opt_level, target, err);
   if (st || (upto && !strcmp(upto, "graph"))) return st;

@@ -2,10 +2,118 @@
 
 #include "target/build.h"
 
+#include <stdbool.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* A cache's size from sysfs (cpu0's index<i>), of `level` and a type that
+ * holds data; 0 when absent. */
+static long sysfs_cache_bytes(int level) {
+  for (int i = 0; i < 8; i++) {
+    char path[96], buf[32];
+    long lv = 0, kb = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    bool ok = fscanf(f, "%ld", &lv) == 1;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    if (!ok || lv != level || !(f = fopen(path, "r"))) continue;
+    ok = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (!ok || !(f = fopen(path, "r"))) continue;
+    ok = fscanf(f, "%ldK", &kb) == 1;
+    fclose(f);
+    if (ok && kb > 0) return kb * 1024;
+  }
+  return 0;
+}
+
+/* The clock in GHz: the highest frequency sysfs gives; else, on x86, timed
+ * (a chain of dependent adds runs one a cycle: a VM's /proc/cpuinfo shows
+ * the nominal clock, 2.6 GHz on a Zen 4 that runs its FMAs at ~3.6);
+ * else /proc/cpuinfo's; 0 unknown. */
+static double measure_ghz(void) {
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "r");
+  long khz = 0;
+  if (f) {
+    if (fscanf(f, "%ld", &khz) != 1) khz = 0;
+    fclose(f);
+    if (khz > 0) return (double)khz / 1e6;
+  }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  double best = 0;
+  for (int rep = 0; rep < 5; rep++) { /* the fastest of five: a busy host only slows a try */
+    enum { ITERS = 2000000 };
+    struct timespec t0, t1;
+    uint64_t x = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < ITERS; i++)
+      __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                       "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+                       : "+r"(x));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (s > 0 && 8.0 * ITERS / s / 1e9 > best) best = 8.0 * ITERS / s / 1e9;
+  }
+  if (best > 0.2 && best < 10) return best;
+#endif
+  double mhz = 0;
+  char line[256];
+  if ((f = fopen("/proc/cpuinfo", "r"))) {
+    while (fgets(line, sizeof line, f))
+      if (!strncmp(line, "cpu MHz", 7) && sscanf(strchr(line, ':') ? strchr(line, ':') + 1 : "", "%lf", &mhz) == 1)
+        break;
+    fclose(f);
+  }
+  return mhz > 0 ? mhz / 1000 : 0;
+}
+
+/* Measured once per process (about 15 ms): target_host is called often. */
+static double host_ghz_value;
+static void host_ghz_init(void) { host_ghz_value = measure_ghz(); }
+static double host_ghz(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, host_ghz_init);
+  return host_ghz_value;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+
+/* fp32 FLOP per cycle of one core: FMA units x lanes x 2, by
+ * microarchitecture. Zen 2-4 have two 256-bit FMA pipes (Zen 4 runs
+ * AVX-512 through them in two halves); Intel's AVX-512 server cores
+ * (Skylake-SP to Sapphire Rapids) two 512-bit ones. Anything else: one FMA
+ * unit of the vector width, a floor the real core reaches or beats. */
+static int host_flops_per_cycle(int vector_bits) {
+  unsigned eax, ebx, ecx, edx;
+  char vendor[13] = {0};
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return vector_bits / 32 * 2;
+  memcpy(vendor, &ebx, 4);
+  memcpy(vendor + 4, &edx, 4);
+  memcpy(vendor + 8, &ecx, 4);
+  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  unsigned family = (eax >> 8) & 0xf, model = (eax >> 4) & 0xf;
+  if (family == 0xf) family += (eax >> 20) & 0xff;
+  if (family == 0x6 || family >= 0xf) model |= ((eax >> 16) & 0xf) << 4;
+  int lanes = vector_bits / 32;
+  if (!strcmp(vendor, "AuthenticAMD") && (family == 0x17 || family == 0x19 || family == 0x1a))
+    return 2 * (lanes < 8 ? lanes : 8) * 2; /* the pipes are 256 bits wide */
+  if (!strcmp(vendor, "GenuineIntel") && family == 6 &&
+      (model == 0x55 || model == 0x6a || model == 0x6c || model == 0x8f || model == 0xcf))
+    return 2 * lanes * 2;
+  return lanes * 2;
+}
+#else
+static int host_flops_per_cycle(int vector_bits) { return vector_bits / 32 * 2; }
+#endif
 
 Target target_host(void) {
   Target t;
@@ -25,16 +133,95 @@ Target target_host(void) {
 #else
   snprintf(t.name, sizeof t.name, "generic");
 #endif
+  t.vector_registers = t.vector_bits == 512 ? 32 : 16;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   t.num_cores = cores > 0 ? (int)cores : 1;
-  long l1 = -1, l2 = -1;
+  long l1 = sysfs_cache_bytes(1), l2 = sysfs_cache_bytes(2), l3 = sysfs_cache_bytes(3);
 #ifdef _SC_LEVEL1_DCACHE_SIZE
-  l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-  l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l1 <= 0) l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  if (l2 <= 0) l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l3 <= 0) l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
+  /* Unknown: the smallest of the x86 cores Loom has met, so tiles still fit. */
   t.l1d_bytes = l1 > 0 ? (int)l1 : 32 * 1024;
   t.l2_bytes = l2 > 0 ? (int)l2 : 512 * 1024;
+  t.l3_bytes = l3 > 0 && l3 < (1L << 31) ? (int)l3 : 0;
+  t.flops_per_cycle = host_flops_per_cycle(t.vector_bits);
+  t.ghz = host_ghz();
   return t;
+}
+
+double target_peak_gflops_per_core(const Target *t) { return t->flops_per_cycle * t->ghz; }
+
+/* "1MiB", "512K", "32768": bytes; false when malformed or over 1 GiB. */
+static bool parse_bytes(const char *s, size_t n, long *out) {
+  char buf[32];
+  if (n == 0 || n >= sizeof buf) return false;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  char *end;
+  double v = strtod(buf, &end);
+  long mul = 1;
+  if (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k")) mul = 1024;
+  else if (!strcmp(end, "M") || !strcmp(end, "MiB")) mul = 1024 * 1024;
+  else if (*end) return false;
+  if (!(v > 0) || v * mul > (double)(1L << 30)) return false;
+  *out = (long)(v * mul);
+  return true;
+}
+
+loom_status target_apply_options(Target *t, const char *options, LoomError *err) {
+  for (const char *p = options; p && *p;) {
+    size_t len = strcspn(p, ",");
+    const char *eq = memchr(p, '=', len);
+    if (!eq)
+      return err_set(err, LOOM_ERR_INVALID_ARG, "--target-opt \"%.*s\": expected key=value", (int)len, p);
+    size_t klen = (size_t)(eq - p), vlen = len - klen - 1;
+    const char *v = eq + 1;
+    char vbuf[32] = {0};
+    if (vlen < sizeof vbuf) memcpy(vbuf, v, vlen);
+    long n = 0;
+    char *end = NULL;
+#define KEY(k) (klen == strlen(k) && !strncmp(p, k, klen))
+    if (KEY("l1d") || KEY("l2") || KEY("l3")) {
+      if (!parse_bytes(v, vlen, &n))
+        return err_set(err, LOOM_ERR_INVALID_ARG, "--target-opt %.*s=%.*s: expected a size such as 48K or 1MiB",
+                       (int)klen, p, (int)vlen, v);
+      *(KEY("l1d") ? &t->l1d_bytes : KEY("l2") ? &t->l2_bytes : &t->l3_bytes) = (int)n;
+    } else if (KEY("cores") || KEY("flops_per_cycle") || KEY("vector_registers")) {
+      n = strtol(vbuf, &end, 10);
+      if (vlen == 0 || vlen >= sizeof vbuf || *end || n < 1 || n > 4096)
+        return err_set(err, LOOM_ERR_INVALID_ARG, "--target-opt %.*s=%.*s: expected a whole number from 1 to 4096",
+                       (int)klen, p, (int)vlen, v);
+      *(KEY("cores") ? &t->num_cores : KEY("flops_per_cycle") ? &t->flops_per_cycle : &t->vector_registers) = (int)n;
+    } else if (KEY("ghz")) {
+      double g = strtod(vbuf, &end);
+      if (vlen == 0 || vlen >= sizeof vbuf || *end || !(g > 0 && g < 100))
+        return err_set(err, LOOM_ERR_INVALID_ARG, "--target-opt ghz=%.*s: expected a clock in GHz such as 3.5",
+                       (int)vlen, v);
+      t->ghz = g;
+    } else {
+      return err_set(err, LOOM_ERR_INVALID_ARG,
+                     "--target-opt: unknown key \"%.*s\" (expected cores, l1d, l2, l3, ghz, flops_per_cycle or "
+                     "vector_registers)",
+                     (int)klen, p);
+    }
+#undef KEY
+    p += len + (p[len] == ',');
+  }
+  return LOOM_OK;
+}
+
+void target_describe(const Target *t, char *buf, size_t cap) {
+  double peak = target_peak_gflops_per_core(t);
+  char clock[64] = "unknown", gflops[64] = "unknown (clock unknown)";
+  if (t->ghz > 0) snprintf(clock, sizeof clock, "%.2f GHz", t->ghz);
+  if (peak > 0) snprintf(gflops, sizeof gflops, "%.1f GFLOP/s per core, %.1f in all", peak, peak * t->num_cores);
+  snprintf(buf, cap,
+           "target: %s\nvector: %d bits, %d registers\ncores: %d\nl1d: %d KiB\nl2: %d KiB\nl3: %d KiB\n"
+           "clock: %s\nfp32 FLOP/cycle per core: %d\npeak: %s\n",
+           t->name, t->vector_bits, t->vector_registers, t->num_cores, t->l1d_bytes / 1024, t->l2_bytes / 1024,
+           t->l3_bytes / 1024, clock, t->flops_per_cycle, gflops);
 }
 
 int target_lanes(const Target *t, DType dt) {
@@ -60,6 +247,8 @@ loom_status target_parse(const char *spec, Target *out, LoomError *err) {
     if (!strcmp(spec, levels[i].name)) {
       snprintf(out->name, sizeof out->name, "%s", levels[i].name);
       out->vector_bits = levels[i].vector_bits;
+      out->vector_registers = out->vector_bits == 512 ? 32 : 16;
+      out->flops_per_cycle = host_flops_per_cycle(out->vector_bits);
       out->cflags = levels[i].cflags;
       out->artifact_target = levels[i].artifact_target;
       return LOOM_OK;

@@ -8,10 +8,16 @@
 #include "support/error.h"
 
 typedef struct Target {
-  char name[64];   /* "x86_64-avx512", "x86_64-avx2", "x86_64", ... */
-  int vector_bits; /* widest SIMD register: 512, 256, 128 */
-  int num_cores;   /* cores the runtime may use */
-  int l1d_bytes, l2_bytes;
+  char name[64];        /* "x86_64-avx512", "x86_64-avx2", "x86_64", ... */
+  int vector_bits;      /* widest SIMD register: 512, 256, 128 */
+  int vector_registers; /* of that width: 32 with AVX-512, else 16 */
+  int num_cores;        /* cores the runtime may use */
+  int l1d_bytes, l2_bytes, l3_bytes; /* per core (L1d, L2) and in all (L3) */
+  /* fp32 FLOP per cycle per core at the widest vectors (FMA units x lanes
+   * x 2; target_host's table, conservative where the core is unknown) and
+   * the clock in GHz (0: unknown): their product is the peak. */
+  int flops_per_cycle;
+  double ghz;
   /* A named ISA level (target_parse): the C compiler's flags for it and the
    * features an artifact records, which its loader checks on the CPU it
    * runs on. NULL for the host (-march=native; the host's features). */
@@ -28,6 +34,15 @@ Target target_host(void);
  * for an older x86 CPU. Cores and caches are this machine's. Anything
  * else: LOOM_ERR_UNSUPPORTED naming the target and the accepted ones. */
 loom_status target_parse(const char *spec, Target *out, LoomError *err);
+/* Overrides of single properties, "key=value[,key=value...]": cores, l1d,
+ * l2, l3 (bytes, or with K/KiB/M/MiB), ghz, flops_per_cycle,
+ * vector_registers; e.g. "l2=1MiB,cores=8" to build for another machine.
+ * LOOM_ERR_INVALID_ARG naming the key and what was expected. */
+loom_status target_apply_options(Target *t, const char *options, LoomError *err);
+/* fp32 peak of one core in GFLOP/s; 0 when the clock is unknown. */
+double target_peak_gflops_per_core(const Target *t);
+/* A description for `loom target`, one property a line. */
+void target_describe(const Target *t, char *buf, size_t cap);
 /* Lanes of dtype t that fill one vector register (at least 1). */
 int target_lanes(const Target *t, DType dt);
 

@@ -62,8 +62,45 @@ static void test_refusals(void **state) {
   }
 }
 
+static void test_options(void **state) {
+  (void)state;
+  LoomError err = {0};
+  Target t = target_host();
+  assert_int_equal(target_apply_options(&t, "l1d=48K,l2=1MiB,l3=96M,cores=8,ghz=3.5,flops_per_cycle=64", &err), LOOM_OK);
+  assert_int_equal(t.l1d_bytes, 48 * 1024);
+  assert_int_equal(t.l2_bytes, 1024 * 1024);
+  assert_int_equal(t.l3_bytes, 96 * 1024 * 1024);
+  assert_int_equal(t.num_cores, 8);
+  assert_true(target_peak_gflops_per_core(&t) > 223.9 && target_peak_gflops_per_core(&t) < 224.1);
+  assert_int_equal(target_apply_options(&t, NULL, &err), LOOM_OK);
+  assert_int_equal(target_apply_options(&t, "", &err), LOOM_OK);
+  const char *bad[][2] = {{"l2", "expected key=value"},       {"l2=", "expected a size"},
+                          {"l2=2GiB", "expected a size"},     {"cores=0", "whole number"},
+                          {"cores=8x", "whole number"},       {"ghz=-1", "clock in GHz"},
+                          {"l1d=32K,warp=2", "unknown key \"warp\""}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    Target u = target_host();
+    assert_int_equal(target_apply_options(&u, bad[i][0], &err), LOOM_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, bad[i][1]));
+  }
+}
+
+static void test_host_description(void **state) {
+  (void)state;
+  Target t = target_host();
+  assert_int_equal(t.vector_registers, t.vector_bits == 512 ? 32 : 16);
+  assert_true(t.flops_per_cycle >= t.vector_bits / 32 * 2); /* at least one FMA unit */
+  assert_true(t.l1d_bytes > 0 && t.l2_bytes > 0);
+  char buf[1024];
+  target_describe(&t, buf, sizeof buf);
+  assert_non_null(strstr(buf, t.name));
+  assert_non_null(strstr(buf, "FLOP/cycle"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_options),
+      cmocka_unit_test(test_host_description),
       cmocka_unit_test(test_host_by_default),
       cmocka_unit_test(test_levels),
       cmocka_unit_test(test_refusals),
