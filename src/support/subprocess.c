@@ -129,19 +129,25 @@ loom_status subprocess_start(char *const argv[], const char *output_path, pid_t 
 }
 
 loom_status subprocess_wait(pid_t pid, bool block, bool *done, int *exit_code, LoomError *err) {
-  int status = 0;
-  pid_t r;
-  while ((r = waitpid(pid, &status, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+  /* Seen exited but not reaped (WNOWAIT): while the child is a zombie its
+   * pid, and so its process group's id, cannot be reused, so the group
+   * kill below reaches only what it left behind. */
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  int r;
+  while ((r = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG))) < 0 && errno == EINTR) {
   }
   if (r < 0) {
     untrack_pid(pid);
     return err_set(err, LOOM_ERR_INTERNAL, "waiting for process %d: %s", (int)pid, strerror(errno));
   }
-  *done = r == pid;
+  *done = info.si_pid == pid;
   if (!*done) return LOOM_OK;
+  kill(-pid, SIGKILL); /* anything it started in its group goes with it */
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   untrack_pid(pid);
-  /* The child is gone; anything it started in its group goes with it. */
-  kill(-pid, SIGKILL);
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return LOOM_OK;
 }
