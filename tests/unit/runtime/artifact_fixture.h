@@ -182,6 +182,22 @@ static inline void fixture_model_init(FixtureModel *m, const char *so_path) {
 }
 
 /* The expected output for input x. */
+/* The fixture model's artifact written at art (its kernels built in dir)
+ * and its bytes read back into *image (caller frees); 0 on success. */
+static inline int fixture_artifact_image(const char *dir, char *so, size_t so_len, const char *art, uint8_t **image,
+                                         size_t *len) {
+  if (fixture_build_so(dir, so, so_len)) return -1;
+  FixtureModel m;
+  fixture_model_init(&m, so);
+  LoomError err = {0};
+  if (artifact_write(art, &m.spec, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    return -1;
+  }
+  *image = fixture_read_file(art, len);
+  return *image ? 0 : -1;
+}
+
 static inline void fixture_reference(const FixtureModel *m, const float *x, float *y) {
   for (int i = 0; i < 6; i++) {
     float t = x[i] + m->w[i];

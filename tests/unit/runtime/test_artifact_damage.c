@@ -34,19 +34,11 @@ typedef struct Section {
 static int setup(void **state) {
   Env *e = calloc(1, sizeof *e);
   snprintf(e->dir, sizeof e->dir, "/tmp/loom-test-damage-XXXXXX");
-  if (!mkdtemp(e->dir) || fixture_build_so(e->dir, e->so, sizeof e->so)) return -1;
-  FixtureModel m;
-  fixture_model_init(&m, e->so);
+  if (!mkdtemp(e->dir)) return -1;
   snprintf(e->art, sizeof e->art, "%s/model.loom", e->dir);
   snprintf(e->damaged, sizeof e->damaged, "%s/damaged.loom", e->dir);
-  LoomError err = {0};
-  if (artifact_write(e->art, &m.spec, &err)) {
-    fprintf(stderr, "%s\n", err.msg);
-    return -1;
-  }
-  e->image = fixture_read_file(e->art, &e->len);
   *state = e;
-  return e->image ? 0 : -1;
+  return fixture_artifact_image(e->dir, e->so, sizeof e->so, e->art, &e->image, &e->len);
 }
 
 static int teardown(void **state) {
