@@ -44,7 +44,9 @@ static int bench_one(Shape sh, int threads, int repeat, const Target *target) {
     goto out;
   }
   const PrimFunc *funcs[1] = {sch_func(s)};
-  loom_status st = driver_build(a, funcs, 1, NULL, &mod, &err);
+  BuildOptions build = {.cflags = target->cflags};
+  DriverOptions dopt = {.build = &build};
+  loom_status st = driver_build(a, funcs, 1, &dopt, &mod, &err);
   sch_free(s);
   if (st) goto out;
   Kernel k;
@@ -102,17 +104,20 @@ int main(int argc, char **argv) {
   int thread_counts[4] = {1, 2}, n_threads = 2;
   Shape shapes[16];
   int n_shapes = 0;
+  const char *target_name = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
       repeat = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       n_threads = 0;
       for (char *p = strtok(argv[++i], ","); p && n_threads < 4; p = strtok(NULL, ",")) thread_counts[n_threads++] = atoi(p);
+    } else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
+      target_name = argv[++i];
     } else if (i + 2 < argc && n_shapes < 16) {
       shapes[n_shapes++] = (Shape){atoll(argv[i]), atoll(argv[i + 1]), atoll(argv[i + 2])};
       i += 2;
     } else {
-      fprintf(stderr, "usage: bench_matmul [--repeat N] [--threads 1,2] [M N K ...]\n");
+      fprintf(stderr, "usage: bench_matmul [--repeat N] [--threads 1,2] [--target NAME] [M N K ...]\n");
       return 2;
     }
   }
@@ -122,9 +127,14 @@ int main(int argc, char **argv) {
     memcpy(shapes, defaults, sizeof defaults);
     n_shapes = 4;
   }
-  Target target = target_host();
-  printf("bench_matmul: Loom (%s, default schedule) vs OpenBLAS sgemm, median of %d alternating runs\n\n",
-         target.name, repeat);
+  Target target;
+  LoomError err = {0};
+  if (target_parse(target_name, &target, &err)) {
+    fprintf(stderr, "bench_matmul: --target: %s\n", err.msg);
+    return 2;
+  }
+  printf("bench_matmul: Loom (%s, default schedule) vs OpenBLAS sgemm (core %s), median of %d alternating runs\n\n",
+         target.name, openblas_get_corename(), repeat);
   printf("|     M |     N |     K | threads | Loom ms | GFLOP/s | OpenBLAS ms | GFLOP/s | ratio |\n");
   printf("|------:|------:|------:|--------:|--------:|--------:|------------:|--------:|------:|\n");
   int rc = 0;

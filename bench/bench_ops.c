@@ -54,7 +54,8 @@
  * unblocked to NCHW first); max |loom - peer| / max |peer| above 1e-3
  * fails the run.
  *
- * usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR] */
+ * usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR]
+ *                  [--target NAME] (x86_64-avx2 builds Loom's kernels for AVX2 on any host) */
 #include "bench_timing.h"
 #include "compile/compile.h"
 #include "driver/driver.h"
@@ -170,16 +171,11 @@ static const MatmulShape kMatmuls[] = {
     {"bert/attn_av", 12, 128, 64, 128, false, false}, /* context = P V */
 };
 
-/* The panel width of packed matmul weights (graph_pass_pack_matmul: the
- * target's f32 vector). */
-enum { MATMUL_PANEL = 16 };
-
-/* The channel block of the layout pass (src/graph/pass_layout.c pick_block). */
-static int pick_block(int channels) {
-  for (int b = 16; b > 1; b /= 2)
-    if (channels % b == 0) return b;
-  return 1;
-}
+/* The panel width of packed matmul weights and the largest channel block
+ * (graph_pass_pack_matmul, graph_pass_layout_nchwc): the target's f32
+ * vector, as the compiler gives them. */
+static int g_lanes = 16;
+static int pick_block(int channels) { return graph_layout_channel_block(channels, g_lanes); }
 
 /* ---------------- helpers ---------------- */
 
@@ -277,6 +273,7 @@ typedef struct Options {
   int threads[8], n_threads;
   const char *filter;
   const char *dump; /* --dump DIR: scheduled TIR, trace and generated C of Loom's kernels */
+  const char *target; /* --target NAME (NULL: this machine) */
   bool json_only;
 } Options;
 
@@ -389,7 +386,7 @@ static Sched loom_matmul(Arena *a, const MatmulShape *m, LoomOp *op, const Targe
   /* A weight B is packed into column panels at compile time, as
    * graph_pass_pack_matmul does in a compiled model. */
   bool packed = m->const_b && m->batch == 1;
-  int64_t ps[3] = {(m->n + MATMUL_PANEL - 1) / MATMUL_PANEL, m->k, MATMUL_PANEL};
+  int64_t ps[3] = {(m->n + g_lanes - 1) / g_lanes, m->k, g_lanes};
   memcpy(op->shapes[0], as, sizeof as);
   memcpy(op->shapes[1], packed ? ps : bs, sizeof bs);
   memcpy(op->shapes[2], cs, sizeof cs);
@@ -780,8 +777,9 @@ static void json_number(const char *key, double v, bool *first) {
   *first = false;
 }
 
-static void print_json(const Options *o, const char *load0, const char *load1) {
-  printf("{\"bench\":\"ops\",\"repeat\":%d,\"threads\":[", o->repeat);
+static void print_json(const Options *o, const char *target, const char *load0, const char *load1) {
+  printf("{\"bench\":\"ops\",\"target\":\"%s\",\"openblas_core\":\"%s\",\"repeat\":%d,\"threads\":[", target,
+         openblas_get_corename(), o->repeat);
   for (int t = 0; t < o->n_threads; t++) printf("%s%d", t ? "," : "", o->threads[t]);
   printf("],\"loadavg_start\":\"%s\",\"loadavg_end\":\"%s\",\"ops\":[", load0, load1);
   for (int i = 0; i < g_n_results; i++) {
@@ -831,7 +829,8 @@ static bool selected(const Options *o, const char *op, const char *shape) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR]\n");
+  fprintf(stderr, "usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR] "
+                  "[--target NAME]\n");
   exit(2);
 }
 
@@ -878,6 +877,8 @@ int main(int argc, char **argv) {
       o.json_only = true;
     } else if (!strcmp(argv[i], "--dump") && i + 1 < argc) {
       o.dump = argv[++i];
+    } else if (!strcmp(argv[i], "--target") && i + 1 < argc) {
+      o.target = argv[++i];
     } else {
       usage();
     }
@@ -905,13 +906,18 @@ int main(int argc, char **argv) {
 
   char load0[64], load1[64];
   read_loadavg(load0, sizeof load0);
-  Target target = target_host();
+  Target target;
+  LoomError terr = {0};
+  if (target_parse(o.target, &target, &terr)) die("--target: %s", terr.msg);
+  g_lanes = target_lanes(&target, DT_F32);
   DNNL_CHECK(dnnl_engine_create(&g_engine, dnnl_cpu, 0));
   DNNL_CHECK(dnnl_stream_create(&g_stream, g_engine, dnnl_stream_default_flags));
   if (!o.json_only) {
-    printf("bench_ops: Loom (%s, the compiler's default schedules) vs oneDNN %d.%d.%d and OpenBLAS sgemm,\n"
-           "median of %d interleaved runs each; load average at start %s\n\n",
-           target.name, dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch, o.repeat, load0);
+    printf("bench_ops: Loom (%s, the compiler's default schedules) vs oneDNN %d.%d.%d and OpenBLAS sgemm\n"
+           "(OpenBLAS core %s; oneDNN's ISA: the impl column), median of %d interleaved runs each;\n"
+           "load average at start %s\n\n",
+           target.name, dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch, openblas_get_corename(),
+           o.repeat, load0);
     printf("| op | shape | threads | Loom ms | peer | peer ms | peer/Loom | Loom GFLOP/s | peer GFLOP/s | max rel err "
            "| peer impl |\n");
     printf("|---|---|--:|--:|---|--:|--:|--:|--:|--:|---|\n");
@@ -946,7 +952,9 @@ int main(int argc, char **argv) {
     LoomError err = {0};
     DriverModule *mod = NULL;
     double tb = now_s();
-    if (driver_build(a, funcs, nf, NULL, &mod, &err)) die("driver_build: %s", err.msg);
+    BuildOptions build = {.cflags = target.cflags};
+    DriverOptions dopt = {.build = &build};
+    if (driver_build(a, funcs, nf, &dopt, &mod, &err)) die("driver_build: %s", err.msg);
     if (o.dump) dump_module(o.dump, threads, funcs, keep, nf, mod);
     for (int i = 0; i < nf; i++) sch_free(keep[i]);
     if (!o.json_only) fprintf(stderr, "bench_ops: %d Loom kernels built for %d thread(s) in %.1f s\n", nf, threads,
@@ -999,7 +1007,7 @@ int main(int argc, char **argv) {
       }
     printf("\n");
   }
-  print_json(&o, load0, load1);
+  print_json(&o, target.name, load0, load1);
   dnnl_stream_destroy(g_stream);
   dnnl_engine_destroy(g_engine);
   free(g_results);

@@ -61,7 +61,10 @@ static loom_status run_graph_passes(Graph *g, int opt_level, const Target *targe
         (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
       return st;
   }
-  if (opt_level >= 2 && ((st = graph_pass_layout_nchwc(g, NULL, err)) || (st = graph_pass_winograd(g, err)) ||
+  /* A channel block is one vector register: wider blocks split into
+   * several registers and crowd the conv's register tile. */
+  GraphLayoutOptions layout = {.max_block = target_lanes(target, DT_F32)};
+  if (opt_level >= 2 && ((st = graph_pass_layout_nchwc(g, &layout, err)) || (st = graph_pass_winograd(g, err)) ||
                          (st = graph_pass_dce(g, err))))
     return st;
   if ((st = graph_pass_infer(g, err)) || (st = graph_verify(g, err))) return st;

@@ -22,8 +22,9 @@
  * MaxPoolNCHWc/AveragePoolNCHWc in the same block, and a Pad of H and W
  * only pads the blocked tensor, so the pools between ResNet/Inception/
  * DenseNet stages need no transforms. Blocks: the largest
- * of 16, 8, 4, 2, 1 (capped by max_block) dividing the channel count, per
- * conv. */
+ * of 16, 8, 4, 2, 1 (capped by max_block: the compiler passes the target's
+ * f32 lanes, so a block is one vector register) dividing the channel
+ * count, per conv. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
 
@@ -44,7 +45,7 @@ typedef struct LayoutCtx {
   int64_t (*fold_pads)[4];
 } LayoutCtx;
 
-static int pick_block(int64_t channels, int max_block) {
+int graph_layout_channel_block(int64_t channels, int max_block) {
   for (int b = 16; b > 1; b /= 2)
     if (b <= max_block && channels % b == 0) return b;
   return 1;
@@ -180,7 +181,7 @@ static void rewrite_conv(LayoutCtx *c, const GraphNode *n, bool depthwise) {
   ValueId x = n->inputs[0], y = n->outputs[0];
   int64_t group = graph_attr_int(n, "group", 1), groups = depthwise ? 1 : group;
   int64_t C = g->values[x].dims[1], K = g->values[y].dims[1];
-  int cb = pick_block(C / groups, c->max_block), kb = depthwise ? cb : pick_block(K / groups, c->max_block);
+  int cb = graph_layout_channel_block(C / groups, c->max_block), kb = depthwise ? cb : graph_layout_channel_block(K / groups, c->max_block);
   ValueId xb = get_blocked(c, x, cb);
   ValueId wb = blocked_weights(g, n, cb, kb, depthwise);
   ValueId yb = graph_add_value_derived(g, g->values[y].name, arena_printf(g->arena, "nchw%dc", kb));

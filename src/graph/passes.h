@@ -118,6 +118,9 @@ typedef struct GraphLayoutOptions {
  * run on the blocked tensors; LayoutTransform nodes appear only where a
  * consumer needs NCHW (and at graph outputs). opts may be NULL. */
 loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, LoomError *err);
+/* The channel block the pass gives `channels` channels: the largest of 16,
+ * 8, 4, 2, 1 that divides them and is at most max_block. */
+int graph_layout_channel_block(int64_t channels, int max_block);
 
 /* ---- plan_memory.c ---- */
 /* One buffer's lifetime over the kernel sequence: written by kernel

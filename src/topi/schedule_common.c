@@ -8,6 +8,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+int topi_vector_registers(const Target *t) { return t->vector_registers > 0 ? t->vector_registers : 16; }
+
+int topi_registers_per_vector(const Target *t, int64_t lanes) {
+  int64_t bits = lanes * 32, reg = t->vector_bits > 0 ? t->vector_bits : 128;
+  return bits <= reg ? 1 : (int)((bits + reg - 1) / reg);
+}
+
+bool topi_register_tile_fits(const Target *t, int64_t rows, int64_t vecs, int regs_per_vec) {
+  return (rows * vecs + vecs) * regs_per_vec + 1 <= topi_vector_registers(t);
+}
+
+void topi_probs_favoring(double *probs, int n, int best, double p_best, const bool *allowed) {
+  int others = 0;
+  for (int i = 0; i < n; i++) others += i != best && (!allowed || allowed[i]);
+  for (int i = 0; i < n; i++)
+    probs[i] = i == best ? (others ? p_best : 1.0) : (!allowed || allowed[i]) ? (1.0 - p_best) / others : 0.0;
+}
+
 int64_t topi_loop_extent(const Schedule *s, SchRV loop) {
   const Stmt *l = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, loop));
   int64_t e;

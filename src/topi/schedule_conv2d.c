@@ -9,8 +9,9 @@
  * tile is accumulated in a cache (cache_write + reverse_compute_at; the
  * lowering's compaction makes it OWB x kb registers) and copied out once.
  * OWB and KT are sampling points (the accumulators, the weight vectors and
- * a broadcast fit the 32 vector registers). Small outputs block the
- * input channels (see below). */
+ * a broadcast fit the target's vector registers). Many input channels
+ * block the input-channel loop (see below). Every size here comes from the
+ * target: its register count and width, its L1d and L2 sizes. */
 #include "topi/topi_schedule.h"
 
 #include <string.h>
@@ -22,7 +23,6 @@ loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const
 
 loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, const char *epilogue,
                                                const Target *target, int num_threads, int64_t block_min_channels) {
-  (void)target;
   SchRV b = sch_get_block(s, block);
   if (b < 0) return LOOM_ERR_SCHEDULE;
   /* n, ko, oh, ow, ki, then 4 reduction loops ico, rh, rw, ici. */
@@ -40,14 +40,14 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
    * tile reads all the weights of its KT output blocks (96 KiB for 512
    * input channels of a 1x1 conv), which then stream from L2 for a handful
    * of FMAs each. Blocked, the input-channel loop goes outermost in chunks
-   * whose weights stay in L1 (at most CHUNK_BYTES: half of it, the input
+   * whose weights stay in L1 (at most chunk_bytes: half of it, the input
    * rows need the rest), every tile accumulates into the whole output (its
    * register tile loaded and stored per chunk: cache_inplace) and the
    * epilogue runs after the last chunk. bench/ops on ResNet-50: the convs
    * with 512 to 2048 input channels gain 5-20% at every size (7x7 to
    * 28x28); with 256 or fewer the unblocked order is as fast or faster
    * (the default block_min_channels, 512). */
-  enum { CHUNK_BYTES = 16 * 1024 };
+  int64_t chunk_bytes = target->l1d_bytes / 2;
   static const int64_t kblock_choices[] = {0, 1};
   static const double kblock_no[] = {1.0, 0.0}, kblock_yes[] = {0.2, 0.8};
   int64_t kblock;
@@ -60,13 +60,15 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
   /* Register tile: OWB output columns x KT output-channel blocks, one
    * vector each. Per reduction step it loads KT weight vectors and OWB
    * broadcasts for OWB * KT FMAs, so the best tile has the fewest loads per
-   * FMA among those whose accumulators, weights and broadcast fit the 32
-   * vector registers, weighted by the work partial tiles waste (at most an
+   * FMA among those whose accumulators, weights and broadcast fit the
+   * target's vector registers (a channel block wider than one register
+   * takes several), weighted by the work partial tiles waste (at most an
    * eighth in each dimension: partial tiles are partitioned loops, each
    * with its own smaller register tile): blocked 1x1 convs get 7 x 3 at 7
    * and 14 columns, 6 x 4 at 28. Sampling points (the
    * best is the most probable choice). */
-  enum { MAX_OWB = 16, N_KT = 4, L1_BYTES = 32 * 1024 };
+  enum { MAX_OWB = 16, N_KT = 4 };
+  int rpv = topi_registers_per_vector(target, topi_loop_extent(s, ki));
   int64_t best_owb = 1, best_kt = 1;
   double best_cost = 1e9;
   for (int64_t kt = 1; kt <= N_KT && kt <= ko_ext; kt++) {
@@ -76,10 +78,10 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
      * L1 by the next row only when they fit; otherwise they stream from L2
      * and a weight load costs about three broadcasts, so wide tiles (14 x 2)
      * that reuse each weight vector more often win. */
-    double weight_load = !kblock && kt * ico_ext * wblock > L1_BYTES ? 3.0 : 1.0;
+    double weight_load = !kblock && kt * ico_ext * wblock > target->l1d_bytes ? 3.0 : 1.0;
     for (int64_t w = 1; w <= MAX_OWB && w <= ow_ext; w++) {
       int64_t tiles = (ow_ext + w - 1) / w;
-      if (w * kt + kt + 1 > 32 || tiles * w > ow_ext + ow_ext / 8) continue;
+      if (!topi_register_tile_fits(target, w, kt, rpv) || tiles * w > ow_ext + ow_ext / 8) continue;
       double cost = (double)(w + weight_load * kt) / (double)(w * kt) * (double)(tiles * w) / (double)ow_ext *
                     (double)(ktiles * kt) / (double)ko_ext;
       if (cost < best_cost - 1e-9) best_cost = cost, best_owb = w, best_kt = kt;
@@ -97,11 +99,11 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
     return LOOM_ERR_SCHEDULE;
   if (owb_pick > ow_ext) owb_pick = ow_ext;
   if (kt > ko_ext) kt = ko_ext;
-  /* The chunk: the most input-channel blocks whose weights fit CHUNK_BYTES
+  /* The chunk: the most input-channel blocks whose weights fit chunk_bytes
    * and divide the blocks (a partial chunk cannot decompose its init). */
   int64_t icb = 1;
   for (int64_t d = 2; d < ico_ext; d++)
-    if (ico_ext % d == 0 && d * kt * wblock <= CHUNK_BYTES) icb = d;
+    if (ico_ext % d == 0 && d * kt * wblock <= chunk_bytes) icb = d;
   if (kblock && icb >= ico_ext) kblock = 0;
   SchRV ows[2], kos[2];
   if (sch_split(s, ow, (int64_t[]){-1, owb_pick}, 2, ows)) return LOOM_ERR_SCHEDULE;
@@ -131,7 +133,7 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
    * conv of 128 channels at 56x56, 590 KiB of weights: 0.35 ms faster at 2
    * threads, 0.08 at 1; with 2.3 MiB of weights, at 256 channels, it was
    * 0.24 ms slower). A sampling point. */
-  enum { L2_HALF_BYTES = 512 * 1024 };
+  int64_t l2_half_bytes = target->l2_bytes / 2;
   static const int64_t rows_choices[] = {0, 1};
   static const double rows_no[] = {0.9, 0.1}, rows_yes[] = {0.1, 0.9};
   int64_t in_bytes = 1;
@@ -144,8 +146,8 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
   in_bytes *= (int64_t)sizeof(float);
   int64_t weight_bytes = ko_ext * ico_ext * wblock;
   bool one_by_one = wblock == topi_loop_extent(s, ki) * topi_loop_extent(s, ici) * (int64_t)sizeof(float);
-  bool stream_rows = !kblock && (one_by_one || weight_bytes <= 2 * L2_HALF_BYTES) &&
-                     in_bytes > L2_HALF_BYTES && topi_loop_extent(s, kos[0]) >= 4;
+  bool stream_rows = !kblock && (one_by_one || weight_bytes <= 2 * l2_half_bytes) &&
+                     in_bytes > l2_half_bytes && topi_loop_extent(s, kos[0]) >= 4;
   int64_t rows_outer;
   if (sch_sample_categorical(s, rows_choices, stream_rows ? rows_yes : rows_no, 2, &rows_outer))
     return LOOM_ERR_SCHEDULE;

@@ -5,7 +5,7 @@
  * The classic register-blocked outer product (BLIS's micro-kernel, TVM's
  * x86 dense schedule): an MR x NR tile of C lives in vector registers
  * (cache_write + reverse_compute_at; tir_compact_buffers shrinks the cache
- * to the tile), each k step broadcasts MR elements of A and loads NR/16
+ * to the tile), each k step broadcasts MR elements of A and loads NR
  * vectors of B. B's K x NR panel is copied to a contiguous buffer once per
  * column tile (cache_read + compute_at; compaction makes it the packed
  * panel), so the k loop walks it with unit stride instead of jumping a row
@@ -19,7 +19,8 @@
  * contiguous in k.
  *
  * Decisions are sampling points (MR, NR, whether to pack) so a tuner can
- * replace the defaults, which come from bench/matmul on Zen 4. */
+ * replace the defaults, which the target decides: the register tile from
+ * its vector registers and width, K blocking from its L2 size. */
 #include "topi/topi_schedule.h"
 
 #include "tir/schedule/schedule.h"
@@ -54,6 +55,30 @@ static int64_t b_panel_width(Schedule *s, const char *block) {
   return panels ? w : 0;
 }
 
+/* The default register tile (indices into the choices): among the tiles
+ * whose accumulators, B vectors and A broadcast fit the target's vector
+ * registers (topi_register_tile_fits), the one with the fewest loads per
+ * FMA, (MR + NR) / (MR x NR), weighted by the work partial tiles waste
+ * (each is a partitioned loop with a smaller tile). AVX-512 (32 registers)
+ * gets 6 x 4 vectors (8 x 3 when the rows must divide M = 128: blocked K),
+ * AVX2 (16) 4 x 3. Blocked K needs MR to divide M (rows_divide). */
+static void default_tile(const Target *t, int64_t M, int64_t N_vecs, int rpv, const int64_t *mr_choices, int n_mr,
+                         const int64_t *nr_choices, int n_nr, bool rows_divide, int *best_mr, int *best_nr) {
+  double best = 1e30;
+  *best_mr = 0, *best_nr = 0;
+  for (int i = 0; i < n_mr; i++)
+    for (int j = 0; j < n_nr; j++) {
+      int64_t mr = mr_choices[i] < M ? mr_choices[i] : M, nr = nr_choices[j];
+      if ((mr == 1) != (M == 1) || mr != mr_choices[i] || !topi_register_tile_fits(t, mr, nr, rpv) ||
+          (rows_divide && M % mr))
+        continue;
+      int64_t row_tiles = (M + mr - 1) / mr, col_tiles = (N_vecs + nr - 1) / nr;
+      double cost = (double)(mr + nr) / (double)(mr * nr) * (double)(row_tiles * mr) / (double)M *
+                    (double)(col_tiles * nr) / (double)N_vecs;
+      if (cost < best - 1e-9) best = cost, *best_mr = i, *best_nr = j;
+    }
+}
+
 static loom_status fail_rv(Schedule *s, SchRV rv) { return rv < 0 ? LOOM_ERR_SCHEDULE : LOOM_OK; }
 
 loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char *epilogue, const Target *target,
@@ -80,13 +105,6 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   int lanes = panel > 0 ? (int)panel : target_lanes(target, DT_F32);
 
   int64_t mr, nr_vecs, pack, kc;
-  static const int64_t mr_choices[] = {1, 4, 6, 8, 12};
-  /* Defaults (the most probable choices): 6 x 4 vectors, the best of the
-   * tiles bench/matmul compared on every default shape (1024^3 and the BERT
-   * ones), ahead of 12 x 2 and 8 x 3. */
-  static const double mr_probs_big[] = {0.0, 0.1, 0.5, 0.2, 0.2};
-  static const double mr_probs_one[] = {1.0, 0.0, 0.0, 0.0, 0.0};
-  static const double mr_probs_kblock[] = {0.0, 0.1, 0.1, 0.6, 0.2};
   /* Matrix-vector products (M = 1) read every element of B once, so they
    * stream B from memory (ResNet-50's classifier: 8 MB of weights). A
    * column tile of 4 vectors reads 256 bytes of a row of B, then jumps a
@@ -110,31 +128,42 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   int64_t gemv_vecs = (N_vecs + tiles - 1) / tiles;
   if (gemv_vecs > GEMV_MAX_VECS) gemv_vecs = GEMV_MAX_VECS;
   if (gemv_vecs < 1) gemv_vecs = 1;
-  const int64_t nr_choices[] = {1, 2, 3, 4, gemv_vecs};
-  static const double nr_probs[] = {0.1, 0.2, 0.1, 0.6, 0.0}, nr_probs_kblock[] = {0.1, 0.2, 0.6, 0.1, 0.0};
-  static const double nr_probs_gemv[] = {0.05, 0.05, 0.05, 0.15, 0.7};
+  enum { N_MR = 7, N_NR = 5 };
+  static const int64_t mr_choices[N_MR] = {1, 2, 3, 4, 6, 8, 12};
+  const int64_t nr_choices[N_NR] = {1, 2, 3, 4, gemv_vecs};
+  static const double nr_probs_gemv[N_NR] = {0.05, 0.05, 0.05, 0.15, 0.7};
   static const int64_t pack_choices[] = {0, 1};
   static const double pack_probs_small[] = {1.0, 0.0}, pack_probs_big[] = {0.1, 0.9};
-  /* K blocking: a K x NR panel of B too big for the L2 cache (K = 3072:
-   * 768 KiB) is streamed from memory for every row tile. Blocked, the K
-   * loop is outermost (BLIS's order): per block of KC, each panel
-   * KC x NR is packed once and stays in L1 while every row tile runs, the
-   * C tile is loaded from and stored back to C's accumulator per block
-   * (cache_inplace), and the block of A (M x KC) stays in L2. The
-   * accumulator is then the whole C (in the workspace) and the epilogue
-   * runs after the last block. KC = 128 (bench/ops ffn_down: 0.55 -> 0.75
-   * of oneDNN's speed; no gain for K = 768). The tile rows must divide M
-   * (a partial tile's guard keeps compaction from making it registers):
-   * 8 x 3 vectors for M = 128. */
+  int rpv = topi_registers_per_vector(target, lanes);
+  int best_mr, best_nr;
+  default_tile(target, M, N_vecs, rpv, mr_choices, N_MR, nr_choices, N_NR - 1, false, &best_mr, &best_nr);
+  /* K blocking: a K x NR panel of B over half the L2 cache (BERT's K =
+   * 3072 with 4 AVX-512 vectors: 768 KiB) is streamed from memory for
+   * every row tile. Blocked, the K loop is outermost (BLIS's order): per
+   * block of KC, each panel KC x NR is packed once and stays in L1 while
+   * every row tile runs, the C tile is loaded from and stored back to C's
+   * accumulator per block (cache_inplace), and the block of A (M x KC)
+   * stays in L2. The accumulator is then the whole C (in the workspace)
+   * and the epilogue runs after the last block. KC = 128 (bench/ops
+   * ffn_down: 0.55 -> 0.75 of oneDNN's speed; no gain for K = 768). The
+   * tile rows must divide M (a partial tile's guard keeps compaction from
+   * making it registers): 8 x 3 AVX-512 vectors for M = 128. */
   static const int64_t kc_choices[] = {0, 128, 256};
   static const double kc_probs_no[] = {1.0, 0.0, 0.0}, kc_probs_big[] = {0.1, 0.7, 0.2};
   int64_t K = topi_loop_extent(s, lk);
-  bool big_panel = K > 0 && M >= 16 && K * 4 * lanes * (int64_t)sizeof(float) > 512 * 1024;
+  int64_t panel_bytes = K * nr_choices[best_nr] * lanes * (int64_t)sizeof(float);
+  bool big_panel = K > 0 && M >= 16 && panel_bytes > target->l2_bytes / 2;
   if (sch_sample_categorical(s, kc_choices, big_panel ? kc_probs_big : kc_probs_no, 3, &kc)) return LOOM_ERR_SCHEDULE;
   bool kblock = kc > 0 && K > kc;
-  if (sch_sample_categorical(s, mr_choices, M == 1 ? mr_probs_one : kblock ? mr_probs_kblock : mr_probs_big, 5, &mr))
-    return LOOM_ERR_SCHEDULE;
-  if (sch_sample_categorical(s, nr_choices, M == 1 ? nr_probs_gemv : kblock ? nr_probs_kblock : nr_probs, 5, &nr_vecs))
+  if (kblock)
+    default_tile(target, M, N_vecs, rpv, mr_choices, N_MR, nr_choices, N_NR - 1, true, &best_mr, &best_nr);
+  double mr_probs[N_MR], nr_probs[N_NR];
+  bool mr_allowed[N_MR], nr_allowed[N_NR] = {true, true, true, true, false};
+  for (int i = 0; i < N_MR; i++) mr_allowed[i] = (mr_choices[i] == 1) == (M == 1);
+  topi_probs_favoring(mr_probs, N_MR, M == 1 ? 0 : best_mr, 0.6, mr_allowed);
+  topi_probs_favoring(nr_probs, N_NR, best_nr, 0.6, nr_allowed);
+  if (sch_sample_categorical(s, mr_choices, mr_probs, N_MR, &mr)) return LOOM_ERR_SCHEDULE;
+  if (sch_sample_categorical(s, nr_choices, M == 1 ? nr_probs_gemv : nr_probs, N_NR, &nr_vecs))
     return LOOM_ERR_SCHEDULE;
   /* Panels packed at compile time need no run-time copy: the decision is
    * still sampled (the trace keeps its shape) but can only be 0. */

@@ -30,8 +30,8 @@
  *     the vector the condition differs across lanes and vectorize would
  *     fall back to scalars, so the rows are padded first (a 3x3 / 1 NCHW
  *     pool on 64x56x56: 0.26 ms against 0.35 unscheduled and 0.45
- *     inlined). A sampling point (rows: the OHB rows that fit
- *     POOL_PAD_TILE_BYTES);
+ *     inlined). A sampling point (rows: the OHB rows that fit three
+ *     quarters of the target's L1d);
  *   - parallel over (n, c, row block), fused.
  * OWB, OHB and the padding's place are sampling points. */
 #include "topi/topi_schedule.h"
@@ -42,8 +42,10 @@
 #include <string.h>
 
 /* POOL_DEFAULT_OWB: the widest default tile; wider ones measured no faster
- * (the pools are bound by memory) and waste more in the last tile. */
-enum { POOL_MAX_OWB = 16, POOL_DEFAULT_OWB = 8, POOL_PAD_TILE_BYTES = 24 * 1024 };
+ * (the pools are bound by memory) and waste more in the last tile. It is
+ * narrowed further where the tile's vectors, an input vector and the
+ * window's weight (average) would not fit the target's registers. */
+enum { POOL_MAX_OWB = 16, POOL_DEFAULT_OWB = 8 };
 
 /* Where the padded input is computed. */
 enum { PAD_AT_ROWS, PAD_INLINE, PAD_AT_ROOT };
@@ -142,19 +144,22 @@ loom_status topi_schedule_pool2d_cpu(Schedule *s, const char *block, const char 
   int64_t tile_units = !blocked && vec ? (ow_ext + vec - 1) / vec : ow_ext;
   int64_t owb_choices[POOL_MAX_OWB], owb;
   double owb_probs[POOL_MAX_OWB];
-  int64_t best = default_owb(tile_units, !blocked && vec ? 4 : POOL_DEFAULT_OWB);
+  int64_t max_owb = !blocked && vec ? 4 : POOL_DEFAULT_OWB, rpv = vec ? topi_registers_per_vector(target, vec) : 1;
+  while (max_owb > 1 && max_owb * rpv + 2 > topi_vector_registers(target)) max_owb--;
+  int64_t best = default_owb(tile_units, max_owb);
   for (int i = 0; i < POOL_MAX_OWB; i++)
     owb_choices[i] = i + 1, owb_probs[i] = owb_choices[i] == best ? 0.5 : 0.5 / (POOL_MAX_OWB - 1);
   if (sch_sample_categorical(s, owb_choices, owb_probs, POOL_MAX_OWB, &owb)) return LOOM_ERR_SCHEDULE;
   if (owb > tile_units) owb = tile_units;
 
   /* Rows per block: the padded rows one block reads, (OHB-1)*sh + R rows of
-   * the input's width, fit POOL_PAD_TILE_BYTES. */
-  int64_t width = ow_ext;
+   * the input's width, fit three quarters of L1d (the rest: the tile's
+   * output and the next block's first rows). */
+  int64_t width = ow_ext, pad_tile_bytes = (int64_t)target->l1d_bytes * 3 / 4;
   if (in->buffer->ndim > 3 && !expr_as_int(in->buffer->shape[3], &width)) width = ow_ext;
   int64_t row_bytes = width * (blocked ? vec : 1) * (int64_t)sizeof(float), max_rows = 1;
   int64_t sh = stride_h > 0 ? stride_h : 1;
-  while (max_rows < oh_ext && (max_rows * sh + r_ext) * row_bytes <= POOL_PAD_TILE_BYTES) max_rows++;
+  while (max_rows < oh_ext && (max_rows * sh + r_ext) * row_bytes <= pad_tile_bytes) max_rows++;
   int64_t ohs[2];
   if (sch_sample_perfect_tile(s, oh, 2, max_rows, ohs)) return LOOM_ERR_SCHEDULE;
   static const int64_t pad_choices[] = {PAD_AT_ROWS, PAD_INLINE, PAD_AT_ROOT};

@@ -58,6 +58,26 @@ loom_status topi_schedule_depthwise_conv2d_nchwc_cpu(Schedule *s, const char *bl
 loom_status topi_schedule_pool2d_cpu(Schedule *s, const char *block, const char *epilogue, const Target *target,
                                      int num_threads);
 
+/* ---- what the schedules know about the machine (schedule_common.c) ----
+ * Every register count, vector width and cache size a default schedule
+ * uses comes from the target through these (a test greps src/topi for
+ * constants that should have). */
+/* Vector registers of the target's widest width (16 without AVX-512). */
+int topi_vector_registers(const Target *t);
+/* Registers one vector of `lanes` f32 occupies (a channel block wider than
+ * the registers is split into several by the C compiler). */
+int topi_registers_per_vector(const Target *t, int64_t lanes);
+/* The register tile of an outer-product micro-kernel (matmul, conv): `rows`
+ * broadcast operands x `vecs` loaded vectors of `regs_per_vec` registers
+ * each; per reduction step rows x vecs FMAs for rows + vecs loads. Fits
+ * when the accumulators, the loaded vectors and one broadcast fit the
+ * target's registers without spills. */
+bool topi_register_tile_fits(const Target *t, int64_t rows, int64_t vecs, int regs_per_vec);
+/* Sampling-point probabilities that make choice `best` of n the default
+ * (p_best; the rest share 1 - p_best, or nothing where allowed[i] is false;
+ * allowed may be NULL). */
+void topi_probs_favoring(double *probs, int n, int best, double p_best, const bool *allowed);
+
 /* The constant extent of a loop, -1 when it is symbolic or the handle is
  * stale. */
 int64_t topi_loop_extent(const Schedule *s, SchRV loop);
