@@ -147,6 +147,7 @@ Target target_host(void) {
   t.l2_bytes = l2 > 0 ? (int)l2 : 512 * 1024;
   t.l3_bytes = l3 > 0 && l3 < (1L << 31) ? (int)l3 : 0;
   t.flops_per_cycle = host_flops_per_cycle(t.vector_bits);
+  t.fma_latency = 4; /* Haswell through Sapphire Rapids, Zen 1 through Zen 4 */
   t.ghz = host_ghz();
   return t;
 }
@@ -188,12 +189,15 @@ loom_status target_apply_options(Target *t, const char *options, LoomError *err)
         return err_set(err, LOOM_ERR_INVALID_ARG, "--target-opt %.*s=%.*s: expected a size such as 48K or 1MiB",
                        (int)klen, p, (int)vlen, v);
       *(KEY("l1d") ? &t->l1d_bytes : KEY("l2") ? &t->l2_bytes : &t->l3_bytes) = (int)n;
-    } else if (KEY("cores") || KEY("flops_per_cycle") || KEY("vector_registers")) {
+    } else if (KEY("cores") || KEY("flops_per_cycle") || KEY("vector_registers") || KEY("fma_latency")) {
       n = strtol(vbuf, &end, 10);
       if (vlen == 0 || vlen >= sizeof vbuf || *end || n < 1 || n > 4096)
         return err_set(err, LOOM_ERR_INVALID_ARG, "--target-opt %.*s=%.*s: expected a whole number from 1 to 4096",
                        (int)klen, p, (int)vlen, v);
-      *(KEY("cores") ? &t->num_cores : KEY("flops_per_cycle") ? &t->flops_per_cycle : &t->vector_registers) = (int)n;
+      *(KEY("cores")             ? &t->num_cores
+        : KEY("flops_per_cycle") ? &t->flops_per_cycle
+        : KEY("fma_latency")     ? &t->fma_latency
+                                 : &t->vector_registers) = (int)n;
     } else if (KEY("ghz")) {
       double g = strtod(vbuf, &end);
       if (vlen == 0 || vlen >= sizeof vbuf || *end || !(g > 0 && g < 100))
@@ -202,8 +206,8 @@ loom_status target_apply_options(Target *t, const char *options, LoomError *err)
       t->ghz = g;
     } else {
       return err_set(err, LOOM_ERR_INVALID_ARG,
-                     "--target-opt: unknown key \"%.*s\" (expected cores, l1d, l2, l3, ghz, flops_per_cycle or "
-                     "vector_registers)",
+                     "--target-opt: unknown key \"%.*s\" (expected cores, l1d, l2, l3, ghz, flops_per_cycle, "
+                     "vector_registers or fma_latency)",
                      (int)klen, p);
     }
 #undef KEY
@@ -219,9 +223,9 @@ void target_describe(const Target *t, char *buf, size_t cap) {
   if (peak > 0) snprintf(gflops, sizeof gflops, "%.1f GFLOP/s per core, %.1f in all", peak, peak * t->num_cores);
   snprintf(buf, cap,
            "target: %s\nvector: %d bits, %d registers\ncores: %d\nl1d: %d KiB\nl2: %d KiB\nl3: %d KiB\n"
-           "clock: %s\nfp32 FLOP/cycle per core: %d\npeak: %s\n",
+           "clock: %s\nfp32 FLOP/cycle per core: %d\nFMA latency: %d cycles\npeak: %s\n",
            t->name, t->vector_bits, t->vector_registers, t->num_cores, t->l1d_bytes / 1024, t->l2_bytes / 1024,
-           t->l3_bytes / 1024, clock, t->flops_per_cycle, gflops);
+           t->l3_bytes / 1024, clock, t->flops_per_cycle, t->fma_latency, gflops);
 }
 
 int target_lanes(const Target *t, DType dt) {

@@ -18,6 +18,10 @@ typedef struct Target {
    * the clock in GHz (0: unknown): their product is the peak. */
   int flops_per_cycle;
   double ghz;
+  /* Cycles from one FMA to the next that reads its result: a register tile
+   * needs FMA units x latency independent accumulators to keep the units
+   * busy (4 on every x86 core of the table). */
+  int fma_latency;
   /* A named ISA level (target_parse): the C compiler's flags for it and the
    * features an artifact records, which its loader checks on the CPU it
    * runs on. NULL for the host (-march=native; the host's features). */
@@ -36,7 +40,7 @@ Target target_host(void);
 loom_status target_parse(const char *spec, Target *out, LoomError *err);
 /* Overrides of single properties, "key=value[,key=value...]": cores, l1d,
  * l2, l3 (bytes, or with K/KiB/M/MiB), ghz, flops_per_cycle,
- * vector_registers; e.g. "l2=1MiB,cores=8" to build for another machine.
+ * vector_registers, fma_latency; e.g. "l2=1MiB,cores=8" to build for another machine.
  * LOOM_ERR_INVALID_ARG naming the key and what was expected. */
 loom_status target_apply_options(Target *t, const char *options, LoomError *err);
 /* fp32 peak of one core in GFLOP/s; 0 when the clock is unknown. */

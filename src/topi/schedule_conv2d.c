@@ -16,6 +16,18 @@
 
 #include <string.h>
 
+/* The cost of one reduction step of a w x kt register tile, in issue
+ * slots: its loads (w broadcasts, kt weight vectors at weight_load each),
+ * at least the accumulators the FMA units need to hide their latency
+ * (fewer leave the units idle for as many slots), plus one for the loop
+ * step, and one more for a partial tile (a loop of its own). */
+static double tile_cost(const Target *t, int64_t w, int64_t kt, double weight_load, bool partial) {
+  double fmas_per_cycle = (double)t->flops_per_cycle / (2.0 * target_lanes(t, DT_F32));
+  double need = (double)t->fma_latency * (fmas_per_cycle > 1 ? fmas_per_cycle : 1);
+  double loads = (double)w + weight_load * (double)kt;
+  return (loads > need ? loads : need) + 1.0 + (partial ? 1.0 : 0.0);
+}
+
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads) {
   return topi_schedule_conv2d_nchwc_blocked(s, block, epilogue, target, num_threads, 512);
@@ -59,14 +71,17 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
 
   /* Register tile: OWB output columns x KT output-channel blocks, one
    * vector each. Per reduction step it loads KT weight vectors and OWB
-   * broadcasts for OWB * KT FMAs, so the best tile has the fewest loads per
-   * FMA among those whose accumulators, weights and broadcast fit the
-   * target's vector registers (a channel block wider than one register
-   * takes several), weighted by the work partial tiles waste (at most an
-   * eighth in each dimension: partial tiles are partitioned loops, each
-   * with its own smaller register tile): blocked 1x1 convs get 7 x 3 at 7
-   * and 14 columns, 6 x 4 at 28. Sampling points (the
-   * best is the most probable choice). */
+   * broadcasts for OWB * KT FMAs, so the best tile has the lowest cost per
+   * FMA (tile_cost: loads, or the accumulators the FMA latency needs, plus
+   * the loop step) among those whose accumulators, weights and broadcast
+   * fit the target's vector registers (a channel block wider than one
+   * register takes several). A row's last tile may be partial (a
+   * partitioned loop with a smaller tile, costed as such); partial
+   * output-channel tiles may waste at most an eighth. With AVX-512 on Zen 4
+   * (32 registers, 4 accumulators hide the latency) blocked 1x1 convs get
+   * 7 x 3 at 7 and 14 columns, 6 x 4 at 28 and 56; with AVX2 (16
+   * registers, 8 accumulators) 4 x 3, and the 3-channel stem 6 x 2.
+   * Sampling points (the best is the most probable choice). */
   enum { MAX_OWB = 16, N_KT = 4 };
   int rpv = topi_registers_per_vector(target, topi_loop_extent(s, ki));
   int64_t best_owb = 1, best_kt = 1;
@@ -80,10 +95,13 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
      * that reuse each weight vector more often win. */
     double weight_load = !kblock && kt * ico_ext * wblock > target->l1d_bytes ? 3.0 : 1.0;
     for (int64_t w = 1; w <= MAX_OWB && w <= ow_ext; w++) {
-      int64_t tiles = (ow_ext + w - 1) / w;
-      if (!topi_register_tile_fits(target, w, kt, rpv) || tiles * w > ow_ext + ow_ext / 8) continue;
-      double cost = (double)(w + weight_load * kt) / (double)(w * kt) * (double)(tiles * w) / (double)ow_ext *
-                    (double)(ktiles * kt) / (double)ko_ext;
+      if (!topi_register_tile_fits(target, w, kt, rpv)) continue;
+      /* Per row: the full tiles and the partial one (a partitioned loop
+       * with a tile of the remaining columns). */
+      int64_t full = ow_ext / w, rem = ow_ext % w;
+      double loads = (double)full * tile_cost(target, w, kt, weight_load, false) +
+                     (rem ? tile_cost(target, rem, kt, weight_load, true) : 0.0);
+      double cost = loads / (double)(ow_ext * kt) * (double)(ktiles * kt) / (double)ko_ext;
       if (cost < best_cost - 1e-9) best_cost = cost, best_owb = w, best_kt = kt;
     }
   }
