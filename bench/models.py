@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Model latency, Loom against ONNX Runtime, side by side in one run.
 
-usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [name ...]
+usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [--target NAME] [name ...]
        (default models: resnet18 resnet50 mobilenet_v2 bert_base_like)
 
 For each model (exported with scripts/export-zoo when missing; batch 1, its
@@ -138,6 +138,17 @@ def side_by_side(sess, model, x, repeat, warmup):
     return statistics.median(ort_ms), statistics.median(loom_ms), statistics.median(ratios), err
 
 
+def loom_target(loom, target):
+    """The target's name and vector width as `loom target` prints them."""
+    try:
+        out = subprocess.run([loom, "target", *(["--target", target] if target else [])], capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    lines = dict(ln.split(": ", 1) for ln in out.splitlines() if ": " in ln)
+    return f"{lines.get('target', '?')}, {lines.get('vector', '?')}"
+
+
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -159,6 +170,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=30, help="timed runs of each per measurement (default 30)")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up runs of each (default 3)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per loom compile or run (default 900)")
+    ap.add_argument("--target", default=None,
+                    help="loom compile --target (e.g. x86_64-avx2 on an AVX-512 host; ORT still uses every ISA it finds)")
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     a = ap.parse_args()
     try:
@@ -191,7 +204,8 @@ def main():
             # an empty kernel cache: the compile time is a cold one
             with tempfile.TemporaryDirectory(dir=work) as cache:
                 t0 = time.perf_counter()
-                run([loom, "compile", onnx_path, "-o", artifact], "loom compile", a.timeout,
+                target = ["--target", a.target] if a.target else []
+                run([loom, "compile", onnx_path, "-o", artifact, *target], "loom compile", a.timeout,
                     env=dict(os.environ, LOOM_CACHE_DIR=cache))
                 compile_rows.append((name, f"{time.perf_counter() - t0:.1f}"))
         except Failed as e:
@@ -237,7 +251,7 @@ def main():
         f"batch 1; ORT and Loom in one process, in alternating blocks ({a.repeat} timed runs of each in "
         f"all, after {a.warmup} warm-up runs; a block's first runs, for {SETTLE_S} s, untimed); ms = median "
         f"of each side's block medians, ratio = median of the per-round ratios, err = max|loom - ort| / "
-        f"max(1, max|ort|); loom: {loom}",
+        f"max(1, max|ort|); loom: {loom}, target {a.target or 'host'} ({loom_target(loom, a.target)})",
         "",
         "| model | threads | ORT ms | Loom ms | ORT/Loom | err |",
         "|---|---|---|---|---|---|",
@@ -260,7 +274,8 @@ def main():
                    "loom_ms": float(lo) if ok else None, "ort_over_loom": float(r) if ok else None,
                    "loom_over_ort": round(1.0 / float(r), 4) if ok and float(r) > 0 else None,
                    "max_err": float(e) if e != "-" else None})
-    print(json.dumps({"bench": "models", "repeat": a.repeat, "onnxruntime": ort.__version__, "rows": js}))
+    print(json.dumps({"bench": "models", "target": a.target or "host", "repeat": a.repeat,
+                      "onnxruntime": ort.__version__, "rows": js}))
     out = os.path.join(ROOT, "build", "bench", f"models-{datetime.datetime.now():%Y-%m-%d-%H%M%S}.md")
     with open(out, "w") as f:
         f.write(text)
