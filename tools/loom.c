@@ -1,6 +1,6 @@
 /* The `loom` command line.
  *
- *   loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-avx2|x86_64-avx512] [--opt-level 0..3]
+ *   loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512] [--opt-level 0..3]
  *   loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]
  *            [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]
  *
@@ -49,13 +49,15 @@ static int fail(int code, const char *fmt, ...) {
 
 static const char k_usage[] =
     "usage:\n"
-    "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-avx2|x86_64-avx512]\n"
+    "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512]\n"
     "           [--target-opt KEY=VALUE,...] [--opt-level 0..3]\n"
     "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
     "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]\n"
     "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
+    "  (targets: host or x86_64 = this machine; x86_64-sse2, x86_64-avx2, x86_64-avx512 =\n"
+    "   the x86-64 baseline (128-bit vectors), x86-64-v3 (256-bit), x86-64-v4 (512-bit))\n"
     "  loom --version\n";
 
 /* "--flag VALUE" or "--flag=VALUE": the value, advancing *i; NULL when the

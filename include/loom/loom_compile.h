@@ -31,6 +31,7 @@ typedef struct LoomInputValue {
 
 typedef struct LoomCompileOptions {
   /* NULL, "host" or "x86_64": this machine, every feature it has;
+   * "x86_64-sse2" (the x86-64 baseline: 128-bit vectors, no AVX or FMA),
    * "x86_64-avx2" or "x86_64-avx512": that ISA level (older x86 CPUs);
    * anything else: LOOM_ERR_UNSUPPORTED. */
   const char *target;

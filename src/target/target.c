@@ -240,6 +240,9 @@ loom_status target_parse(const char *spec, Target *out, LoomError *err) {
     int vector_bits;
     const char *cflags, *artifact_target;
   } levels[] = {
+      /* The x86-64 baseline every x86-64 CPU runs: SSE2, 128-bit vectors,
+       * no AVX or FMA. Its artifact needs no feature ("x86_64"). */
+      {"x86_64-sse2", 128, BUILD_CFLAGS_MARCH("x86-64"), "x86_64"},
       {"x86_64-avx2", 256, BUILD_CFLAGS_MARCH("x86-64-v3"), "x86_64-avx2-fma"},
       {"x86_64-avx512", 512, BUILD_CFLAGS_MARCH("x86-64-v4"), "x86_64-avx2-fma-avx512"},
   };
@@ -259,7 +262,7 @@ loom_status target_parse(const char *spec, Target *out, LoomError *err) {
     }
 #endif
   return err_set(err, LOOM_ERR_UNSUPPORTED,
-                 "target \"%s\" is not supported: expected host, x86_64 (this machine, %s), x86_64-avx2 or "
-                 "x86_64-avx512 (on an x86_64 machine)",
+                 "target \"%s\" is not supported: expected host, x86_64 (this machine, %s), x86_64-sse2, "
+                 "x86_64-avx2 or x86_64-avx512 (on an x86_64 machine)",
                  spec, out->name);
 }

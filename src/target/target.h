@@ -32,10 +32,11 @@ typedef struct Target {
 /* The machine we run on (cpuid through the compiler's builtins, sysconf). */
 Target target_host(void);
 /* A target by name: NULL, "", "host" or "x86_64" is this machine (with
- * every feature it has); "x86_64-avx2" (x86-64-v3: AVX2, FMA; 256-bit
- * vectors) and "x86_64-avx512" (x86-64-v4: AVX-512 F/BW/CD/DQ/VL) are those
- * ISA levels whatever this machine has, so an artifact can be built here
- * for an older x86 CPU. Cores and caches are this machine's. Anything
+ * every feature it has); "x86_64-sse2" (the x86-64 baseline: SSE2, 128-bit
+ * vectors, no AVX or FMA; runs on any x86-64 CPU), "x86_64-avx2" (x86-64-v3:
+ * AVX2, FMA; 256-bit vectors) and "x86_64-avx512" (x86-64-v4: AVX-512
+ * F/BW/CD/DQ/VL) are those ISA levels whatever this machine has, so an
+ * artifact can be built here for an older x86 CPU. Cores and caches are this machine's. Anything
  * else: LOOM_ERR_UNSUPPORTED naming the target and the accepted ones. */
 loom_status target_parse(const char *spec, Target *out, LoomError *err);
 /* Overrides of single properties, "key=value[,key=value...]": cores, l1d,

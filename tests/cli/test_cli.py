@@ -212,9 +212,46 @@ class LoomCli(unittest.TestCase):
         self.assertIn("vector: 256 bits, 16 registers", t)
         self.assertIn("cores: 8", t)
         self.assertIn("l2: 2048 KiB", t)
+        t = self.ok("target", "--target", "x86_64-sse2").stdout
+        self.assertIn("target: x86_64-sse2", t)
+        self.assertIn("vector: 128 bits, 16 registers", t)
         self.err("target", "--target-opt", "l2=lots", expect=["l2=lots", "expected a size"])
         self.err("target", "--target-opt", "warp=4", expect=["unknown key \"warp\""])
-        self.err("target", "--target", "riscv", expect=["riscv"])
+        self.err("target", "--target", "riscv", expect=["riscv", "x86_64-sse2", "x86_64-avx2", "x86_64-avx512"])
+
+    def test_compile_sse2(self):
+        """--target x86_64-sse2: 128-bit SSE2 code (no AVX, no FMA) whose
+        artifact needs no ISA feature, so it runs on any x86-64 CPU; the
+        result matches numpy."""
+        try:
+            import onnx
+            from onnx import TensorProto, helper, numpy_helper
+        except ImportError:
+            self.skipTest("the onnx package is not installed (scripts/setup)")
+        import platform
+        if platform.machine() not in ("x86_64", "AMD64"):
+            self.skipTest("x86_64 targets need an x86_64 machine")
+        M, K, N = 5, 40, 36
+        w = np.linspace(-0.1, 0.1, K * N, dtype=np.float32).reshape(K, N)
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Tanh", ["h"], ["t"]),
+             helper.make_node("Softmax", ["t"], ["y"], axis=-1)], "sse2",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [M, K])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [M, N])],
+            [numpy_helper.from_array(w, "w")])
+        src = os.path.join(self.dir, "sse2.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), src)
+        art = os.path.join(self.dir, "sse2.loom")
+        self.ok("compile", src, "-o", art, "--target", "x86_64-sse2")
+        info = self.ok("inspect", art).stdout
+        self.assertIn("target x86_64 (runs here", info)
+        x = np.linspace(-3, 3, M * K, dtype=np.float32).reshape(M, K)
+        out = self.fresh_dir("out_sse2")
+        self.ok("run", art, self.npy("sse2_x.npy", x), "--output-dir", out)
+        t = np.tanh(x.astype(np.float64) @ w.astype(np.float64))
+        e = np.exp(t - t.max(axis=-1, keepdims=True))
+        np.testing.assert_allclose(np.load(os.path.join(out, "y.npy")), e / e.sum(axis=-1, keepdims=True),
+                                   rtol=1e-5, atol=1e-6)
 
     def test_profile_flops(self):
         # The hand-made artifact says add_w does 6 FLOPs and nothing for relu_p.

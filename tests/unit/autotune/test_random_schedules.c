@@ -11,18 +11,46 @@
  * and through its text form) to a structurally identical function; and a few
  * functions per computation are cross-checked against the interpreter.
  *
+ * Targets (vector width legalization, docs/codegen.md): the module is built
+ * once per x86 ISA level, each with that target's compiler flags, and every
+ * build is run and compared (its own compiled unscheduled function is the
+ * reference, itself checked against the interpreter):
+ *   x86_64-avx512 (512-bit vectors, -march=x86-64-v4) when the host has
+ *                 AVX-512 (as target_host sees it: LOOM_HOST_ISA narrows it),
+ *   x86_64-avx2   (256-bit, -march=x86-64-v3) when the host has AVX2,
+ *   x86_64-sse2   (128-bit, -march=x86-64) always: the generic width
+ *                 legalization leg, where every vector of more than 4 f32
+ *                 lanes is split by the C compiler.
+ * Random schedules vectorize loops of any extent (power-of-two chunks of
+ * up to 64 lanes: 16 + 4 for 20 iterations), so their vectors are often
+ * wider than a target's registers. The widest level the host has runs every
+ * schedule. The narrower ones run LOOM_HARNESS_TARGET_SCHEDULES of them
+ * (default max(8, N/4), at most N; 2 in a sanitizer build): those whose
+ * lowered code has vectors wider than that target's registers first, in
+ * seed order, then the others. Running all N on every target would
+ * triple the suite's time (cold cache on 2 shared cores: ~34 s for one
+ * target, ~49 s for three with 8 schedules on the narrower two). Each
+ * computation's line and test_coverage report the schedules per target and
+ * how many of them had wider vectors. On a host that is not x86_64 the
+ * host's own flags are the only target.
+ *
  * Environment:
  *   LOOM_HARNESS_SCHEDULES  schedules per computation (default 25; 6 in a
  *                           sanitizer build, where kernels are sanitized too)
+ *   LOOM_HARNESS_TARGET_SCHEDULES  schedules run on the narrower targets
+ *   LOOM_HARNESS_TARGETS    comma-separated targets to run instead (target
+ *                           names as `loom target` takes them, "host" for
+ *                           -march=native); the first runs every schedule
  *   LOOM_HARNESS_SEED       first seed (default 1); seeds are SEED..SEED+N-1
  *   LOOM_HARNESS_ONLY       run only computations whose name contains this
  *   LOOM_HARNESS_DUMP_C     write the generated C of the (last) module there
  *   LOOM_HARNESS_EXTRA_CFLAGS  appended to the kernel compiler flags (e.g.
  *                           "-fsanitize=address" in a sanitizer build: the
  *                           generated code is then checked too)
- * A failure prints the computation, the seed, the trace and the lowered
- * program; rerun it with LOOM_HARNESS_ONLY=<name> LOOM_HARNESS_SEED=<seed>
- * LOOM_HARNESS_SCHEDULES=1. */
+ * A failure prints the computation, the seed, the target, the trace and the
+ * lowered program; rerun it with LOOM_HARNESS_ONLY=<name>
+ * LOOM_HARNESS_SEED=<seed> LOOM_HARNESS_SCHEDULES=1
+ * LOOM_HARNESS_TARGETS=<target>. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,7 +64,9 @@
 
 #include "autotune/autotune.h"
 #include "driver/driver.h"
+#include "runtime/artifact.h"
 #include "runtime/threadpool.h"
+#include "target/target.h"
 #include "tir/interp.h"
 #include "tir/text.h"
 #include "topi/topi.h"
@@ -111,9 +141,11 @@ static PrimFunc *mk_sum_i32(Arena *a, LoomError *e) {
 #ifdef HARNESS_SANITIZED
 #define HARNESS_DEFAULT_EXTRA_CFLAGS "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 #define HARNESS_DEFAULT_SCHEDULES 6
+#define HARNESS_DEFAULT_TARGET_SCHEDULES 2
 #else
 #define HARNESS_DEFAULT_EXTRA_CFLAGS NULL
 #define HARNESS_DEFAULT_SCHEDULES 25
+#define HARNESS_DEFAULT_TARGET_SCHEDULES 8
 #endif
 
 static long env_long(const char *name, long dflt) {
@@ -132,6 +164,76 @@ static BuildOptions harness_build_options(void) {
   const char *extra = getenv("LOOM_HARNESS_EXTRA_CFLAGS");
   o.extra_flags = extra && *extra ? extra : HARNESS_DEFAULT_EXTRA_CFLAGS;
   return o;
+}
+
+/* ---- targets ---- */
+
+enum { MAX_LEGS = 8 };
+
+typedef struct Leg {
+  char name[64];      /* "x86_64-sse2", ... or "host" */
+  const char *cflags; /* NULL: the host's (-march=native) */
+  int vector_bits;
+} Leg;
+
+static bool leg_parse(const char *name, Leg *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", name);
+  LoomError err = {0};
+  Target t;
+  if (target_parse(strcmp(name, "host") ? name : NULL, &t, &err)) fail_msg("LOOM_HARNESS_TARGETS: %s", err.msg);
+  out->cflags = t.cflags;
+  out->vector_bits = t.vector_bits;
+  /* A level this CPU (or LOOM_HOST_ISA) lacks cannot run here. */
+  return t.vector_bits <= target_host().vector_bits &&
+         (!t.artifact_target || artifact_check_target(t.artifact_target, &err) == LOOM_OK);
+}
+
+/* Per target over the suite: schedules run, and those among them with
+ * vectors wider than its registers (test_coverage reads them). */
+static struct {
+  char name[64];
+  int vector_bits, schedules, wide;
+} suite_legs[MAX_LEGS];
+static int suite_n_legs;
+
+static void suite_leg_add(const Leg *leg, int schedules, int wide) {
+  int i = 0;
+  while (i < suite_n_legs && strcmp(suite_legs[i].name, leg->name)) i++;
+  if (i == MAX_LEGS) return;
+  if (i == suite_n_legs) {
+    suite_n_legs++;
+    memcpy(suite_legs[i].name, leg->name, sizeof suite_legs[i].name); /* both char[64] */
+    suite_legs[i].vector_bits = leg->vector_bits;
+  }
+  suite_legs[i].schedules += schedules;
+  suite_legs[i].wide += wide;
+}
+
+/* The targets to build for, the widest first (it runs every schedule). */
+static int harness_legs(Leg *legs) {
+  int n = 0;
+  const char *env = getenv("LOOM_HARNESS_TARGETS");
+  if (env && *env) {
+    for (const char *p = env; *p && n < MAX_LEGS;) {
+      size_t len = strcspn(p, ",");
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)len, p);
+      if (!leg_parse(name, &legs[n])) fail_msg("LOOM_HARNESS_TARGETS: this host cannot run %s code", name);
+      n++;
+      p += len + (p[len] == ',');
+    }
+    if (n == 0) fail_msg("LOOM_HARNESS_TARGETS: no target named");
+    return n;
+  }
+#if defined(__x86_64__)
+  static const char *const levels[] = {"x86_64-avx512", "x86_64-avx2", "x86_64-sse2"};
+  for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
+    if (leg_parse(levels[i], &legs[n])) n++;
+#else
+  leg_parse("host", &legs[n++]);
+#endif
+  return n;
 }
 
 /* ---- comparison ---- */
@@ -188,12 +290,14 @@ static int suite_schedules;
 
 typedef struct Case {
   const char *name;
+  const char *target;        /* the target being built and run */
   Arena *a;
   const PrimFunc *orig;      /* renamed <name>_ref */
   int n;                     /* schedules */
   uint64_t *seeds;
   Schedule **sch;
   const PrimFunc **funcs;    /* [0] = orig, [1 + k] = schedule k (renamed), NULL if unusable */
+  int *widest;               /* [k]: widest vector of schedule k once lowered, in bits */
   int failures;
   int printed;
   RandomScheduleStats total;
@@ -210,8 +314,8 @@ static PrimFunc *renamed(Arena *a, const PrimFunc *f, const char *name) {
  * when given (only for the first few failures: it is long). */
 static void report(Case *c, int k, const char *what, const char *msg, const PrimFunc *lowered) {
   c->failures++;
-  fprintf(stderr, "\n==== FAIL %s seed %llu: %s%s%s\n", c->name, (unsigned long long)c->seeds[k], what,
-          msg ? ": " : "", msg ? msg : "");
+  fprintf(stderr, "\n==== FAIL %s seed %llu, target %s: %s%s%s\n", c->name, (unsigned long long)c->seeds[k],
+          c->target ? c->target : "(none: before building)", what, msg ? ": " : "", msg ? msg : "");
   if (c->printed++ >= 3) return;
   char *t = trace_to_text(sch_trace(c->sch[k]));
   fprintf(stderr, "---- trace ----\n%s", t);
@@ -266,18 +370,20 @@ static void schedule_one(Case *c, int k) {
   c->funcs[1 + k] = renamed(c->a, sch_func(s), name);
 }
 
-/* Builds every usable function into one module; a function that breaks
- * the batch (lowering, codegen or compiler error) is found by building
- * each alone, reported and dropped. */
-static DriverModule *build_all(Case *c, const DriverOptions *opt) {
+/* Builds the unscheduled function and schedules sel[0..nsel) (those still
+ * usable) into one module; a function that breaks the batch (lowering,
+ * codegen or compiler error) is found by building each alone, reported and
+ * dropped. */
+static DriverModule *build_all(Case *c, const int *sel, int nsel, const DriverOptions *opt) {
   LoomError err = {0};
   const PrimFunc *batch[1 + 1024];
   int map[1 + 1024], nb = 0;
-  for (int i = 0; i <= c->n; i++)
-    if (c->funcs[i]) map[nb] = i, batch[nb++] = c->funcs[i];
+  map[nb] = 0, batch[nb++] = c->funcs[0];
+  for (int j = 0; j < nsel; j++)
+    if (c->funcs[1 + sel[j]]) map[nb] = 1 + sel[j], batch[nb++] = c->funcs[1 + sel[j]];
   DriverModule *m = NULL;
   if (driver_build(c->a, batch, nb, opt, &m, &err) == LOOM_OK) return m;
-  fprintf(stderr, "%s: batch build failed (%s); building one by one\n", c->name, err.msg);
+  fprintf(stderr, "%s (target %s): batch build failed (%s); building one by one\n", c->name, c->target, err.msg);
   int kept = 0;
   for (int i = 0; i < nb; i++) {
     DriverModule *one = NULL;
@@ -286,13 +392,32 @@ static DriverModule *build_all(Case *c, const DriverOptions *opt) {
       map[kept] = map[i], batch[kept++] = batch[i];
       continue;
     }
-    if (map[i] == 0) fail_msg("%s: the unscheduled function does not build: %s", c->name, err.msg);
+    if (map[i] == 0)
+      fail_msg("%s: the unscheduled function does not build for target %s: %s", c->name, c->target, err.msg);
     report(c, map[i] - 1, "build", err.msg, NULL);
     c->funcs[map[i]] = NULL;
   }
   if (driver_build(c->a, batch, kept, opt, &m, &err))
-    fail_msg("%s: build without the failing functions still fails: %s", c->name, err.msg);
+    fail_msg("%s: build for target %s without the failing functions still fails: %s", c->name, c->target, err.msg);
   return m;
+}
+
+/* The widest vector in a lowered function, in bits (0: scalar code); a
+ * bool vector is the C back end's int32 mask. */
+static bool widest_cb(Visitor *v, const Expr *e) {
+  int *w = v->user;
+  if (e->dtype.lanes > 1) {
+    int bits = (dtype_is_bool(e->dtype) ? 32 : e->dtype.bits) * e->dtype.lanes;
+    if (bits > *w) *w = bits;
+  }
+  return true;
+}
+
+static int widest_vector_bits(const PrimFunc *f) {
+  int w = 0;
+  Visitor v = {.visit_expr = widest_cb, .user = &w};
+  visit_stmt(&v, f->body);
+  return w;
 }
 
 static bool run_kernel(DriverModule *m, const char *name, DriverTensors *t, ThreadPool *pool,
@@ -329,7 +454,7 @@ static int interp_compare(Case *c, const PrimFunc *f, const DriverTensors *input
 static void interp_check(Case *c, int k, const PrimFunc *f, const DriverTensors *input,
                          const DriverTensors *expected, const char *what) {
   char label[160];
-  snprintf(label, sizeof label, "%s %s (interpreter)", c->name, what);
+  snprintf(label, sizeof label, "%s %s, target %s (interpreter)", c->name, what, c->target);
   int rc = interp_compare(c, f, input, expected, label);
   if (rc && k < 0) fail_msg("%s: disagrees with the compiled unscheduled function", label);
   if (rc) report(c, k, label, "interpreter disagrees with the compiled unscheduled function", NULL);
@@ -341,13 +466,13 @@ static void interp_check(Case *c, int k, const PrimFunc *f, const DriverTensors 
 static void diagnose(Case *c, int k, const PrimFunc *lowered, const DriverTensors *input,
                      const DriverTensors *expected) {
   char label[160];
-  snprintf(label, sizeof label, "%s seed %llu scheduled blocks (interpreter)", c->name,
-           (unsigned long long)c->seeds[k]);
+  snprintf(label, sizeof label, "%s seed %llu, target %s: scheduled blocks (interpreter)", c->name,
+           (unsigned long long)c->seeds[k], c->target);
   int sched = interp_compare(c, c->funcs[1 + k], input, expected, label);
-  snprintf(label, sizeof label, "%s seed %llu lowered (interpreter)", c->name,
-           (unsigned long long)c->seeds[k]);
+  snprintf(label, sizeof label, "%s seed %llu, target %s: lowered (interpreter)", c->name,
+           (unsigned long long)c->seeds[k], c->target);
   int low = interp_compare(c, lowered, input, expected, label);
-  fprintf(stderr, "DIAGNOSIS %s seed %llu: %s\n", c->name, (unsigned long long)c->seeds[k],
+  fprintf(stderr, "DIAGNOSIS %s seed %llu, target %s: %s\n", c->name, (unsigned long long)c->seeds[k], c->target,
           sched ? "the schedule is wrong (scheduled blocks already differ under the interpreter)"
           : low ? "lowering is wrong (scheduled blocks agree, the lowered program does not)"
                 : "code generation or the runtime is wrong (the lowered program agrees under the "
@@ -376,6 +501,70 @@ static const struct {
 };
 enum { N_REGRESSION_SEEDS = sizeof k_regression_seeds / sizeof k_regression_seeds[0] };
 
+/* Builds the unscheduled function and schedules sel[0..nsel) (ascending)
+ * into one module for `leg`'s target and checks each against the
+ * unscheduled function's result there (the unscheduled one against the
+ * interpreter). The primary leg also sends two schedules through the
+ * interpreter (scheduled blocks and lowered program: target-independent, so
+ * once is enough) and records each schedule's widest vector. */
+static void run_leg(Case *c, const Leg *leg, const int *sel, int nsel, bool primary, long first, ThreadPool *pool) {
+  LoomError err = {0};
+  c->target = leg->name;
+  BuildOptions bo = harness_build_options();
+  bo.cflags = leg->cflags;
+  DriverOptions opt = {.build = &bo};
+  DriverModule *m = build_all(c, sel, nsel, &opt);
+  const char *dump = getenv("LOOM_HARNESS_DUMP_C");
+  if (dump && *dump) {
+    FILE *fp = fopen(dump, "w");
+    if (fp) fputs(driver_source(m), fp), fclose(fp);
+  }
+
+  /* The inputs every function sees; outputs start as the same garbage. */
+  DriverTensors input, ref, got;
+  assert_int_equal(driver_tensors_alloc(c->orig, 0x5eed0000u + (uint64_t)first, &input, &err), LOOM_OK);
+  assert_int_equal(driver_tensors_alloc(c->orig, 0, &ref, &err), LOOM_OK);
+  assert_int_equal(driver_tensors_alloc(c->orig, 0, &got, &err), LOOM_OK);
+  driver_tensors_copy(&ref, &input);
+  if (!run_kernel(m, c->orig->name, &ref, pool, &err))
+    fail_msg("%s (target %s): %s", c->orig->name, leg->name, err.msg);
+
+  /* The compiled unscheduled function must agree with the interpreter. */
+  interp_check(c, -1, c->orig, &input, &ref, "unscheduled");
+
+  int lowered_idx = 1, checked_interp = primary ? 0 : 2;
+  for (int j = 0; j < nsel; j++) {
+    int k = sel[j];
+    if (!c->funcs[1 + k]) continue;
+    int li = lowered_idx++; /* index of this function in the module */
+    if (primary) c->widest[k] = widest_vector_bits(driver_lowered(m, li));
+    driver_tensors_copy(&got, &input);
+    char label[160];
+    snprintf(label, sizeof label, "%.48s seed %llu, target %.48s", c->name, (unsigned long long)c->seeds[k], leg->name);
+    if (!run_kernel(m, c->funcs[1 + k]->name, &got, pool, &err)) {
+      report(c, k, "kernel call", err.msg, driver_lowered(m, li));
+      continue;
+    }
+    if (!tensors_match(label, &got, &ref)) {
+      diagnose(c, k, driver_lowered(m, li), &input, &ref);
+      report(c, k, "result differs from the unscheduled function", NULL, driver_lowered(m, li));
+      continue;
+    }
+    /* A few schedules also through the interpreter: the scheduled blocks
+     * (checks schedule primitives apart from lowering) and the lowered
+     * program (checks lowering apart from codegen). */
+    if (checked_interp < 2) {
+      checked_interp++;
+      interp_check(c, k, c->funcs[1 + k], &input, &ref, "scheduled");
+      interp_check(c, k, driver_lowered(m, li), &input, &ref, "lowered");
+    }
+  }
+  driver_tensors_free(&input);
+  driver_tensors_free(&ref);
+  driver_tensors_free(&got);
+  driver_module_free(m);
+}
+
 static void run_case(const char *name, MakeFn make) {
   const char *only = getenv("LOOM_HARNESS_ONLY");
   if (only && *only && !strstr(name, only)) return;
@@ -400,77 +589,61 @@ static void run_case(const char *name, MakeFn make) {
   c.seeds = calloc((size_t)n + 1, sizeof *c.seeds);
   c.sch = calloc((size_t)n + 1, sizeof *c.sch);
   c.funcs = calloc((size_t)n + 1, sizeof *c.funcs);
+  c.widest = calloc((size_t)n + 1, sizeof *c.widest);
   c.funcs[0] = c.orig;
   for (int k = 0; k < c.n; k++) {
     c.seeds[k] = k < c.n - n_extra ? (uint64_t)(first + k) : extra[k - (c.n - n_extra)];
     schedule_one(&c, k);
   }
 
-  BuildOptions bo = harness_build_options();
-  DriverOptions opt = {.build = &bo};
-  DriverModule *m = build_all(&c, &opt);
-  const char *dump = getenv("LOOM_HARNESS_DUMP_C");
-  if (dump && *dump) {
-    FILE *fp = fopen(dump, "w");
-    if (fp) fputs(driver_source(m), fp), fclose(fp);
-  }
+  Leg legs[MAX_LEGS];
+  int n_legs = harness_legs(legs);
+  long lm = env_long("LOOM_HARNESS_TARGET_SCHEDULES", -1);
+  if (lm < 0) lm = n / 4 > HARNESS_DEFAULT_TARGET_SCHEDULES ? n / 4 : HARNESS_DEFAULT_TARGET_SCHEDULES;
+  int m = (int)(lm > n ? n : lm);
   ThreadPool *pool = NULL;
   assert_int_equal(threadpool_create(2, &pool, &err), LOOM_OK);
-
-  /* The inputs every function sees; outputs start as the same garbage. */
-  DriverTensors input, ref, got;
-  assert_int_equal(driver_tensors_alloc(c.orig, 0x5eed0000u + (uint64_t)first, &input, &err), LOOM_OK);
-  assert_int_equal(driver_tensors_alloc(c.orig, 0, &ref, &err), LOOM_OK);
-  assert_int_equal(driver_tensors_alloc(c.orig, 0, &got, &err), LOOM_OK);
-  driver_tensors_copy(&ref, &input);
-  if (!run_kernel(m, c.orig->name, &ref, pool, &err)) fail_msg("%s: %s", c.orig->name, err.msg);
-
-  /* The compiled unscheduled function must agree with the interpreter. */
-  interp_check(&c, -1, c.orig, &input, &ref, "unscheduled");
-
-  int lowered_idx = 1, checked_interp = 0;
-  for (int k = 0; k < c.n; k++) {
-    if (!c.funcs[1 + k]) continue;
-    int li = lowered_idx++; /* index of this function in the module */
-    driver_tensors_copy(&got, &input);
-    char label[128];
-    snprintf(label, sizeof label, "%s seed %llu", name, (unsigned long long)c.seeds[k]);
-    if (!run_kernel(m, c.funcs[1 + k]->name, &got, pool, &err)) {
-      report(&c, k, "kernel call", err.msg, driver_lowered(m, li));
-      continue;
-    }
-    if (!tensors_match(label, &got, &ref)) {
-      diagnose(&c, k, driver_lowered(m, li), &input, &ref);
-      report(&c, k, "result differs from the unscheduled function", NULL, driver_lowered(m, li));
-      continue;
-    }
-    /* A few schedules also through the interpreter: the scheduled blocks
-     * (checks schedule primitives apart from lowering) and the lowered
-     * program (checks lowering apart from codegen). */
-    if (checked_interp < 2) {
-      checked_interp++;
-      interp_check(&c, k, c.funcs[1 + k], &input, &ref, "scheduled");
-      interp_check(&c, k, driver_lowered(m, li), &input, &ref, "lowered");
-    }
+  char summary[256] = "";
+  size_t at = 0;
+  int *sel = calloc((size_t)n + 1, sizeof *sel);
+  for (int l = 0; l < n_legs; l++) {
+    /* The primary leg: every schedule. A narrower one: m of them, those
+     * with vectors wider than its registers first (seed order), then the
+     * others; built in seed order. */
+    int nsel = 0, wide = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (int k = 0; k < c.n && nsel < (l == 0 ? c.n : m); k++)
+        if (l == 0 ? pass == 0 : (c.widest[k] > legs[l].vector_bits) == (pass == 0)) sel[nsel++] = k;
+    for (int j = 0; j < nsel; j++) wide += l > 0 && c.widest[sel[j]] > legs[l].vector_bits;
+    for (int j = 1; j < nsel; j++) /* insertion sort: seed order */
+      for (int i = j; i > 0 && sel[i - 1] > sel[i]; i--) {
+        int t = sel[i];
+        sel[i] = sel[i - 1], sel[i - 1] = t;
+      }
+    run_leg(&c, &legs[l], sel, nsel, l == 0, first, pool);
+    if (l == 0)
+      for (int k = 0; k < c.n; k++) wide += c.widest[k] > legs[l].vector_bits;
+    suite_leg_add(&legs[l], nsel, wide);
+    at += (size_t)snprintf(summary + at, at < sizeof summary ? sizeof summary - at : 0, "%s%s %d (%d wider)",
+                           l ? ", " : "", legs[l].name, nsel, wide);
+    if (at >= sizeof summary) at = sizeof summary - 1;
   }
+  free(sel);
+  threadpool_destroy(pool);
 
-  fprintf(stderr, "%-16s %3d schedules, %d failures; primitives tried %d, applied %d, refused %d\n",
-          name, c.n, c.failures, c.total.tried, c.total.applied, c.total.refused);
+  fprintf(stderr, "%-16s %3d schedules (by target: %s), %d failures; primitives tried %d, applied %d, refused %d\n",
+          name, c.n, summary, c.failures, c.total.tried, c.total.applied, c.total.refused);
   suite_schedules += c.n;
   for (int p = 0; p < RS_PRIM_COUNT; p++) {
     suite_stats.applied_by[p] += c.total.applied_by[p];
     suite_stats.refused_by[p] += c.total.refused_by[p];
   }
-  driver_tensors_free(&input);
-  driver_tensors_free(&ref);
-  driver_tensors_free(&got);
-  threadpool_destroy(pool);
-  driver_module_free(m);
   for (int k = 0; k < c.n; k++) sch_free(c.sch[k]);
   int failures = c.failures;
   free(c.seeds);
   free(c.sch);
   free(c.funcs);
+  free(c.widest);
   arena_free(c.a);
   assert_int_equal(failures, 0);
 }
@@ -505,12 +678,21 @@ static void test_coverage(void **state) {
   for (int p = 0; p < RS_PRIM_COUNT; p++)
     fprintf(stderr, "%-24s %8d %8d\n", random_schedule_prim_name((RsPrim)p), suite_stats.applied_by[p],
             suite_stats.refused_by[p]);
+  for (int i = 0; i < suite_n_legs; i++)
+    fprintf(stderr, "target %-14s %4d schedules, %4d of them with vectors wider than its %d bits\n",
+            suite_legs[i].name, suite_legs[i].schedules, suite_legs[i].wide, suite_legs[i].vector_bits);
   const char *only = getenv("LOOM_HARNESS_ONLY");
   if ((only && *only) || suite_schedules < 300) return; /* too few schedules to expect everything */
   for (int p = 0; p < RS_PRIM_COUNT; p++)
     if (suite_stats.applied_by[p] == 0)
       fail_msg("primitive %s never applied in %d random schedules", random_schedule_prim_name((RsPrim)p),
                suite_schedules);
+  /* A target narrower than AVX-512 must have met vectors wider than its
+   * registers, or its leg proved nothing about legalization. */
+  for (int i = 0; i < suite_n_legs; i++)
+    if (suite_legs[i].vector_bits < 512 && suite_legs[i].schedules >= 64 && suite_legs[i].wide == 0)
+      fail_msg("target %s: %d schedules and not one vector wider than %d bits", suite_legs[i].name,
+               suite_legs[i].schedules, suite_legs[i].vector_bits);
 }
 
 int main(void) {

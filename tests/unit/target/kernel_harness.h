@@ -37,9 +37,11 @@ static inline const Expr *h_ramp(Arena *a, const Expr *base, int lanes) {
   return expr_ramp(a, base, expr_i64(a, 1), lanes);
 }
 
-/* Generates C for n functions into one source; fails the test on error.
- * *source_out (may be NULL) receives the text (caller frees). */
-static inline Module *harness_compile(PrimFunc *const *fs, int n, char **source_out) {
+/* Generates C for n functions into one source and builds it with `cflags`
+ * (NULL: the host's defaults; a Target's cflags build for its ISA level);
+ * fails the test on error. *source_out (may be NULL) receives the text
+ * (caller frees). */
+static inline Module *harness_compile_cflags(PrimFunc *const *fs, int n, const char *cflags, char **source_out) {
   StrBuf sb;
   sb_init(&sb);
   codegen_c_prelude(&sb);
@@ -50,6 +52,7 @@ static inline Module *harness_compile(PrimFunc *const *fs, int n, char **source_
     assert_int_equal(st, LOOM_OK);
   }
   BuildOptions o = harness_build_options();
+  o.cflags = cflags;
   BuildResult r;
   loom_status st = build_shared_object(sb_cstr(&sb), &o, &r, &err);
   if (st) fprintf(stderr, "build: %s\n--- source ---\n%s\n", err.msg, sb_cstr(&sb));
@@ -63,6 +66,11 @@ static inline Module *harness_compile(PrimFunc *const *fs, int n, char **source_
   else
     sb_free(&sb);
   return m;
+}
+
+/* The same with the host's default flags. */
+static inline Module *harness_compile(PrimFunc *const *fs, int n, char **source_out) {
+  return harness_compile_cflags(fs, n, NULL, source_out);
 }
 
 static inline Kernel harness_kernel(Module *m, const char *name) {

@@ -1,7 +1,9 @@
 /* target_parse: the host by default, the named x86 ISA levels with their
- * -march flags and the features an artifact records, and a clear refusal
- * of anything else. (compiler_vs_ort_avx2 builds and runs models for the
- * AVX2 level end to end.) */
+ * -march flags and the features an artifact records (which the artifact
+ * loader accepts exactly on a CPU that has them: the SSE2 baseline's on
+ * every x86-64 CPU), and a clear refusal of anything else.
+ * (compiler_vs_ort_avx2 builds and runs models for the AVX2 level end to
+ * end; target_test_wide_vectors runs kernels built for every level.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,7 @@
 
 #include <string.h>
 
+#include "runtime/artifact.h"
 #include "target/target.h"
 
 static void test_host_by_default(void **state) {
@@ -33,6 +36,16 @@ static void test_levels(void **state) {
   Target t;
   assert_int_equal(target_parse("x86_64", &t, &err), LOOM_OK);
   assert_null(t.cflags);
+  /* The baseline: 128-bit SSE2, no AVX or FMA; its artifact needs no
+   * feature, so it loads on any x86-64 CPU. */
+  assert_int_equal(target_parse("x86_64-sse2", &t, &err), LOOM_OK);
+  assert_int_equal(t.vector_bits, 128);
+  assert_int_equal(t.vector_registers, 16);
+  assert_string_equal(t.name, "x86_64-sse2");
+  assert_non_null(strstr(t.cflags, "-march=x86-64 "));
+  assert_string_equal(t.artifact_target, "x86_64");
+  assert_int_equal(artifact_check_target(t.artifact_target, &err), LOOM_OK);
+  assert_int_equal(target_lanes(&t, DT_F32), 4);
   assert_int_equal(target_parse("x86_64-avx2", &t, &err), LOOM_OK);
   assert_int_equal(t.vector_bits, 256);
   assert_string_equal(t.name, "x86_64-avx2");
@@ -43,6 +56,14 @@ static void test_levels(void **state) {
   assert_non_null(strstr(t.cflags, "-march=x86-64-v4"));
   assert_string_equal(t.artifact_target, "x86_64-avx2-fma-avx512");
   assert_int_equal(t.num_cores, target_host().num_cores);
+  /* An AVX2 or AVX-512 artifact loads exactly where the CPU has the level
+   * (what __builtin_cpu_supports says, not the LOOM_HOST_ISA view). */
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  assert_int_equal(artifact_check_target("x86_64-avx2-fma", &err) == LOOM_OK, avx2);
+  assert_int_equal(artifact_check_target("x86_64-avx2-fma-avx512", &err) == LOOM_OK, avx512);
 #else
   LoomError err = {0};
   Target t;
@@ -59,6 +80,7 @@ static void test_refusals(void **state) {
     assert_int_equal(target_parse(bad[i], &t, &err), LOOM_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, bad[i]));
     assert_non_null(strstr(err.msg, "x86_64-avx2"));
+    assert_non_null(strstr(err.msg, "x86_64-sse2"));
   }
 }
 
