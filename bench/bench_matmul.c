@@ -72,14 +72,17 @@ static int bench_one(Shape sh, int threads, int repeat, const Target *target) {
             (long long)sh.N, (long long)sh.K, maxdiff);
     goto out_free;
   }
+  /* Each side waits for the other's workers to sleep: OpenBLAS's spin for
+   * ~80 ms after a call and would take the second core from Loom's. */
   for (int r = 0; r < repeat; r++) {
+    quiesce();
     double t0 = now_s();
     kernel_call(&k, t.ptrs, 3, pool, NULL, &err);
-    double t1 = now_s();
+    tl[r] = now_s() - t0;
+    quiesce();
+    t0 = now_s();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, R, N);
-    double t2 = now_s();
-    tl[r] = t1 - t0;
-    tb[r] = t2 - t1;
+    tb[r] = now_s() - t0;
   }
   double ml = median(tl, repeat), mb = median(tb, repeat), flop = 2.0 * (double)sh.M * (double)sh.N * (double)sh.K;
   printf("| %5lld | %5lld | %5lld | %d | %8.3f | %6.1f | %8.3f | %6.1f | %5.2f |\n", (long long)sh.M, (long long)sh.N,

@@ -222,37 +222,6 @@ static double rel_err(const float *got, const float *want, size_t n) {
   return maxdiff / (maxref > 0 ? maxref : 1.0);
 }
 
-/* Is any thread of this process other than the caller running (spinning)? */
-static bool others_running(void) {
-  long self = (long)syscall(SYS_gettid);
-  DIR *d = opendir("/proc/self/task");
-  if (!d) return false;
-  bool running = false;
-  struct dirent *e;
-  while (!running && (e = readdir(d))) {
-    long tid = atol(e->d_name);
-    if (tid <= 0 || tid == self) continue;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    if (p && p[1] == ' ' && p[2] == 'R') running = true;
-  }
-  closedir(d);
-  return running;
-}
-
-/* Waits (at most 300 ms) until every other thread sleeps: the previous
- * side's spinning workers must not compete with the next side. */
-static void quiesce(void) {
-  double t0 = now_s();
-  while (others_running() && now_s() - t0 < 0.3) usleep(200);
-}
-
 static DLTensor dl_f32(float *data, int ndim, int64_t *shape) {
   DLTensor t;
   memset(&t, 0, sizeof t);

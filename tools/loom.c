@@ -452,11 +452,16 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print, doub
     flops_sum += (double)p.flops;
   }
   int threads = loom_model_num_threads(m) > 0 ? loom_model_num_threads(m) : 1;
-  Target host = target_host();
+  /* The peak of the ISA the kernels were built for (an AVX2 artifact on an
+   * AVX-512 host has AVX2's), so the table says what it measured. */
+  Target host = target_for_artifact(loom_model_target(m));
   double per_thread = target_peak_gflops_per_core(&host), peak = per_thread * threads; /* GFLOP/s */
   if (peak_out) *peak_out = per_thread;
-  if (print)
+  if (print) {
+    printf("target %s (kernels built for %s), %d thread%s\n", host.name, loom_model_target(m), threads,
+           threads == 1 ? "" : "s");
     printf("%-5s %-40s %10s %7s %9s %7s  %s\n", "step", "kernel", "avg ms", "%", "GFLOP/s", "%peak", "onnx nodes");
+  }
   for (int32_t i = 0; i < n; i++) {
     LoomProfileEntry p;
     loom_model_profile_entry(m, i, &p);
@@ -658,6 +663,8 @@ static int cmd_run(int argc, char **argv) {
     double peak = 0;
     cJSON_AddItemToObject(report, "profile", profile_report(m, total / (double)a.repeat, !a.json, &peak));
     cJSON_AddNumberToObject(report, "peak_gflops_per_thread", peak); /* what peak_pct is a percentage of */
+    cJSON_AddStringToObject(report, "target", target_for_artifact(loom_model_target(m)).name);
+    cJSON_AddStringToObject(report, "artifact_target", loom_model_target(m));
   }
   if (a.json) {
     char *s = cJSON_PrintUnformatted(report);

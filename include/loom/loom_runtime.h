@@ -74,6 +74,9 @@ loom_status loom_model_output_info(const LoomModel *m, int32_t index, LoomTensor
 int32_t loom_model_input_index(const LoomModel *m, const char *name);
 int32_t loom_model_output_index(const LoomModel *m, const char *name);
 int32_t loom_model_num_threads(const LoomModel *m);
+/* The ISA the artifact's kernels were built for, as it records it
+ * ("x86_64-avx2-fma", "x86_64" for the SSE2 baseline, ...). */
+const char *loom_model_target(const LoomModel *m);
 
 /* Copies t into the model's input buffer. t must be a CPU tensor with the
  * input's dtype and shape, compact row-major (strides NULL or compact).

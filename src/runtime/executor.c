@@ -189,6 +189,8 @@ int32_t loom_model_num_inputs(const LoomModel *m) { return m->art->spec.num_inpu
 int32_t loom_model_num_outputs(const LoomModel *m) { return m->art->spec.num_outputs; }
 int32_t loom_model_num_threads(const LoomModel *m) { return threadpool_num_threads(m->pool); }
 
+const char *loom_model_target(const LoomModel *m) { return m->art->target; }
+
 static void info_of(const ArtifactTensor *t, LoomTensorInfo *out) {
   out->name = t->name;
   out->dtype = t->dtype;

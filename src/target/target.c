@@ -234,18 +234,31 @@ int target_lanes(const Target *t, DType dt) {
   return lanes > 0 ? lanes : 1;
 }
 
+static const struct {
+  const char *name;
+  int vector_bits;
+  const char *cflags, *artifact_target;
+} levels[] = {
+    /* The x86-64 baseline every x86-64 CPU runs: SSE2, 128-bit vectors,
+     * no AVX or FMA. Its artifact needs no feature ("x86_64"). */
+    {"x86_64-sse2", 128, BUILD_CFLAGS_MARCH("x86-64"), "x86_64"},
+    {"x86_64-avx2", 256, BUILD_CFLAGS_MARCH("x86-64-v3"), "x86_64-avx2-fma"},
+    {"x86_64-avx512", 512, BUILD_CFLAGS_MARCH("x86-64-v4"), "x86_64-avx2-fma-avx512"},
+};
+
+Target target_for_artifact(const char *artifact_target) {
+  Target t = target_host();
+  for (size_t i = 0; artifact_target && i < sizeof levels / sizeof levels[0]; i++)
+    if (!strcmp(artifact_target, levels[i].artifact_target) && levels[i].vector_bits <= t.vector_bits) {
+      snprintf(t.name, sizeof t.name, "%s", levels[i].name);
+      t.vector_bits = levels[i].vector_bits;
+      t.vector_registers = t.vector_bits == 512 ? 32 : 16;
+      t.flops_per_cycle = host_flops_per_cycle(t.vector_bits);
+    }
+  return t;
+}
+
 loom_status target_parse(const char *spec, Target *out, LoomError *err) {
-  static const struct {
-    const char *name;
-    int vector_bits;
-    const char *cflags, *artifact_target;
-  } levels[] = {
-      /* The x86-64 baseline every x86-64 CPU runs: SSE2, 128-bit vectors,
-       * no AVX or FMA. Its artifact needs no feature ("x86_64"). */
-      {"x86_64-sse2", 128, BUILD_CFLAGS_MARCH("x86-64"), "x86_64"},
-      {"x86_64-avx2", 256, BUILD_CFLAGS_MARCH("x86-64-v3"), "x86_64-avx2-fma"},
-      {"x86_64-avx512", 512, BUILD_CFLAGS_MARCH("x86-64-v4"), "x86_64-avx2-fma-avx512"},
-  };
   *out = target_host();
   if (!spec || !*spec || !strcmp(spec, "host")) return LOOM_OK;
 #if defined(__x86_64__)

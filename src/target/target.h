@@ -44,6 +44,11 @@ loom_status target_parse(const char *spec, Target *out, LoomError *err);
  * vector_registers, fma_latency; e.g. "l2=1MiB,cores=8" to build for another machine.
  * LOOM_ERR_INVALID_ARG naming the key and what was expected. */
 loom_status target_apply_options(Target *t, const char *options, LoomError *err);
+/* The machine as an artifact built for `artifact_target` (its recorded ISA
+ * features, e.g. "x86_64-avx2-fma") uses it: the host, narrowed to that ISA
+ * level's vectors and peak. Unknown strings (the host's own, -march=native)
+ * give the host. */
+Target target_for_artifact(const char *artifact_target);
 /* fp32 peak of one core in GFLOP/s; 0 when the clock is unknown. */
 double target_peak_gflops_per_core(const Target *t);
 /* A description for `loom target`, one property a line. */

@@ -309,6 +309,21 @@ class LoomCli(unittest.TestCase):
         r = self.ok("inspect", art, "--dump", "json")
         kernels = json.loads(r.stdout)["kernels"]
         self.assertIn(2 * M * N * K, [k.get("flops") for k in kernels])
+        # The profile names the ISA the kernels were built for, and rates
+        # them against that ISA's peak: built for SSE2 (128-bit vectors), the
+        # peak per thread is below the host's own wherever the host has AVX.
+        host_peak = report["peak_gflops_per_thread"]
+        art2 = os.path.join(self.dir, "mm_sse2.loom")
+        self.ok("compile", src, "-o", art2, "--target", "x86_64-sse2")
+        r = self.ok("run", art2, self.npy("mm_x.npy", x), "--repeat", "2", "--profile", "--threads", "1")
+        self.assertIn("target x86_64-sse2 (kernels built for x86_64)", r.stdout)
+        r = self.ok("run", art2, self.npy("mm_x.npy", x), "--repeat", "2", "--profile", "--json", "--threads", "1")
+        report2 = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(report2["target"], "x86_64-sse2")
+        self.assertEqual(report2["artifact_target"], "x86_64")
+        host_bits = int(self.ok("target").stdout.split("vector: ")[1].split(" ")[0])
+        if host_bits > 128:
+            self.assertLess(report2["peak_gflops_per_thread"], host_peak)
 
     # ---- run: bad input, never a partial output ----
 
