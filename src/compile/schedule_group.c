@@ -66,11 +66,6 @@ static void collect_blocks(Arena *a, const PrimFunc *f, Blocks *out) {
   visit_stmt(&v, f->body);
 }
 
-static size_t ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 /* Step 1: inline until nothing more inlines (an inlined stage can make its
  * producer inlinable next). */
 static bool has_call_cb(Visitor *v, const Expr *e) {
@@ -129,14 +124,6 @@ static bool read_at_several_indices(const Blocks *bs, const Block *b) {
   return false;
 }
 
-/* The input transform of a Winograd conv (topi_conv2d_nchwc_winograd):
- * "<base>_transform" with a "<base>_gemm" beside it. */
-static bool is_winograd_transform(Schedule *s, Arena *a, const char *name) {
-  size_t n = strlen(name);
-  return ends_with(name, "_transform") &&
-         stmt_find_block(sch_func(s)->body, arena_printf(a, "%.*s_gemm", (int)(n - 10), name)) != NULL;
-}
-
 static void inline_injective(Schedule *s, Arena *a) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -144,11 +131,11 @@ static void inline_injective(Schedule *s, Arena *a) {
     collect_blocks(a, sch_func(s), &bs);
     for (int i = 0; i < bs.items.n; i++) {
       const BlockInfo *bi = &bs.items.items[i];
-      /* A Winograd input transform stays: inlined, the product would
-       * recompute it for every output-channel block. */
-      if (bi->writes_param || bi->n_reduce > 0 || ends_with(bi->block->name, "_pad") ||
-          is_winograd_transform(s, a, bi->block->name))
-        continue;
+      /* A block with a schedule rule of its own stays: a padding stage
+       * (inlined, it puts a select in the hot loop) or a Winograd input
+       * transform (inlined, the product would recompute it for every
+       * output-channel block). */
+      if (bi->writes_param || bi->n_reduce > 0 || bi->block->schedule_rule) continue;
       if (costly_to_duplicate(&bs, bi->block) || read_at_several_indices(&bs, bi->block)) continue;
       SchRV b = sch_get_block(s, bi->block->name);
       if (b >= 0 && sch_compute_inline(s, b) == LOOM_OK) changed = true;
@@ -285,40 +272,6 @@ static bool is_multiply_accumulate(const Block *b) {
          !expr_equal(prod->bin.a, prod->bin.b);
 }
 
-/* Depthwise conv2d in NCHWc (topi_depthwise_conv2d_nchwc_onnx): iterators
- * n, c, h, w, cb (spatial) then ry, rx (reduce), body out += X[5-d] *
- * W[6-d] with the channel block the last index of both. */
-static bool is_depthwise_nchwc(const Block *b, const BlockInfo *bi) {
-  if (b->n_iters != 7 || bi->n_reduce != 2 || b->iters[5].type != ITER_REDUCE || b->iters[6].type != ITER_REDUCE ||
-      !is_multiply_accumulate(b) || b->n_reads != 2)
-    return false;
-  const BufferRegion *x = &b->reads[0], *w = &b->reads[1];
-  if (x->buffer->ndim != 5 || w->buffer->ndim != 6) return false;
-  const Expr *cb = b->iters[4].var;
-  return innermost_reads_use(b, cb) && expr_uses_var(x->min[4], cb) && expr_uses_var(w->min[5], cb);
-}
-
-/* 2-D pooling (topi_pool_nd_onnx, NCHW or NCHWc): iterators n, c, h, w,
- * [cb] then ry, rx (reduce), body acc = max(acc, v) or acc + v of one input
- * read at h*s + ry*d, w*s + rx*d (a window; a reduction over whole axes,
- * ReduceMean's, reads at ry, rx alone). */
-static bool is_pool2d(const Block *b, const BlockInfo *bi) {
-  int n = b->n_iters;
-  if ((n != 6 && n != 7) || bi->n_reduce != 2 || b->iters[n - 2].type != ITER_REDUCE ||
-      b->iters[n - 1].type != ITER_REDUCE || b->n_reads != 1 || b->n_writes != 1)
-    return false;
-  const Stmt *st = b->body;
-  if (st->kind != STMT_STORE || (st->store.value->kind != EXPR_MAX && st->store.value->kind != EXPR_ADD)) return false;
-  const Expr *v = st->store.value;
-  const Expr *acc = v->bin.a->kind == EXPR_LOAD && v->bin.a->load.buffer == st->store.buffer ? v->bin.a : v->bin.b;
-  if (acc->kind != EXPR_LOAD || acc->load.buffer != st->store.buffer) return false;
-  const BufferRegion *x = &b->reads[0];
-  if (x->buffer->ndim != n - 2) return false;
-  for (int d = 2; d < 4; d++)
-    if (!expr_uses_var(x->min[d], b->iters[d].var) || !expr_uses_var(x->min[d], b->iters[n - 4 + d].var)) return false;
-  return n == 6 || expr_uses_var(x->min[4], b->iters[4].var);
-}
-
 /* A chain of row-wise stages with one output (softmax: max, exp, sum and
  * divide along the last axis) runs stage by stage over the whole tensor,
  * each stage a pass through memory (BERT's attention scores: 768 KiB a
@@ -345,6 +298,40 @@ static void fuse_rows(Schedule *s, const Blocks *bs) {
   topi_schedule_note(s, "stages fused per row");
 }
 
+static loom_status schedule_winograd(Schedule *s, const char *gemm, const char *output, const Target *target,
+                                     int num_threads) {
+  return topi_schedule_conv2d_winograd_cpu(s, gemm, output, target, num_threads);
+}
+
+/* The anchor schedules, one row per rule name a compute definition gives
+ * its block (te_set_schedule_rule): the block's default schedule, with the
+ * block consuming its output folded in as the epilogue. `owns` names the
+ * rule of the stages the schedule places itself (the generic schedule
+ * leaves them alone once it succeeded). `mac` asks for the body the
+ * schedule's tiling assumes, a multiply-accumulate of two loads (a matmul
+ * of narrow floats reduces casts: it keeps the generic schedule). */
+typedef loom_status (*AnchorSchedule)(Schedule *s, const char *block, const char *epilogue, const Target *target,
+                                      int num_threads);
+static const struct {
+  const char *rule;
+  AnchorSchedule schedule;
+  const char *owns;
+  bool mac;
+} kAnchorRules[] = {
+    {"matmul", topi_schedule_matmul_cpu, NULL, true},
+    {"conv2d_nchwc", topi_schedule_conv2d_nchwc_cpu, "pad", false},
+    {"conv2d_winograd", schedule_winograd, "conv2d_winograd_transform", false},
+    {"depthwise_conv2d_nchwc", topi_schedule_depthwise_conv2d_nchwc_cpu, "pad", false},
+    {"pool2d", topi_schedule_pool2d_cpu, "pad", false},
+};
+
+static int anchor_rule(const Block *b) {
+  for (size_t i = 0; b->schedule_rule && i < sizeof kAnchorRules / sizeof kAnchorRules[0]; i++)
+    if (!strcmp(b->schedule_rule, kAnchorRules[i].rule))
+      return kAnchorRules[i].mac && !is_multiply_accumulate(b) ? -1 : (int)i;
+  return -1;
+}
+
 /* A group whose work (tir_func_work) is below this stays serial. Chosen
  * from `loom run --profile` of MobileNetV2 at 2 threads: a dispatch to the
  * pool costs ~0.5 µs (a 1-µs flatten runs faster serially), while a
@@ -364,48 +351,38 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
 
   Blocks bs;
   collect_blocks(a, sch_func(s), &bs);
+  /* The anchor: the largest block with an anchor rule. */
   const BlockInfo *anchor = NULL;
+  int rule = -1;
   for (int i = 0; i < bs.items.n; i++) {
     const BlockInfo *bi = &bs.items.items[i];
-    if (bi->n_reduce > 0 && bi->volume > 0 && (!anchor || bi->volume > anchor->volume)) anchor = bi;
+    int r = anchor_rule(bi->block);
+    if (r >= 0 && bi->volume > 0 && (!anchor || bi->volume > anchor->volume)) anchor = bi, rule = r;
   }
 
-  const char *done_epilogue = NULL, *done_transform = NULL;
-  bool anchor_done = false;
+  const char *done_epilogue = NULL, *owned = NULL;
   if (anchor && anchor->block->n_writes == 1) {
     const char *epi = sole_consumer(&bs, anchor->block->writes[0].buffer, anchor->block);
     for (int i = 0; epi && i < bs.items.n; i++)
       if (!strcmp(bs.items.items[i].block->name, epi) && bs.items.items[i].n_reduce > 0) epi = NULL;
-    const Block *ab = anchor->block;
-    loom_status st = LOOM_ERR_UNSUPPORTED;
-    bool matmul_like = ab->n_iters >= 3 && anchor->n_reduce == 1 && ab->iters[ab->n_iters - 1].type == ITER_REDUCE &&
-                       is_multiply_accumulate(ab);
-    bool conv_nchwc = ab->n_iters == 9 && anchor->n_reduce == 4 && ab->iters[8].type == ITER_REDUCE;
-    bool dw_nchwc = is_depthwise_nchwc(ab, anchor);
-    bool pool2d = !matmul_like && !conv_nchwc && !dw_nchwc && is_pool2d(ab, anchor);
-    const char *transform =
-        ends_with(ab->name, "_gemm") ? arena_printf(a, "%.*s_transform", (int)strlen(ab->name) - 5, ab->name) : NULL;
-    bool winograd = conv_nchwc && epi && transform && stmt_find_block(sch_func(s)->body, transform);
-    if (matmul_like) st = topi_schedule_matmul_cpu(s, ab->name, epi, target, num_threads);
-    else if (winograd && (st = topi_schedule_conv2d_winograd_cpu(s, ab->name, epi, target, num_threads)) == LOOM_OK)
-      done_epilogue = epi, done_transform = transform;
-    else if (conv_nchwc) st = topi_schedule_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
-    else if (dw_nchwc) st = topi_schedule_depthwise_conv2d_nchwc_cpu(s, ab->name, epi, target, num_threads);
-    else if (pool2d) st = topi_schedule_pool2d_cpu(s, ab->name, epi, target, num_threads);
-    if (matmul_like || conv_nchwc || dw_nchwc || pool2d) {
-      anchor_done = true;
-      if (st == LOOM_OK && epi && sch_get_block(s, epi) < 0) done_epilogue = epi;
+    loom_status st = kAnchorRules[rule].schedule(s, anchor->block->name, epi, target, num_threads);
+    if (st == LOOM_OK) {
+      if (epi && sch_get_block(s, epi) < 0) done_epilogue = epi;
+      owned = kAnchorRules[rule].owns;
+    } else { /* refused (a 2-D product has no row loop to tile): the generic schedule takes it */
+      topi_schedule_note(s, kAnchorRules[rule].rule);
+      anchor = NULL;
     }
+  } else {
+    anchor = NULL;
+    fuse_rows(s, &bs);
   }
-
-  if (!anchor_done) fuse_rows(s, &bs);
   /* Everything else, as collected before the anchor's schedule. */
   for (int i = 0; i < bs.items.n; i++) {
     const BlockInfo *bi = &bs.items.items[i];
-    if (anchor_done && bi == anchor) continue;
+    if (bi == anchor) continue;
     if (done_epilogue && !strcmp(bi->block->name, done_epilogue)) continue;
-    if (done_transform && !strcmp(bi->block->name, done_transform)) continue;
-    if (anchor_done && ends_with(bi->block->name, "_pad")) continue; /* the anchor's schedule owns its pad */
+    if (owned && bi->block->schedule_rule && !strcmp(bi->block->schedule_rule, owned)) continue;
     schedule_generic(s, bi, target, num_threads);
   }
   return sch_func(s);

@@ -129,8 +129,15 @@ TeTensor *te_compute_named(Arena *a, const char *name, int ndim, const int64_t *
   t->buffer = tensor_buffer(a, t);
   if (narrow_reduce) {
     NarrowAcc na = {t, narrow};
-    return te_compute_named(a, name, ndim, shape, axis_names, narrow_acc_body, &na, err);
+    TeTensor *cast = te_compute_named(a, name, ndim, shape, axis_names, narrow_acc_body, &na, err);
+    if (cast) cast->accumulator = t;
+    return cast;
   }
+  return t;
+}
+
+TeTensor *te_set_schedule_rule(TeTensor *t, const char *rule) {
+  if (t) (t->accumulator ? t->accumulator : t)->schedule_rule = rule;
   return t;
 }
 
@@ -462,6 +469,7 @@ static const Stmt *lower_compute(Arena *a, const TeTensor *t) {
 
   Block *blk = ARENA_NEW(a, Block);
   blk->name = t->name;
+  blk->schedule_rule = t->schedule_rule;
   blk->iters = iters;
   blk->n_iters = n_iter;
   const Expr *vbody = expr_substitute(a, body, &sub);

@@ -30,12 +30,22 @@ typedef struct TeTensor {
   /* compute only: */
   const IterVar *axes; /* ndim spatial axes, var ranges [0, shape[d]) */
   const Expr *body;    /* value at axes; an EXPR_REDUCE only at the top */
+  /* The default schedule of this stage's block (Block.schedule_rule), or
+   * NULL; see te_set_schedule_rule. */
+  const char *schedule_rule;
+  struct TeTensor *accumulator; /* a narrow reduction's "<name>_acc" stage, else NULL */
 } TeTensor;
 
 /* Shapes are static here; every dimension must be >= 1. Errors (bad shape,
  * unsupported dtype) return NULL with a message in err. */
 TeTensor *te_placeholder(Arena *a, const char *name, DType t, int ndim, const int64_t *shape,
                          LoomError *err);
+
+/* Names the default schedule that applies to t's block (TVM's
+ * schedule_rule block attribute): "matmul", "conv2d_nchwc", ... (the table
+ * in compile/schedule_group.c). A narrow reduction's rule goes to its
+ * "_acc" stage, the one that reduces. Returns t. */
+TeTensor *te_set_schedule_rule(TeTensor *t, const char *rule);
 
 /* body(a, axis_vars, user) builds the element expression. A reduction of a
  * narrow dtype (f16, bf16, fp8...) becomes two stages: "<name>_acc" reduces

@@ -124,7 +124,8 @@ static bool eq_realize(Eq *q, const Stmt *x, const Stmt *y) {
   if (x->realize.n != y->realize.n || !eq_exprs(q, x->realize.iter_values, y->realize.iter_values, x->realize.n) ||
       !eq_expr(q, x->realize.predicate, y->realize.predicate))
     return false;
-  if (!str_eq(a->name, b->name) || a->n_iters != b->n_iters || a->n_reads != b->n_reads ||
+  if (!str_eq(a->name, b->name) || !str_eq(a->schedule_rule, b->schedule_rule) || a->n_iters != b->n_iters ||
+      a->n_reads != b->n_reads ||
       a->n_writes != b->n_writes || a->n_alloc != b->n_alloc)
     return false;
   for (int i = 0; i < a->n_iters; i++) {

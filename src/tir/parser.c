@@ -850,6 +850,11 @@ static const Stmt *parse_block(Parser *p) {
       if (!buf) return NULL;
       VEC_PUSH(p->a, allocs, buf);
       scope_push_buffer(p, buf);
+    } else if (is_word(p, "rule")) {
+      advance(p);
+      if (b->schedule_rule) return fail(p, peek(p), "one 'rule' per block");
+      if (peek(p)->kind != T_STRING) return fail(p, peek(p), "a schedule rule name string such as \"matmul\"");
+      b->schedule_rule = advance(p)->str;
     } else if (is_word(p, "reads")) {
       advance(p);
       if (!parse_regions(p, &reads, &n_reads)) return NULL;

@@ -335,6 +335,12 @@ static void print_realize(Printer *p, const Stmt *s, int indent) {
     sb_putc(sb, '\n');
     old_bufs[i] = install(p, buf, name);
   }
+  if (b->schedule_rule) {
+    sb_indent(sb, indent + 1);
+    sb_puts(sb, "rule ");
+    print_string(sb, b->schedule_rule);
+    sb_putc(sb, '\n');
+  }
   print_regions(p, "reads", b->reads, b->n_reads, indent + 1);
   print_regions(p, "writes", b->writes, b->n_writes, indent + 1);
   if (b->init) {

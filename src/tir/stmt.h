@@ -57,6 +57,12 @@ struct Block {
   int n_alloc;
   const Stmt *init; /* NULL when none */
   const Stmt *body;
+  /* The default schedule that applies to this block (TVM's schedule_rule
+   * attribute): set by the compute definition (te_set_schedule_rule),
+   * e.g. "matmul", "conv2d_nchwc"; NULL for none. Kept by the primitives
+   * that rewrite the block; new blocks they make (caches, init) have none.
+   * compile/schedule_group.c dispatches on it. */
+  const char *schedule_rule;
 };
 
 struct Stmt {

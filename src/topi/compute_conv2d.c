@@ -104,9 +104,10 @@ PrimFunc *topi_conv2d_nchwc(Arena *a, const TopiConv2d *p, int64_t cb, int64_t k
   if (!padded) return NULL;
   ConvArgs c = {padded, weight, te_reduce_axis(a, "ico", CO), te_reduce_axis(a, "ici", cb),
                 te_reduce_axis(a, "rh", p->R), te_reduce_axis(a, "rw", p->S), p->stride};
-  TeTensor *out =
+  TeTensor *out = te_set_schedule_rule(
       te_compute_named(a, "conv2d_NCHWc", 5, (int64_t[]){p->N, KO, OH, OW, kb},
-                       (const char *[]){"n", "ko", "oh", "ow", "ki"}, conv_nchwc_body, &c, err);
+                       (const char *[]){"n", "ko", "oh", "ow", "ki"}, conv_nchwc_body, &c, err),
+      "conv2d_nchwc");
   if (!out) return NULL;
   return te_create_primfunc(a, "conv2d_nchwc", (TeTensor *[]){data, weight, out}, 3, err);
 }

@@ -36,8 +36,8 @@ PrimFunc *topi_matmul(Arena *a, int64_t M, int64_t N, int64_t K, DType dt, LoomE
     return NULL;
   }
   MatmulArgs m = {A, B, te_reduce_axis(a, "k", K), false};
-  TeTensor *C = te_compute_named(a, "C", 2, (int64_t[]){M, N}, (const char *[]){"i", "j"},
-                                 matmul_body, &m, err);
+  TeTensor *C = te_set_schedule_rule(
+      te_compute_named(a, "C", 2, (int64_t[]){M, N}, (const char *[]){"i", "j"}, matmul_body, &m, err), "matmul");
   if (!C) return NULL;
   return te_create_primfunc(a, "matmul", (TeTensor *[]){A, B, C}, 3, err);
 }
@@ -48,8 +48,9 @@ PrimFunc *topi_batch_matmul(Arena *a, int64_t Bt, int64_t M, int64_t N, int64_t 
   TeTensor *B = A ? te_placeholder(a, "B", DT_F32, 3, (int64_t[]){Bt, K, N}, err) : NULL;
   if (!B) return NULL;
   MatmulArgs m = {A, B, te_reduce_axis(a, "k", K), true};
-  TeTensor *C = te_compute_named(a, "C", 3, (int64_t[]){Bt, M, N}, (const char *[]){"b", "i", "j"},
-                                 matmul_body, &m, err);
+  TeTensor *C = te_set_schedule_rule(te_compute_named(a, "C", 3, (int64_t[]){Bt, M, N},
+                                                     (const char *[]){"b", "i", "j"}, matmul_body, &m, err),
+                                    "matmul");
   if (!C) return NULL;
   return te_create_primfunc(a, "batch_matmul", (TeTensor *[]){A, B, C}, 3, err);
 }

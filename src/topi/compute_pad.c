@@ -50,5 +50,8 @@ TeTensor *topi_pad(Arena *a, const char *name, const TeTensor *data, const int64
                arena_memdup(a, after, sizeof(int64_t) * (size_t)n), pad_value};
   /* NCHW and NCHWc get their usual axis names; anything else the defaults. */
   const char *const names[5] = {"n", "c", "h", "w", "cb"};
-  return te_compute_named(a, name, n, shape, n == 4 || n == 5 ? names : NULL, pad_body, &p, err);
+  /* Rule "pad": a stage of its own, never inlined (a select in its
+   * consumer's hot loop); the consumer's schedule places it. */
+  return te_set_schedule_rule(te_compute_named(a, name, n, shape, n == 4 || n == 5 ? names : NULL, pad_body, &p, err),
+                              "pad");
 }

@@ -76,9 +76,9 @@ PrimFunc *topi_pool2d(Arena *a, TopiPoolKind kind, int64_t N, int64_t C, int64_t
   const char *names[4] = {"n", "c", "oh", "ow"};
   TeTensor *out;
   if (kind == TOPI_POOL_MAX) {
-    out = te_compute_named(a, "pool_max", 4, oshape, names, pool_max_body, &p, err);
+    out = te_set_schedule_rule(te_compute_named(a, "pool_max", 4, oshape, names, pool_max_body, &p, err), "pool2d");
   } else {
-    p.sum = te_compute_named(a, "pool_sum", 4, oshape, names, pool_sum_body, &p, err);
+    p.sum = te_set_schedule_rule(te_compute_named(a, "pool_sum", 4, oshape, names, pool_sum_body, &p, err), "pool2d");
     if (!p.sum) return NULL;
     out = te_compute_named(a, "pool_avg", 4, oshape, names, pool_avg_body, &p, err);
   }

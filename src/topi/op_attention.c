@@ -317,7 +317,7 @@ bool topi_attention(Arena *a, const char *name, const TeTensor *q, const TeTenso
   TeTensor *pk, *pv, *qk, *logit, *mx, *ex, *sm, *prob, *y, *qkout;
   if (!(t.pk = pk = te_compute(a, op_stage(a, name, "pk"), 4, pks, pk_body, &t, err)) ||
       !(t.pv = pv = te_compute(a, op_stage(a, name, "pv"), 4, pvs, pv_body, &t, err)) ||
-      !(t.qk = qk = te_compute(a, op_stage(a, name, "qk"), 4, sc, qk_body, &t, err)) ||
+      !(t.qk = qk = te_set_schedule_rule(te_compute(a, op_stage(a, name, "qk"), 4, sc, qk_body, &t, err), "matmul")) ||
       !(t.logit = logit = te_compute(a, op_stage(a, name, "logit"), 4, sc, logit_body, &t, err)))
     return false;
   if (t.has_bias && !(t.bmax = te_compute(a, op_stage(a, name, "bmax"), 3, row, bmax_body, &t, err))) return false;
@@ -325,7 +325,8 @@ bool topi_attention(Arena *a, const char *name, const TeTensor *q, const TeTenso
       !(t.exp = ex = te_compute(a, op_stage(a, name, "exp"), 4, sc, exp_body, &t, err)) ||
       !(t.sum = sm = te_compute(a, op_stage(a, name, "sum"), 3, row, rowsum_body, &t, err)) ||
       !(t.prob = prob = te_compute(a, op_stage(a, name, "prob"), 4, sc, prob_body, &t, err)) ||
-      !(t.acc = te_compute(a, op_stage(a, name, "acc"), r, r == 4 ? y4 : y3, acc_body, &t, err)) ||
+      !(t.acc = te_set_schedule_rule(te_compute(a, op_stage(a, name, "acc"), r, r == 4 ? y4 : y3, acc_body, &t, err),
+                                     "matmul")) ||
       !(y = te_compute(a, name, r, r == 4 ? y4 : y3, y_body, &t, err)) ||
       !(qkout = te_compute(a, op_stage(a, name, "qkout"), 4, sc, qkout_body, &t, err)))
     return false;

@@ -129,5 +129,8 @@ TeTensor *topi_einsum(Arena *a, const char *name, const char *equation, const Te
     e.r[e.nr] = te_reduce_axis(a, arena_printf(a, "r%d", e.nr), extent[l]);
     e.nr++;
   }
-  return te_compute(a, name, out.n, oshape, einsum_body, &e, err);
+  /* A contraction of two operands is a (batched) matrix product: the
+   * matmul schedule takes it when its body is one product of two loads. */
+  TeTensor *t = te_compute(a, name, out.n, oshape, einsum_body, &e, err);
+  return e.nr > 0 && n == 2 ? te_set_schedule_rule(t, "matmul") : t;
 }

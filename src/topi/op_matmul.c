@@ -72,8 +72,8 @@ TeTensor *topi_gemm(Arena *a, const char *name, const TeTensor *A, const TeTenso
   GemmArgs g = {.A = A, .B = B, .C = C, .ta = trans_a, .tb = trans_b, .alpha = alpha,
                 .beta = beta, .k = te_reduce_axis(a, "k", K)};
   bool plain = alpha == 1.0 && !C;
-  TeTensor *prod = te_compute(a, plain ? name : op_stage(a, name, "matmul"), 2, oshape,
-                              gemm_prod_body, &g, err);
+  TeTensor *prod = te_set_schedule_rule(
+      te_compute(a, plain ? name : op_stage(a, name, "matmul"), 2, oshape, gemm_prod_body, &g, err), "matmul");
   if (!prod || plain) return prod;
   g.prod = prod;
   return te_compute(a, name, 2, oshape, gemm_out_body, &g, err);
@@ -137,7 +137,7 @@ TeTensor *topi_matmul_nd(Arena *a, const char *name, const TeTensor *A, const Te
   }
   GemmArgs g = {.A = A, .B = B, .k = te_reduce_axis(a, "k", K), .nb = nb, .ra = A->ndim,
                 .rb = B->ndim};
-  return te_compute(a, name, r, oshape, matmul_body, &g, err);
+  return te_set_schedule_rule(te_compute(a, name, r, oshape, matmul_body, &g, err), "matmul");
 }
 
 /* MatMulPacked (graph/infer_matmul_packed.c): B in column panels Bp
@@ -186,5 +186,5 @@ TeTensor *topi_matmul_packed(Arena *a, const char *name, const TeTensor *A, cons
   memcpy(oshape, A->shape, sizeof(int64_t) * (size_t)A->ndim);
   oshape[A->ndim - 1] = n;
   PackedArgs p = {.A = A, .Bp = Bp, .k = te_reduce_axis(a, "k", K), .width = width};
-  return te_compute(a, name, A->ndim, oshape, matmul_packed_body, &p, err);
+  return te_set_schedule_rule(te_compute(a, name, A->ndim, oshape, matmul_packed_body, &p, err), "matmul");
 }

@@ -152,8 +152,9 @@ TeTensor *topi_conv2d_nchwc_onnx(Arena *a, const char *name, const TeTensor *x,
                 .rc = te_reduce_axis(a, "rc", w->shape[1]), .ry = te_reduce_axis(a, "ry", w->shape[2]),
                 .rx = te_reduce_axis(a, "rx", w->shape[3]), .rci = te_reduce_axis(a, "rci", x->shape[4])};
   int64_t oshape[5] = {x->shape[0], w->shape[0], d.oh, d.ow, kb};
-  TeTensor *conv = te_compute_named(a, bias ? op_stage(a, name, "conv") : name, 5, oshape,
-                                    nchwc_names, conv_nchwc_body, &c, err);
+  TeTensor *conv = te_set_schedule_rule(te_compute_named(a, bias ? op_stage(a, name, "conv") : name, 5, oshape,
+                                                         nchwc_names, conv_nchwc_body, &c, err),
+                                        "conv2d_nchwc");
   if (!conv || !bias) return conv;
   c.conv = conv;
   return te_compute_named(a, name, 5, oshape, nchwc_names, bias_body, &c, err);
@@ -190,7 +191,8 @@ TeTensor *topi_depthwise_conv2d_nchwc_onnx(Arena *a, const char *name, const TeT
   ConvArgs c = {.x = px, .w = w, .d = d, .ry = te_reduce_axis(a, "ry", w->shape[2]),
                 .rx = te_reduce_axis(a, "rx", w->shape[3])};
   int64_t oshape[5] = {x->shape[0], x->shape[1], d.oh, d.ow, x->shape[4]};
-  return te_compute_named(a, name, 5, oshape, nchwc_names, dw_nchwc_body, &c, err);
+  return te_set_schedule_rule(te_compute_named(a, name, 5, oshape, nchwc_names, dw_nchwc_body, &c, err),
+                              "depthwise_conv2d_nchwc");
 }
 
 typedef struct LayoutArgs {

@@ -206,8 +206,11 @@ TeTensor *topi_pool_nd_onnx(Arena *a, const char *name, TopiPoolKind kind, const
   if (!pool_setup(a, on, name, kind == TOPI_POOL_MAX ? POOL_MAX : POOL_AVG, x, wp, blocked, &p, oshape, err))
     return NULL;
   const char *const *names = pool_axis_names(p.nsp);
-  if (kind == TOPI_POOL_MAX) return te_compute_named(a, name, x->ndim, oshape, names, max_body, &p, err);
-  TeTensor *sum = te_compute_named(a, op_stage(a, name, "sum"), x->ndim, oshape, names, sum_body, &p, err);
+  const char *rule = p.nsp == 2 ? "pool2d" : NULL; /* the window reduction: the 2-D pools have a schedule */
+  if (kind == TOPI_POOL_MAX)
+    return te_set_schedule_rule(te_compute_named(a, name, x->ndim, oshape, names, max_body, &p, err), rule);
+  TeTensor *sum = te_set_schedule_rule(
+      te_compute_named(a, op_stage(a, name, "sum"), x->ndim, oshape, names, sum_body, &p, err), rule);
   if (!(p.sum = sum)) return NULL;
   return te_compute_named(a, name, x->ndim, oshape, names, avg_body, &p, err);
 }
@@ -224,7 +227,9 @@ TeTensor *topi_lp_pool_nd(Arena *a, const char *name, const TeTensor *x, const T
   }
   p.p = wp->p;
   const char *const *names = pool_axis_names(p.nsp);
-  TeTensor *sum = te_compute_named(a, op_stage(a, name, "sum"), x->ndim, oshape, names, sum_body, &p, err);
+  TeTensor *sum = te_set_schedule_rule(
+      te_compute_named(a, op_stage(a, name, "sum"), x->ndim, oshape, names, sum_body, &p, err),
+      p.nsp == 2 ? "pool2d" : NULL);
   if (!(p.sum = sum)) return NULL;
   return te_compute_named(a, name, x->ndim, oshape, names, lp_body, &p, err);
 }

@@ -363,7 +363,8 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
     return false;
   }
   int64_t xws[4] = {nd, t.t, t.bsz, gh}, st[3] = {nd, t.bsz, t.h};
-  if (!(t.xw = te_compute(a, op_stage(a, name, "xw"), 4, xws, xw_body, &t, err))) return false;
+  if (!(t.xw = te_set_schedule_rule(te_compute(a, op_stage(a, name, "xw"), 4, xws, xw_body, &t, err), "matmul")))
+    return false;
   const TeTensor **hs = ARENA_ARRAY(a, const TeTensor *, t.t);
   for (t.step = 0; t.step < t.t; t.step++) {
     long long s = (long long)t.step;

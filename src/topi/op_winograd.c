@@ -158,15 +158,17 @@ TeTensor *topi_conv2d_nchwc_winograd(Arena *a, const char *name, const TeTensor 
   w.pad = topi_pad(a, op_stage(a, name, "pad"), x, before, after, op_const(a, x->dtype, 0), err);
   if (!w.pad) return NULL;
   static const char *const names[5] = {"n", "c", "h", "w", "cb"};
-  w.v = te_compute_named(a, op_stage(a, name, "transform"), 5, (int64_t[]){16 * N, CO, TH, TW, cb}, names,
-                         transform_body, &w, err);
+  w.v = te_set_schedule_rule(te_compute_named(a, op_stage(a, name, "transform"), 5,
+                                              (int64_t[]){16 * N, CO, TH, TW, cb}, names, transform_body, &w, err),
+                             "conv2d_winograd_transform");
   if (!w.v) return NULL;
   w.co = te_reduce_axis(a, "rc", CO);
   w.rh = te_reduce_axis(a, "ry", 1);
   w.rw = te_reduce_axis(a, "rx", 1);
   w.ci = te_reduce_axis(a, "rci", cb);
-  w.m = te_compute_named(a, op_stage(a, name, "gemm"), 5, (int64_t[]){16 * N, KO, TH, TW, kb}, names, gemm_body,
-                         &w, err);
+  w.m = te_set_schedule_rule(te_compute_named(a, op_stage(a, name, "gemm"), 5, (int64_t[]){16 * N, KO, TH, TW, kb},
+                                              names, gemm_body, &w, err),
+                             "conv2d_winograd");
   if (!w.m) return NULL;
   return te_compute_named(a, name, 5, (int64_t[]){N, KO, OH, OW, kb}, names, output_body, &w, err);
 }

@@ -1,4 +1,8 @@
-/* The generic group schedule (src/compile/schedule_group.c) on row-wise
+/* The group scheduler (src/compile/schedule_group.c). Dispatch: the anchor's
+ * default schedule is the one its block's schedule rule names, not a guess
+ * from loop counts (a matmul written without the rule gets the generic
+ * schedule; the same compute with it, the register-tiled one).
+ * The generic group schedule on row-wise
  * reductions: softmax, LogSumExp, a kept-dims mean and an integer max along
  * the last axis. Each row's stages must be computed per row (compute_at)
  * and its reductions vectorized through partial results (rfactor) where the
@@ -17,6 +21,7 @@
 #include "compile/compile.h"
 #include "unit/driver/schedule_run.h"
 #include "tir/schedule/schedule.h"
+#include "te/te.h"
 #include "topi/topi_ops.h"
 
 typedef struct RowCase {
@@ -78,7 +83,53 @@ static void test_row_reductions(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }
 
+typedef struct Mm {
+  const TeTensor *A, *B;
+  IterVar k;
+} Mm;
+
+static const Expr *mm_body(Arena *a, const Expr *const *ax, void *user) {
+  const Mm *m = user;
+  const Expr *ia[2] = {ax[0], m->k.var}, *ib[2] = {m->k.var, ax[1]};
+  return te_sum(a, expr_mul(a, te_load(a, m->A, ia), te_load(a, m->B, ib)), &m->k, 1, NULL);
+}
+
+static void test_rule_dispatch(void **state) {
+  (void)state;
+  for (int with_rule = 0; with_rule < 2; with_rule++) {
+    Arena *a = arena_new();
+    LoomError err = {0};
+    TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){48, 40}, &err);
+    TeTensor *B = te_placeholder(a, "B", DT_F32, 2, (int64_t[]){40, 64}, &err);
+    Mm m = {A, B, te_reduce_axis(a, "k", 40)};
+    TeTensor *C = te_compute(a, "C", 2, (int64_t[]){48, 64}, mm_body, &m, &err);
+    assert_non_null(C);
+    if (with_rule) te_set_schedule_rule(C, "matmul");
+    PrimFunc *f = te_create_primfunc(a, "mm", (TeTensor *[]){A, B, C}, 3, &err);
+    assert_non_null(f);
+    GroupFunc gf = {.func = f};
+    Target target = target_host();
+    Schedule *keep = NULL;
+    const PrimFunc *g = compile_schedule_group(&gf, &target, 1, &keep);
+    char *trace = trace_to_text(sch_trace(keep));
+    /* The matmul schedule's register tile: its MR choices and a cache_write. */
+    bool tiled = strstr(trace, "sample_categorical([1, 2, 3, 4, 6, 8, 12]") && strstr(trace, "cache_write(");
+    if (tiled != (with_rule == 1))
+      fail_msg("rule %s: the matmul schedule was %sapplied; trace:\n%s", with_rule ? "\"matmul\"" : "none",
+               tiled ? "" : "not ", trace);
+    free(trace);
+    ScheduleRun r = {0};
+    schedule_run(a, f, g, 1, 5, &r);
+    for (size_t i = 0; i < r.count; i++)
+      if (fabs((double)r.want[i] - r.got[i]) > 1e-5 * fmax(1.0, fabs(r.want[i])))
+        fail_msg("rule %d: element %zu: reference %g, scheduled %g", with_rule, i, r.want[i], r.got[i]);
+    schedule_run_free(&r);
+    sch_free(keep);
+    arena_free(a);
+  }
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_row_reductions)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_row_reductions), cmocka_unit_test(test_rule_dispatch)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,7 @@ static PrimFunc *build_everything(Arena *a) {
 
   /* the compute block */
   Block *blk = new_block(a, "my block.1");
+  blk->schedule_rule = "matmul \"tiled\""; /* the rule survives print -> parse, quotes escaped */
   IterVar iters[2] = {{vi, zero, n, ITER_SPATIAL}, {vk, zero, c64, ITER_REDUCE}};
   blk->iters = arena_memdup(a, iters, sizeof iters);
   blk->n_iters = 2;
@@ -378,6 +379,10 @@ static void test_parse_errors(void **state) {
        "line 2, column 14: expected 'spatial' or 'reduce', got 'sideways'"},
       {"func f(A: f32[4]) {\n  block b() {\n    reads A[0, 1]\n  }\n}",
        "line 3, column 16: expected ']' (the buffer has fewer dimensions), got '1'"},
+      {"func f(A: f32[4]) {\n  block b() {\n    rule matmul\n  }\n}",
+       "line 3, column 10: expected a schedule rule name string such as \"matmul\", got 'matmul'"},
+      {"func f(A: f32[4]) {\n  block b() {\n    rule \"a\"\n    rule \"b\"\n  }\n}",
+       "line 4, column 10: expected one 'rule' per block, got '\"b\"'"},
       {"func \"f", "line 1, column 6: expected a closing '\"', got '\"f'"},
       {"func f() { $ }", "line 1, column 12: expected a token, got '$'"},
       {"func f() {} extra", "line 1, column 13: expected end of input after the function, got 'extra'"},
