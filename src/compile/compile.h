@@ -127,6 +127,11 @@ loom_status compile_lower_group(Arena *a, const Graph *g, const GraphFusedGroup 
 struct Schedule;
 const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
                                        struct Schedule **keep);
+/* The same strategy on a schedule of the group's function made by the
+ * caller, with any decision source: DECIDE_DEFAULT gives the default
+ * schedule, DECIDE_RANDOM a random point of the space its sampling points
+ * span (the tuner's template space), DECIDE_TRACE replays a record. */
+void compile_schedule_group_on(struct Schedule *s, const Target *target, int num_threads);
 
 /* ---- run_entry.c: the model's generated run entry ---- */
 /* Appends to `out` the C of spec->run_entry (LoomRunFn, loom/loom_kernel.h):

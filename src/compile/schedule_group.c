@@ -342,10 +342,14 @@ static int anchor_rule(const Block *b) {
 
 const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
                                        Schedule **keep) {
-  int64_t work = tir_func_work(gf->func);
+  *keep = sch_create(gf->func, DECIDE_DEFAULT, 0);
+  compile_schedule_group_on(*keep, target, num_threads);
+  return sch_func(*keep);
+}
+
+void compile_schedule_group_on(Schedule *s, const Target *target, int num_threads) {
+  int64_t work = tir_func_work(sch_func(s));
   if (work >= 0 && work < SERIAL_WORK_LIMIT) num_threads = 1;
-  Schedule *s = sch_create(gf->func, DECIDE_DEFAULT, 0);
-  *keep = s;
   Arena *a = sch_arena(s);
   inline_injective(s, a);
 
@@ -385,5 +389,4 @@ const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target
     if (owned && bi->block->schedule_rule && !strcmp(bi->block->schedule_rule, owned)) continue;
     schedule_generic(s, bi, target, num_threads);
   }
-  return sch_func(s);
 }
