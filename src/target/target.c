@@ -148,6 +148,7 @@ Target target_host(void) {
   t.l3_bytes = l3 > 0 && l3 < (1L << 31) ? (int)l3 : 0;
   t.flops_per_cycle = host_flops_per_cycle(t.vector_bits);
   t.fma_latency = 4; /* Haswell through Sapphire Rapids, Zen 1 through Zen 4 */
+  t.l2_bytes_per_cycle = 32;
   t.ghz = host_ghz();
   return t;
 }
@@ -189,7 +190,8 @@ loom_status target_apply_options(Target *t, const char *options, LoomError *err)
         return err_set(err, LOOM_ERR_INVALID_ARG, "--target-opt %.*s=%.*s: expected a size such as 48K or 1MiB",
                        (int)klen, p, (int)vlen, v);
       *(KEY("l1d") ? &t->l1d_bytes : KEY("l2") ? &t->l2_bytes : &t->l3_bytes) = (int)n;
-    } else if (KEY("cores") || KEY("flops_per_cycle") || KEY("vector_registers") || KEY("fma_latency")) {
+    } else if (KEY("cores") || KEY("flops_per_cycle") || KEY("vector_registers") || KEY("fma_latency") ||
+               KEY("l2_bytes_per_cycle")) {
       n = strtol(vbuf, &end, 10);
       if (vlen == 0 || vlen >= sizeof vbuf || *end || n < 1 || n > 4096)
         return err_set(err, LOOM_ERR_INVALID_ARG, "--target-opt %.*s=%.*s: expected a whole number from 1 to 4096",
@@ -197,6 +199,7 @@ loom_status target_apply_options(Target *t, const char *options, LoomError *err)
       *(KEY("cores")             ? &t->num_cores
         : KEY("flops_per_cycle") ? &t->flops_per_cycle
         : KEY("fma_latency")     ? &t->fma_latency
+        : KEY("l2_bytes_per_cycle") ? &t->l2_bytes_per_cycle
                                  : &t->vector_registers) = (int)n;
     } else if (KEY("ghz")) {
       double g = strtod(vbuf, &end);
@@ -207,7 +210,7 @@ loom_status target_apply_options(Target *t, const char *options, LoomError *err)
     } else {
       return err_set(err, LOOM_ERR_INVALID_ARG,
                      "--target-opt: unknown key \"%.*s\" (expected cores, l1d, l2, l3, ghz, flops_per_cycle, "
-                     "vector_registers or fma_latency)",
+                     "vector_registers, fma_latency or l2_bytes_per_cycle)",
                      (int)klen, p);
     }
 #undef KEY
@@ -223,9 +226,10 @@ void target_describe(const Target *t, char *buf, size_t cap) {
   if (peak > 0) snprintf(gflops, sizeof gflops, "%.1f GFLOP/s per core, %.1f in all", peak, peak * t->num_cores);
   snprintf(buf, cap,
            "target: %s\nvector: %d bits, %d registers\ncores: %d\nl1d: %d KiB\nl2: %d KiB\nl3: %d KiB\n"
-           "clock: %s\nfp32 FLOP/cycle per core: %d\nFMA latency: %d cycles\npeak: %s\n",
+           "clock: %s\nfp32 FLOP/cycle per core: %d\nFMA latency: %d cycles\nL2 to L1: %d bytes/cycle\npeak: %s\n",
            t->name, t->vector_bits, t->vector_registers, t->num_cores, t->l1d_bytes / 1024, t->l2_bytes / 1024,
-           t->l3_bytes / 1024, clock, t->flops_per_cycle, t->fma_latency, gflops);
+           t->l3_bytes / 1024, clock, t->flops_per_cycle, t->fma_latency,
+           t->l2_bytes_per_cycle, gflops);
 }
 
 int target_lanes(const Target *t, DType dt) {

@@ -22,6 +22,10 @@ typedef struct Target {
    * needs FMA units x latency independent accumulators to keep the units
    * busy (4 on every x86 core of the table). */
   int fma_latency;
+  /* Bytes per cycle the L2 cache delivers to L1 (32 on the Zen and
+   * Skylake client cores of the table): what a vector streamed from L2
+   * costs beyond an L1 load. */
+  int l2_bytes_per_cycle;
   /* A named ISA level (target_parse): the C compiler's flags for it and the
    * features an artifact records, which its loader checks on the CPU it
    * runs on. NULL for the host (-march=native; the host's features). */
@@ -41,7 +45,7 @@ Target target_host(void);
 loom_status target_parse(const char *spec, Target *out, LoomError *err);
 /* Overrides of single properties, "key=value[,key=value...]": cores, l1d,
  * l2, l3 (bytes, or with K/KiB/M/MiB), ghz, flops_per_cycle,
- * vector_registers, fma_latency; e.g. "l2=1MiB,cores=8" to build for another machine.
+ * vector_registers, fma_latency, l2_bytes_per_cycle; e.g. "l2=1MiB,cores=8" to build for another machine.
  * LOOM_ERR_INVALID_ARG naming the key and what was expected. */
 loom_status target_apply_options(Target *t, const char *options, LoomError *err);
 /* The machine as an artifact built for `artifact_target` (its recorded ISA

@@ -98,9 +98,14 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
     if (ktiles * kt > ko_ext + ko_ext / 8) continue;
     /* Unblocked, a tile's weights over all input channels are reused from
      * L1 by the next row only when they fit; otherwise they stream from L2
-     * and a weight load costs about three broadcasts, so wide tiles (14 x 2)
-     * that reuse each weight vector more often win. */
-    double weight_load = !kblock && kt * ico_ext * wblock > target->l1d_bytes ? 3.0 : 1.0;
+     * and a weight load costs its bytes at L2's bandwidth on top of the
+     * load (AVX-512 on Zen 4: 1 + 64/32 = 3 broadcasts, which made wide
+     * 14 x 2 tiles win; AVX2: 2), so wider tiles that reuse each weight
+     * vector more often gain. */
+    double vector_bytes = (double)target->vector_bits / 8.0 * rpv;
+    double weight_load = !kblock && kt * ico_ext * wblock > target->l1d_bytes
+                             ? 1.0 + vector_bytes / (target->l2_bytes_per_cycle > 0 ? target->l2_bytes_per_cycle : 32)
+                             : 1.0;
     for (int64_t w = 1; w <= MAX_OWB && w <= ow_ext; w++) {
       if (!topi_register_tile_fits(target, w, kt, rpv)) continue;
       /* Per row: the full tiles and the partial one (a partitioned loop

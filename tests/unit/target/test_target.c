@@ -88,9 +88,10 @@ static void test_options(void **state) {
   (void)state;
   LoomError err = {0};
   Target t = target_host();
-  assert_int_equal(target_apply_options(&t, "l1d=48K,l2=1MiB,l3=96M,cores=8,ghz=3.5,flops_per_cycle=64,fma_latency=5", &err),
+  assert_int_equal(target_apply_options(&t, "l1d=48K,l2=1MiB,l3=96M,cores=8,ghz=3.5,flops_per_cycle=64,fma_latency=5,l2_bytes_per_cycle=64", &err),
                    LOOM_OK);
   assert_int_equal(t.fma_latency, 5);
+  assert_int_equal(t.l2_bytes_per_cycle, 64);
   assert_int_equal(t.l1d_bytes, 48 * 1024);
   assert_int_equal(t.l2_bytes, 1024 * 1024);
   assert_int_equal(t.l3_bytes, 96 * 1024 * 1024);
