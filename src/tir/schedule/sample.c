@@ -71,18 +71,24 @@ static int64_t *divisors_of(Arena *a, int64_t x, int *n) {
   return out;
 }
 
-/* The next recorded sample decision (DECIDE_TRACE), checked for its kind. */
+/* The next recorded sample decision, checked for its kind. DECIDE_TRACE:
+ * a missing or mismatched one is an error. DECIDE_TRACE_OR_RANDOM: NULL
+ * (the caller draws at random), a mismatched one consumed so the rest stay
+ * in step where the schedule took the same path. */
 static const Inst *next_decision(Schedule *s, InstKind kind) {
   const Trace *t = s->decisions;
   int k = s->next_decision;
+  bool strict = s->mode == DECIDE_TRACE;
   while (t && k < t->n && t->insts[k].kind != INST_SAMPLE_PERFECT_TILE && t->insts[k].kind != INST_SAMPLE_CATEGORICAL) k++;
   if (!t || k >= t->n) {
-    sch_fail(s, "%s: the trace has no decision left for this sample", inst_kind_name(kind));
+    if (strict) sch_fail(s, "%s: the trace has no decision left for this sample", inst_kind_name(kind));
     return NULL;
   }
   if (t->insts[k].kind != kind) {
-    sch_fail(s, "%s: the trace's next decision is for %s (instruction %d)", inst_kind_name(kind),
-             inst_kind_name(t->insts[k].kind), k);
+    if (strict)
+      sch_fail(s, "%s: the trace's next decision is for %s (instruction %d)", inst_kind_name(kind),
+               inst_kind_name(t->insts[k].kind), k);
+    else s->next_decision = k + 1;
     return NULL;
   }
   s->next_decision = k + 1;
@@ -101,20 +107,22 @@ loom_status sch_sample_perfect_tile(Schedule *s, SchRV loop_rv, int n, int64_t m
     return sch_fail(s, "sample_perfect_tile of loop %s: extent %s is not a positive constant", name,
                     expr_to_string(s->arena, loop->loop.extent));
   int64_t *cur = ARENA_ARRAY(s->arena, int64_t, n), *res = ARENA_ARRAY(s->arena, int64_t, n);
-  if (s->mode == DECIDE_TRACE) {
+  bool recorded = false;
+  if (s->mode == DECIDE_TRACE || s->mode == DECIDE_TRACE_OR_RANDOM) {
     const Inst *in = next_decision(s, INST_SAMPLE_PERFECT_TILE);
-    if (!in) return LOOM_ERR_SCHEDULE;
     int64_t prod = 1;
-    bool ok = in->n_decision == n;
+    bool ok = in && in->n_decision == n;
     for (int i = 0; ok && i < n; i++)
       ok = in->decision[i] >= 1 && !__builtin_mul_overflow(prod, in->decision[i], &prod);
     ok = ok && prod == extent && (max_innermost == 0 || in->decision[n - 1] <= max_innermost);
-    if (!ok)
+    if (ok) memcpy(res, in->decision, sizeof(int64_t) * (size_t)n), recorded = true;
+    else if (s->mode == DECIDE_TRACE && !in) return LOOM_ERR_SCHEDULE;
+    else if (s->mode == DECIDE_TRACE)
       return sch_fail(s, "sample_perfect_tile of loop %s: the recorded decision is not %d factors of %lld with "
                          "innermost <= %lld",
                       name, n, (long long)extent, (long long)max_innermost);
-    memcpy(res, in->decision, sizeof(int64_t) * (size_t)n);
-  } else {
+  }
+  if (!recorded) {
     int nd;
     const int64_t *divs = divisors_of(s->arena, extent, &nd);
     TileEnum t = {n, max_innermost, cur, 0, -1, s->mode == DECIDE_DEFAULT, res, 0, 0, divs, nd};
@@ -123,7 +131,7 @@ loom_status sch_sample_perfect_tile(Schedule *s, SchRV loop_rv, int n, int64_t m
       return sch_fail(s, "sample_perfect_tile of loop %s: no factorization of %lld into %d factors has innermost "
                          "<= %lld",
                       name, (long long)extent, n, (long long)max_innermost);
-    if (s->mode == DECIDE_RANDOM) {
+    if (s->mode == DECIDE_RANDOM || s->mode == DECIDE_TRACE_OR_RANDOM) {
       TileEnum p = {n, max_innermost, cur, 0, (int64_t)(sch_rand(s) % (uint64_t)t.count), false, res, 0, 0, divs, nd};
       tile_enum(&p, extent, 0);
     }
@@ -147,18 +155,23 @@ loom_status sch_sample_categorical(Schedule *s, const int64_t *candidates, const
   }
   if (probs && !(total > 0)) return sch_fail(s, "sample_categorical: the probabilities sum to %g; expected > 0", total);
   int pick = 0;
-  if (s->mode == DECIDE_TRACE) {
+  bool recorded = false;
+  if (s->mode == DECIDE_TRACE || s->mode == DECIDE_TRACE_OR_RANDOM) {
     const Inst *in = next_decision(s, INST_SAMPLE_CATEGORICAL);
-    if (!in) return LOOM_ERR_SCHEDULE;
     pick = -1;
-    for (int i = 0; in->n_decision == 1 && i < n && pick < 0; i++)
-      if (candidates[i] == in->decision[0]) pick = i;
-    if (pick < 0) return sch_fail(s, "sample_categorical: the recorded decision is not one of the %d candidates", n);
-  } else if (s->mode == DECIDE_DEFAULT) {
+    for (int i = 0; in && in->n_decision == 1 && i < n && pick < 0; i++)
+      if (candidates[i] == in->decision[0] && (!probs || probs[i] > 0 || s->mode == DECIDE_TRACE)) pick = i;
+    if (s->mode == DECIDE_TRACE && !in) return LOOM_ERR_SCHEDULE;
+    if (s->mode == DECIDE_TRACE && pick < 0)
+      return sch_fail(s, "sample_categorical: the recorded decision is not one of the %d candidates", n);
+    recorded = pick >= 0;
+    if (!recorded) pick = 0;
+  }
+  if (!recorded && s->mode == DECIDE_DEFAULT) {
     /* The most probable candidate; the first one when uniform or tied. */
     for (int i = 1; probs && i < n; i++)
       if (probs[i] > probs[pick]) pick = i;
-  } else {
+  } else if (!recorded) {
     /* 53 random bits -> [0, 1) */
     double u = (double)(sch_rand(s) >> 11) * (1.0 / 9007199254740992.0);
     if (!probs) {

@@ -32,6 +32,10 @@ typedef enum DecisionMode {
   DECIDE_DEFAULT, /* deterministic defaults (e.g. largest innermost tile <= max) */
   DECIDE_RANDOM,  /* uniform over valid decisions, from a seeded PRNG */
   DECIDE_TRACE,   /* the k-th sample takes the k-th sample decision of a trace */
+  /* the k-th sample takes the trace's k-th decision when that is valid for
+   * it, else a random one: a mutated trace replayed through the schedule
+   * that made it (a changed decision may change which samples follow) */
+  DECIDE_TRACE_OR_RANDOM,
 } DecisionMode;
 
 /* The schedule keeps `f` (read-only) as its starting point. */
@@ -40,6 +44,9 @@ Schedule *sch_create(const PrimFunc *f, DecisionMode mode, uint64_t seed);
  * order). A sample beyond the recorded ones, or a decision that is not valid
  * for the loop at hand, is an error. */
 Schedule *sch_create_from_decisions(const PrimFunc *f, const Trace *decisions);
+/* DECIDE_TRACE_OR_RANDOM: the decisions of `decisions` where they fit,
+ * random ones (from seed) where they do not; never an error. */
+Schedule *sch_create_from_decisions_or_random(const PrimFunc *f, const Trace *decisions, uint64_t seed);
 void sch_free(Schedule *s);
 
 const PrimFunc *sch_func(const Schedule *s);     /* the current program */
@@ -157,5 +164,16 @@ int trace_length(const Trace *t);
  * PrimFunc); sampling instructions return their recorded decisions. On an
  * error s is left as it was before the call. */
 loom_status trace_apply(const Trace *t, Schedule *s);
+
+/* ---- searching over decisions (trace_mutate.c) ---- */
+/* Sample instructions (sample_categorical, sample_perfect_tile) in t. */
+int trace_num_samples(const Trace *t);
+/* A copy of t with the decision of one sample, picked at random from
+ * *rng's stream (any 64-bit state, advanced), changed to another valid
+ * one: another candidate of nonzero probability, or another factorization
+ * of the loop's extent with the same limit on the innermost factor. NULL
+ * when no sample has another choice. The copy shares t's instructions, so
+ * t must outlive it. Replay it with sch_create_from_decisions_or_random. */
+Trace *trace_mutate(Arena *a, const Trace *t, uint64_t *rng);
 
 #endif

@@ -65,7 +65,7 @@ static Schedule *sch_alloc(const PrimFunc *f) {
 
 Schedule *sch_create(const PrimFunc *f, DecisionMode mode, uint64_t seed) {
   Schedule *s = sch_alloc(f);
-  s->mode = mode == DECIDE_TRACE ? DECIDE_DEFAULT : mode;
+  s->mode = mode == DECIDE_TRACE || mode == DECIDE_TRACE_OR_RANDOM ? DECIDE_DEFAULT : mode;
   s->rng = seed ^ 0x853c49e6748fea9bULL;
   return s;
 }
@@ -73,6 +73,13 @@ Schedule *sch_create(const PrimFunc *f, DecisionMode mode, uint64_t seed) {
 Schedule *sch_create_from_decisions(const PrimFunc *f, const Trace *decisions) {
   Schedule *s = sch_alloc(f);
   s->mode = DECIDE_TRACE;
+  s->decisions = decisions;
+  return s;
+}
+
+Schedule *sch_create_from_decisions_or_random(const PrimFunc *f, const Trace *decisions, uint64_t seed) {
+  Schedule *s = sch_create(f, DECIDE_RANDOM, seed);
+  s->mode = DECIDE_TRACE_OR_RANDOM;
   s->decisions = decisions;
   return s;
 }

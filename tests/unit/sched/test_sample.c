@@ -195,8 +195,61 @@ static void test_decisions_replay(void **state) {
   arena_free(a);
 }
 
+/* Mutation (trace_mutate) changes one decision to another valid one, and a
+ * replay that takes recorded decisions where they fit and random ones
+ * elsewhere (DECIDE_TRACE_OR_RANDOM) never fails. */
+static void test_mutate_and_replay_or_random(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  PrimFunc *f = make_matmul(a, 64, 48, 32);
+  Schedule *s = sch_create(f, DECIDE_RANDOM, 7);
+  int64_t d[3];
+  sched_fn(s, d);
+  assert_int_equal(trace_num_samples(sch_trace(s)), 2);
+  uint64_t rng = 1;
+  int changed_tile = 0, changed_cat = 0;
+  for (int k = 0; k < 40; k++) {
+    Trace *m = trace_mutate(a, sch_trace(s), &rng);
+    assert_non_null(m);
+    Schedule *r = sch_create_from_decisions_or_random(f, m, (uint64_t)k);
+    int64_t e[3];
+    sched_fn(r, e);
+    assert_true(valid_tile(e, 2, 64, 8));
+    assert_true(e[2] == 2 || e[2] == 3 || e[2] == 4);
+    int diffs = (e[0] != d[0]) + (e[2] != d[2]);
+    assert_int_equal(diffs, 1); /* exactly one decision changed, both replayed as recorded */
+    changed_tile += e[0] != d[0], changed_cat += e[2] != d[2];
+    sch_free(r);
+  }
+  assert_true(changed_tile > 0 && changed_cat > 0);
+  /* Decisions that do not fit (made for extent 64, replayed on a loop of
+   * 48; a perfect tile where a categorical comes; none left): random ones,
+   * never an error. */
+  PrimFunc *g = make_matmul(a, 48, 48, 32);
+  Schedule *r = sch_create_from_decisions_or_random(g, sch_trace(s), 3);
+  int64_t e[3], t[2];
+  SchRV b = sch_get_block(r, "C"), l[3];
+  sch_get_loops(r, b, l, 3);
+  assert_int_equal(sch_sample_categorical(r, (int64_t[]){5, 6}, NULL, 2, e), LOOM_OK);
+  assert_true(e[0] == 5 || e[0] == 6);
+  assert_int_equal(sch_sample_perfect_tile(r, l[0], 2, 8, t), LOOM_OK);
+  assert_true(valid_tile(t, 2, 48, 8));
+  assert_int_equal(sch_sample_perfect_tile(r, l[1], 3, 0, e), LOOM_OK); /* none left */
+  assert_true(valid_tile(e, 3, 48, 0));
+  sch_free(r);
+  /* Nothing to mutate: a categorical of one candidate. */
+  Schedule *one = sch_create(f, DECIDE_DEFAULT, 0);
+  int64_t v;
+  assert_int_equal(sch_sample_categorical(one, (int64_t[]){4}, NULL, 1, &v), LOOM_OK);
+  assert_null(trace_mutate(a, sch_trace(one), &rng));
+  sch_free(one);
+  sch_free(s);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_mutate_and_replay_or_random),
       cmocka_unit_test(test_perfect_tile_default), cmocka_unit_test(test_perfect_tile_random),
       cmocka_unit_test(test_perfect_tile_errors),  cmocka_unit_test(test_categorical),
       cmocka_unit_test(test_decisions_replay),
