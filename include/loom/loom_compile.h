@@ -36,7 +36,8 @@ typedef struct LoomCompileOptions {
    * anything else: LOOM_ERR_UNSUPPORTED. */
   const char *target;
   /* NULL, or "key=value,..." overriding single properties of the target
-   * (cores, l1d, l2, l3, ghz, flops_per_cycle, vector_registers), e.g.
+   * (cores, l1d, l2, l3, ghz, flops_per_cycle, vector_registers,
+   * fma_latency, l2_bytes_per_cycle), e.g.
    * "l2=1MiB,cores=8": a build for another machine of the same ISA. */
   const char *target_options;
   int opt_level;      /* 0..3 (the CLI's default is 2) */

@@ -117,6 +117,22 @@ typedef struct GroupFunc {
 loom_status compile_lower_group(Arena *a, const Graph *g, const GraphFusedGroup *grp, const char *name,
                                 GroupFunc *out, LoomError *err);
 
+/* ---- compile_model.c: the model's kernels for the tuner ---- */
+/* A model's fused groups, lowered to unscheduled PrimFuncs (the tuner's
+ * tasks, in call order; equal workloads are not merged here), with the
+ * target and thread count the compiler schedules them for. */
+typedef struct CompileTasks {
+  Arena *arena;
+  struct Graph *graph;
+  Target target;
+  int threads;
+  GroupFunc *groups;
+  int ngroups;
+} CompileTasks;
+loom_status compile_model_tasks(const char *onnx_path, const LoomCompileOptions *opt, CompileTasks *out,
+                                LoomError *err);
+void compile_tasks_free(CompileTasks *t);
+
 /* ---- schedule_group.c: the schedule half of the op strategy ---- */
 /* Inlines the injective stages, schedules the anchor with its topi default
  * schedule (matmul, conv NCHWc) or a generic one, and every other block

@@ -37,6 +37,7 @@ typedef struct Compiled {
   DriverModule *module;
   ArtifactSpec spec; /* plan_artifact: everything but the shared object */
   Target target;     /* what the kernels are scheduled and built for */
+  int threads;       /* the thread count the schedules are made for */
 } Compiled;
 
 static void compiled_free(Compiled *c) {
@@ -133,6 +134,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   if (upto && !strcmp(upto, "fused")) return LOOM_OK;
 
   int threads = target->num_cores > 1 ? target->num_cores : 1;
+  c->threads = threads;
   c->ngroups = c->plan.ngroups;
   c->groups = ARENA_ARRAY(c->arena, GroupFunc, c->ngroups);
   c->funcs = ARENA_ARRAY(c->arena, const PrimFunc *, c->ngroups);
@@ -146,6 +148,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
     lower_op[k] = 0;
     const char *name = arena_printf(c->arena, "k%d_%s", i, lower_op);
     if ((st = compile_lower_group(c->arena, c->graph, grp, name, &c->groups[i], err))) return st;
+    if (upto && !strcmp(upto, "lowered")) continue;
     c->funcs[i] = compile_schedule_group(&c->groups[i], target, threads, &c->scheds[i]);
   }
   return LOOM_OK;
@@ -303,6 +306,30 @@ loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const
   }
   if (st) copy_error(&err, errbuf, errlen);
   return st;
+}
+
+loom_status compile_model_tasks(const char *onnx_path, const LoomCompileOptions *opt, CompileTasks *out,
+                                LoomError *err) {
+  memset(out, 0, sizeof *out);
+  Compiled c;
+  loom_status st = compile_front(onnx_path, opt, "lowered", &c, err);
+  if (st) {
+    compiled_free(&c);
+    return st;
+  }
+  out->arena = c.arena;
+  out->graph = c.graph;
+  out->target = c.target;
+  out->threads = c.threads;
+  out->groups = c.groups;
+  out->ngroups = c.ngroups;
+  return LOOM_OK;
+}
+
+void compile_tasks_free(CompileTasks *t) {
+  if (t->graph) graph_free(t->graph);
+  arena_free(t->arena);
+  memset(t, 0, sizeof *t);
 }
 
 loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
