@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,9 +95,12 @@ void subprocess_install_signal_cleanup(void) {
   }
 }
 
-loom_status subprocess_start(char *const argv[], const char *output_path, pid_t *pid, LoomError *err) {
-  int fd = open(output_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return err_set(err, LOOM_ERR_IO, "cannot create \"%s\": %s", output_path, strerror(errno));
+/* fork + exec with child_fd[k] (k = 0, 1, 2; -1: inherited) as the
+ * child's stdin, stdout and stderr. The child makes only async-signal-safe
+ * calls before exec, so this may run in a threaded process: the child is
+ * a copy of the calling thread alone, and any lock another thread held at
+ * the fork stays held in it, so it must touch nothing that takes one. */
+static loom_status start_child(char *const argv[], const int child_fd[3], pid_t *pid, LoomError *err) {
   pid_t parent = getpid();
   /* Signals that would run the cleanup are held until the child is in the
    * table, so a Ctrl-C between fork and track_pid cannot miss it. */
@@ -109,10 +113,13 @@ loom_status subprocess_start(char *const argv[], const char *output_path, pid_t 
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127); /* the parent died before prctl */
-    static const int reset[] = {SIGINT, SIGTERM, SIGHUP};
+    static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) signal(reset[i], SIG_DFL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
+    /* The descriptors are all >= 3 (see subprocess_start_piped) and
+     * close-on-exec; dup2 gives the copy the flag cleared. */
+    for (int k = 0; k < 3; k++)
+      if (child_fd[k] >= 0 && dup2(child_fd[k], k) < 0) _exit(127);
     execvp(argv[0], argv);
     _exit(127);
   }
@@ -122,10 +129,84 @@ loom_status subprocess_start(char *const argv[], const char *output_path, pid_t 
     track_pid(child);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  close(fd);
   if (child < 0) return err_set(err, LOOM_ERR_IO, "cannot start \"%s\": %s", argv[0], strerror(fork_errno));
   *pid = child;
   return LOOM_OK;
+}
+
+loom_status subprocess_start(char *const argv[], const char *output_path, pid_t *pid, LoomError *err) {
+  int fd = open(output_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return err_set(err, LOOM_ERR_IO, "cannot create \"%s\": %s", output_path, strerror(errno));
+  /* fd 1 or 2 could be free (a caller that closed its stdout): keep the
+   * file above them so the child's dup2 cannot overwrite it. */
+  if (fd < 3) {
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    if (high < 0) return err_set(err, LOOM_ERR_IO, "cannot create \"%s\": %s", output_path, strerror(errno));
+    fd = high;
+  }
+  loom_status st = start_child(argv, (const int[3]){-1, fd, fd}, pid, err);
+  close(fd);
+  return st;
+}
+
+/* A close-on-exec descriptor numbered 3 or above (fd is closed). */
+static int fd_above_stdio(int fd) {
+  if (fd < 0 || fd >= 3) return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  close(fd);
+  return high;
+}
+
+static void close_fds(int *fds, int n) {
+  for (int i = 0; i < n; i++)
+    if (fds[i] >= 0) close(fds[i]);
+}
+
+loom_status subprocess_start_piped(char *const argv[], SubprocessPipes *io, pid_t *pid, LoomError *err) {
+  /* [0, 1]: the socket pair of stdin (parent, child); [2, 3] the stdout
+   * pipe (read, write); [4, 5] stderr's. */
+  int fd[6] = {-1, -1, -1, -1, -1, -1};
+  bool ok = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fd) == 0 && pipe2(fd + 2, O_CLOEXEC) == 0 &&
+            pipe2(fd + 4, O_CLOEXEC) == 0;
+  for (int i = 0; ok && i < 6; i++) ok = (fd[i] = fd_above_stdio(fd[i])) >= 0;
+  if (!ok) {
+    int saved = errno;
+    close_fds(fd, 6);
+    return err_set(err, LOOM_ERR_IO, "cannot create the pipes to \"%s\": %s", argv[0], strerror(saved));
+  }
+  loom_status st = start_child(argv, (const int[3]){fd[1], fd[3], fd[5]}, pid, err);
+  close(fd[1]);
+  close(fd[3]);
+  close(fd[5]);
+  if (st) {
+    close(fd[0]);
+    close(fd[2]);
+    close(fd[4]);
+    return st;
+  }
+  io->in = fd[0];
+  io->out = fd[2];
+  io->err = fd[4];
+  return LOOM_OK;
+}
+
+loom_status subprocess_write_all(int fd, const void *data, size_t n, LoomError *err) {
+  const char *p = data;
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return err_set(err, LOOM_ERR_IO, "writing to a child process: %s", strerror(errno));
+    p += w;
+    n -= (size_t)w;
+  }
+  return LOOM_OK;
+}
+
+void subprocess_close_pipes(SubprocessPipes *io) {
+  int fds[3] = {io->in, io->out, io->err};
+  close_fds(fds, 3);
+  io->in = io->out = io->err = -1;
 }
 
 loom_status subprocess_wait(pid_t pid, bool block, bool *done, int *exit_code, LoomError *err) {

@@ -32,6 +32,30 @@
  * a program that cannot be executed exits with status 127. */
 loom_status subprocess_start(char *const argv[], const char *output_path, pid_t *pid, LoomError *err);
 
+/* The parent's ends of a child's standard streams. */
+typedef struct SubprocessPipes {
+  int in;  /* the child's stdin: one end of a Unix socket pair, so that a
+            * write to a child that has died fails with EPIPE instead of
+            * raising SIGPIPE here (subprocess_write_all sends with
+            * MSG_NOSIGNAL) */
+  int out; /* read end of the child's stdout (a pipe) */
+  int err; /* read end of the child's stderr (a pipe) */
+} SubprocessPipes;
+
+/* subprocess_start with the child's stdin, stdout and stderr connected to
+ * this process: own process group, killed when this process dies, tracked
+ * until subprocess_wait or subprocess_kill. Safe in a threaded process: the
+ * child runs only async-signal-safe calls between fork and exec. The
+ * descriptors are close-on-exec (other children do not inherit them); the
+ * caller closes them (subprocess_close_pipes). LOOM_ERR_IO when the pipes
+ * or the fork fail; a program that cannot be executed exits with 127. */
+loom_status subprocess_start_piped(char *const argv[], SubprocessPipes *io, pid_t *pid, LoomError *err);
+/* Writes all of data to a SubprocessPipes.in (never raises SIGPIPE).
+ * LOOM_ERR_IO (EPIPE: the child is gone). */
+loom_status subprocess_write_all(int fd, const void *data, size_t n, LoomError *err);
+/* Closes the descriptors that are open and sets them to -1. */
+void subprocess_close_pipes(SubprocessPipes *io);
+
 /* Reaps pid when it has exited: *done tells whether it had (with block, the
  * call waits until it has, and *done is true). *exit_code: the exit status,
  * or 128 + the signal that ended it. */
