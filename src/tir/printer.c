@@ -35,6 +35,9 @@ typedef struct Printer {
    * variables (shape variables), declared in the function header. */
   const Expr **free_vars;
   int n_free, cap_free;
+  /* tir_print_func_anonymous: every variable and buffer is named from "v"
+   * (v, v_1, v_2, ... in binding order), whatever its own name. */
+  bool anonymous;
 } Printer;
 
 static const char *const reserved_words[] = {
@@ -95,6 +98,7 @@ static bool is_ident(const char *s) {
 
 /* A new unique name derived from `want`. */
 static const char *fresh_name(Printer *p, const char *want) {
+  if (p->anonymous) want = "v";
   size_t n = want ? strlen(want) : 0;
   if (n > 64) n = 64; /* keep generated names readable */
   char *base = arena_alloc(p->arena, n + 3);
@@ -453,13 +457,14 @@ void tir_print_stmt(StrBuf *sb, const Stmt *s, int indent) {
   arena_free(p.arena);
 }
 
-char *tir_print_func(const PrimFunc *f) {
+static char *print_func(const PrimFunc *f, bool anonymous) {
   StrBuf out, params, body;
   sb_init(&out);
   sb_init(&params);
   sb_init(&body);
   Printer p;
   printer_init(&p, &params);
+  p.anonymous = anonymous;
   /* Parameter names first, so a parameter keeps its name over a local. */
   const char **names = ARENA_ARRAY(p.arena, const char *, f->n_params);
   for (int i = 0; i < f->n_params; i++) names[i] = fresh_name(&p, f->params[i]->name);
@@ -471,7 +476,7 @@ char *tir_print_func(const PrimFunc *f) {
   p.sb = &body;
   if (f->body) print_body(&p, f->body, 1);
   sb_puts(&out, "func ");
-  print_label(&out, f->name ? f->name : "main");
+  print_label(&out, f->name && !anonymous ? f->name : "main");
   if (p.n_free) {
     p.sb = &out;
     sb_putc(&out, '[');
@@ -487,3 +492,7 @@ char *tir_print_func(const PrimFunc *f) {
   arena_free(p.arena);
   return sb_take(&out);
 }
+
+char *tir_print_func(const PrimFunc *f) { return print_func(f, false); }
+
+char *tir_print_func_anonymous(const PrimFunc *f) { return print_func(f, true); }

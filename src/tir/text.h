@@ -42,6 +42,16 @@ struct StrBuf;
 /* ---- printer ---- */
 /* The whole function as text (malloc'd; the caller frees). */
 char *tir_print_func(const PrimFunc *f);
+/* The same text with the names taken out: every variable and buffer is
+ * named from "v" by the printer's own uniquing (v, v_1, v_2, ... in the
+ * order they are bound, parameters first) and the function is `main`.
+ * Block names stay: they are the blocks' identity (schedules and traces
+ * look blocks up by name). Functions equal under tir_func_equal print the
+ * same anonymous text, except that the printer shows a no-op statement
+ * inside a Seq, which tir_func_equal skips; and the same text parses back
+ * into tir_func_equal functions. The tuner's workload key hashes it
+ * (src/autotune/workload.h). malloc'd; the caller frees. */
+char *tir_print_func_anonymous(const PrimFunc *f);
 /* One statement at `indent` levels (two spaces each), names as they are
  * (made unique within this statement). For dumps and error messages. */
 void tir_print_stmt(struct StrBuf *sb, const Stmt *s, int indent);
