@@ -21,9 +21,11 @@
 #include "runtime/npy.h"
 #include "support/subprocess.h"
 #include "target/target.h"
+#include "tune/tune.h"
 
 #include <cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -50,11 +52,13 @@ static int fail(int code, const char *fmt, ...) {
 static const char k_usage[] =
     "usage:\n"
     "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512]\n"
-    "           [--target-opt KEY=VALUE,...] [--opt-level 0..3]\n"
+    "           [--target-opt KEY=VALUE,...] [--opt-level 0..3] [--records FILE]\n"
     "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
     "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]\n"
+    "  loom tune MODEL.onnx --records FILE [--trials N] [--time 30m] [--target NAME] [--target-opt ...]\n"
+    "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N]\n"
     "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
     "  (targets: host or x86_64 = this machine; x86_64-sse2, x86_64-avx2, x86_64-avx512 =\n"
     "   the x86-64 baseline (128-bit vectors), x86-64-v3 (256-bit), x86-64-v4 (512-bit))\n"
@@ -110,6 +114,8 @@ static int cmd_compile(int argc, char **argv) {
       opt.target = v;
     } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
       opt.target_options = v;
+    } else if ((v = flag_value(argc, argv, &i, "--records", &missing))) {
+      opt.records = v;
     } else if ((v = flag_value(argc, argv, &i, "--opt-level", &missing))) {
       long n;
       if (!parse_int(v, 0, 3, &n)) return fail(EXIT_USAGE, "compile: --opt-level \"%s\": expected 0, 1, 2 or 3", v);
@@ -854,6 +860,97 @@ static int cmd_inspect(int argc, char **argv) {
   return rc;
 }
 
+/* ---- tune ---- */
+
+/* "90", "90s", "30m", "2h": seconds; false when malformed or not positive. */
+static bool parse_duration(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  double mul = !strcmp(end, "") || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : 0;
+  if (errno || end == s || mul == 0 || !(v > 0) || v * mul > 1e7) return false;
+  *out = v * mul;
+  return true;
+}
+
+static void print_duration(double s, char *buf, size_t cap) {
+  if (s < 0) snprintf(buf, cap, "?");
+  else if (s < 60) snprintf(buf, cap, "%.0fs", s);
+  else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)s % 60);
+  else snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+}
+
+static void tune_progress(const TuneProgress *p, void *user) {
+  bool tty = *(bool *)user;
+  char eta[32], trials[32];
+  print_duration(p->eta_s, eta, sizeof eta);
+  if (p->trials_total > 0) snprintf(trials, sizeof trials, "%d/%d", p->trials, p->trials_total);
+  else snprintf(trials, sizeof trials, "%d", p->trials);
+  printf("%strials %s (%d failed), tasks %d/%d done, %s: best %.1f GFLOP/s, model %.4f ms -> %.4f ms, ETA %s%s",
+         tty ? "\r\033[K" : "", trials, p->failed, p->tasks_done, p->tasks, p->task ? p->task : "-",
+         p->task_best_gflops, p->model_ms_default, p->model_ms_now, eta, tty ? "" : "\n");
+  fflush(stdout);
+}
+
+static int cmd_tune(int argc, char **argv) {
+  const char *model = NULL;
+  LoomCompileOptions copt = {.target = NULL, .opt_level = 2};
+  TuneOptions opt = {.compile = &copt};
+  for (int i = 0; i < argc; i++) {
+    bool missing = false;
+    const char *v;
+    long n;
+    if ((v = flag_value(argc, argv, &i, "--records", &missing))) {
+      opt.records = v;
+    } else if ((v = flag_value(argc, argv, &i, "--trials", &missing))) {
+      if (!parse_int(v, 1, 10000000, &n)) return fail(EXIT_USAGE, "tune: --trials \"%s\": expected a count >= 1", v);
+      opt.trials = (int)n;
+    } else if ((v = flag_value(argc, argv, &i, "--time", &missing))) {
+      if (!parse_duration(v, &opt.seconds))
+        return fail(EXIT_USAGE, "tune: --time \"%s\": expected a duration such as 90s, 30m or 2h", v);
+    } else if ((v = flag_value(argc, argv, &i, "--threads", &missing))) {
+      if (!parse_int(v, 1, 1024, &n)) return fail(EXIT_USAGE, "tune: --threads \"%s\": expected 1 to 1024", v);
+      opt.threads = (int)n;
+    } else if ((v = flag_value(argc, argv, &i, "--batch", &missing))) {
+      if (!parse_int(v, 1, 1024, &n)) return fail(EXIT_USAGE, "tune: --batch \"%s\": expected 1 to 1024", v);
+      opt.batch = (int)n;
+    } else if ((v = flag_value(argc, argv, &i, "--seed", &missing))) {
+      if (!parse_int(v, 0, LONG_MAX, &n)) return fail(EXIT_USAGE, "tune: --seed \"%s\": expected a number >= 0", v);
+      opt.seed = (uint64_t)n;
+    } else if ((v = flag_value(argc, argv, &i, "--search", &missing))) {
+      if (!strcmp(v, "evolutionary")) opt.search = TUNE_SEARCH_EVOLUTIONARY;
+      else if (!strcmp(v, "random")) opt.search = TUNE_SEARCH_RANDOM;
+      else return fail(EXIT_USAGE, "tune: --search \"%s\": expected evolutionary or random", v);
+    } else if ((v = flag_value(argc, argv, &i, "--target", &missing))) {
+      copt.target = v;
+    } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
+      copt.target_options = v;
+    } else if (missing) {
+      return fail(EXIT_USAGE, "tune: %s needs a value", argv[i]);
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return fail(EXIT_USAGE, "tune: unknown flag \"%s\"", argv[i]);
+    } else if (!model) {
+      model = argv[i];
+    } else {
+      return fail(EXIT_USAGE, "tune: unexpected argument \"%s\" (one model only)", argv[i]);
+    }
+  }
+  if (!model) return fail(EXIT_USAGE, "tune: missing MODEL.onnx\n%s", k_usage);
+  if (!opt.records) return fail(EXIT_USAGE, "tune: missing --records FILE (the tuning records database)");
+  if (!file_exists(model)) return fail(1, "tune: cannot open \"%s\": %s", model, strerror(errno ? errno : ENOENT));
+  bool tty = isatty(STDOUT_FILENO);
+  opt.progress = tune_progress;
+  opt.user = &tty;
+  TuneProgress last;
+  LoomError err = {0};
+  loom_status st = tune_model(model, &opt, &last, &err);
+  if (tty) printf("\n");
+  if (st) return fail(1, "tune: %s", err.msg);
+  printf("tuned %s: %d candidates measured (%d failed), model kernels %.4f ms -> %.4f ms (estimate); records in %s\n",
+         model, last.trials, last.failed, last.model_ms_default, last.model_ms_now, opt.records);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   /* Ctrl-C or a timeout's SIGTERM stops the compilers Loom started and
    * removes its temporary files before Loom goes. */
@@ -864,6 +961,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
   if (!strcmp(cmd, "target")) return cmd_target(argc - 2, argv + 2);
+  if (!strcmp(cmd, "tune")) return cmd_tune(argc - 2, argv + 2);
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     char host[128];
     printf("loom %s (artifact format %d, host target %s)\n", LOOM_VERSION_STRING, ARTIFACT_FORMAT_VERSION,

@@ -43,6 +43,12 @@ typedef struct LoomCompileOptions {
   int opt_level;      /* 0..3 (the CLI's default is 2) */
   const LoomInputValue *inputs; /* NULL, or num_inputs inputs to specialize to */
   int num_inputs;
+  /* NULL, or a tuning records database (`loom tune --records`): each
+   * kernel whose workload has a record for this target and thread count
+   * takes the fastest one's schedule instead of the default. A record that
+   * no longer replays (another Loom version's) is skipped with a note on
+   * stderr; a file that is not a records database is an error. */
+  const char *records;
 } LoomCompileOptions;
 
 /* Compiles an ONNX model into an artifact written atomically at out_path

@@ -17,6 +17,8 @@
 
 #include "driver/driver.h"
 #include "frontend/onnx/onnx.h"
+#include "autotune/records.h"
+#include "autotune/workload.h"
 #include "loom/loom_compile.h"
 #include "runtime/artifact.h"
 #include "tir/flops.h"
@@ -102,6 +104,37 @@ static void materialize_outputs(Graph *g) {
   }
 }
 
+/* The schedule of the fastest record of gf's workload, replayed; NULL when
+ * there is none (or it no longer replays: noted on stderr). */
+static const PrimFunc *schedule_from_records(RecordStore *rec, const GroupFunc *gf, const Target *target, int threads,
+                                             Schedule **keep) {
+  LoomError err = {0};
+  char key[AUTOTUNE_WORKLOAD_KEY_LEN + 1];
+  autotune_workload_key(gf->func, key);
+  Arena *a = arena_new();
+  TuneRecord r;
+  bool found = false;
+  const PrimFunc *out = NULL;
+  if (records_best(rec, key, target->name, threads, a, &r, &found, &err) != LOOM_OK) {
+    fprintf(stderr, "loom: note: kernel %s: the tuning records cannot be read (%s); using the default schedule\n",
+            gf->func->name, err.msg);
+  } else if (found) {
+    LoomError e2 = {0};
+    Trace *t = trace_parse(a, r.trace, &e2);
+    Schedule *s = sch_create(gf->func, DECIDE_DEFAULT, 0);
+    if (t && trace_apply(t, s) == LOOM_OK) {
+      *keep = s;
+      out = sch_func(s);
+    } else {
+      fprintf(stderr, "loom: note: kernel %s: its tuning record %lld does not replay (%s); using the default schedule\n",
+              gf->func->name, (long long)r.id, t ? sch_error(s) : e2.msg);
+      sch_free(s);
+    }
+  }
+  arena_free(a);
+  return out;
+}
+
 /* Front half: everything up to scheduled PrimFuncs. `upto` stops early for
  * inspect ("graph", "fused"); NULL runs it all. */
 static loom_status compile_front(const char *path, const LoomCompileOptions *opt, const char *upto, Compiled *c,
@@ -135,6 +168,9 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
 
   int threads = target->num_cores > 1 ? target->num_cores : 1;
   c->threads = threads;
+  RecordStore *rec = NULL;
+  if (opt && opt->records && (!upto || strcmp(upto, "lowered")) && (st = records_open(opt->records, &rec, err)))
+    return st;
   c->ngroups = c->plan.ngroups;
   c->groups = ARENA_ARRAY(c->arena, GroupFunc, c->ngroups);
   c->funcs = ARENA_ARRAY(c->arena, const PrimFunc *, c->ngroups);
@@ -147,11 +183,13 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
     for (; op[k] && k + 1 < sizeof lower_op; k++) lower_op[k] = (char)(op[k] >= 'A' && op[k] <= 'Z' ? op[k] + 32 : op[k]);
     lower_op[k] = 0;
     const char *name = arena_printf(c->arena, "k%d_%s", i, lower_op);
-    if ((st = compile_lower_group(c->arena, c->graph, grp, name, &c->groups[i], err))) return st;
+    if ((st = compile_lower_group(c->arena, c->graph, grp, name, &c->groups[i], err))) break;
     if (upto && !strcmp(upto, "lowered")) continue;
-    c->funcs[i] = compile_schedule_group(&c->groups[i], target, threads, &c->scheds[i]);
+    c->funcs[i] = rec ? schedule_from_records(rec, &c->groups[i], target, threads, &c->scheds[i]) : NULL;
+    if (!c->funcs[i]) c->funcs[i] = compile_schedule_group(&c->groups[i], target, threads, &c->scheds[i]);
   }
-  return LOOM_OK;
+  records_close(rec);
+  return st;
 }
 
 static DLDataType to_dl(DType t) {

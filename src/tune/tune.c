@@ -1,0 +1,418 @@
+/* The auto-tuner's loop (tune.h has the design). */
+#include "tune/tune.h"
+
+#include "autotune/cost_model.h"
+#include "autotune/features.h"
+#include "autotune/measure.h"
+#include "autotune/records.h"
+#include "autotune/workload.h"
+#include "compile/compile.h"
+#include "tir/flops.h"
+#include "tir/schedule/schedule.h"
+#include "tir/transform/transform.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { POPULATION = 16, CANDIDATES_PER_SLOT = 4, MAX_ATTEMPTS_PER_SLOT = 16 };
+#define MUTATION_PROBABILITY 0.85
+#define EPSILON 0.05
+
+typedef struct Task {
+  const PrimFunc *func; /* unscheduled */
+  const char *name;     /* its first group's kernel name */
+  char key[AUTOTUNE_WORKLOAD_KEY_LEN + 1];
+  int calls;            /* groups with this workload */
+  double flops;
+  double default_us, best_us; /* < 0: not measured */
+  int trials;
+  bool exhausted;
+  MeasureArg args[MEASURE_MAX_ARGS];
+  int nargs;
+  MeasureBuild ref; /* the default schedule's kernel: the reference outputs */
+  bool have_ref;
+  const char *default_trace;
+} Task;
+
+typedef struct Tuner {
+  const TuneOptions *opt;
+  CompileTasks ct;
+  Task *tasks;
+  int ntasks;
+  RecordStore *rec;
+  Measurer *meas;
+  CostModel *cm;
+  Arena *arena;
+  int threads;
+  int budget; /* trials; 0: time only */
+  uint64_t rng;
+  TuneProgress prog;
+  double t0;
+} Tuner;
+
+typedef struct Candidate {
+  Schedule *s;
+  char *trace; /* malloc'd */
+  float feat[FEATURES_DIM];
+  float score;
+  const char *provenance;
+} Candidate;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t next_rand(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* ---- tasks ---- */
+
+static loom_status make_tasks(Tuner *t, LoomError *err) {
+  t->tasks = ARENA_ARRAY(t->arena, Task, t->ct.ngroups > 0 ? t->ct.ngroups : 1);
+  for (int i = 0; i < t->ct.ngroups; i++) {
+    const PrimFunc *f = t->ct.groups[i].func;
+    char key[AUTOTUNE_WORKLOAD_KEY_LEN + 1];
+    autotune_workload_key(f, key);
+    Task *task = NULL;
+    for (int k = 0; k < t->ntasks && !task; k++)
+      if (!strcmp(t->tasks[k].key, key)) task = &t->tasks[k];
+    if (task) {
+      task->calls++;
+      continue;
+    }
+    task = &t->tasks[t->ntasks++];
+    memset(task, 0, sizeof *task);
+    task->func = f;
+    task->name = f->name;
+    memcpy(task->key, key, sizeof key);
+    task->calls = 1;
+    task->flops = (double)tir_func_flops(f);
+    task->default_us = task->best_us = -1;
+    loom_status st = measure_args_from_func(f, task->args, MEASURE_MAX_ARGS, &task->nargs, err);
+    if (st) return err_prefix(err, "tune: kernel %s", f->name), st;
+  }
+  return LOOM_OK;
+}
+
+/* The best "ok" record so far (resuming a run). */
+static loom_status load_best(Tuner *t, Task *task, LoomError *err) {
+  TuneRecord r;
+  bool found = false;
+  Arena *a = arena_new();
+  loom_status st = records_best(t->rec, task->key, t->ct.target.name, t->threads, a, &r, &found, err);
+  if (!st && found) task->best_us = r.median_us;
+  arena_free(a);
+  return st;
+}
+
+typedef struct Population {
+  Arena *a;
+  const char *traces[POPULATION];
+  double us[POPULATION];
+  int n;
+  const char *default_trace;
+  double default_us;
+} Population;
+
+static bool collect_record(const TuneRecord *r, void *user) {
+  Population *p = user;
+  if (strcmp(r->status, "ok") || r->median_us < 0) return true;
+  if (p->default_trace && !strcmp(r->trace, p->default_trace)) p->default_us = r->median_us;
+  int at;
+  if (p->n < POPULATION) at = p->n++;
+  else if (r->median_us < p->us[POPULATION - 1]) at = POPULATION - 1; /* replaces the slowest */
+  else return true;
+  p->traces[at] = arena_strdup(p->a, r->trace);
+  p->us[at] = r->median_us;
+  for (int i = at; i > 0 && p->us[i] < p->us[i - 1]; i--) { /* keep sorted, fastest first */
+    const char *tr = p->traces[i];
+    double u = p->us[i];
+    p->traces[i] = p->traces[i - 1], p->us[i] = p->us[i - 1];
+    p->traces[i - 1] = tr, p->us[i - 1] = u;
+  }
+  return true;
+}
+
+/* ---- candidates ---- */
+
+/* Runs the group strategy on s and fills c (trace, features); false when
+ * the candidate is not new (measured before, in the records or in this
+ * batch) or cannot be lowered. */
+static bool make_candidate(Tuner *t, Task *task, Schedule *s, const char *provenance, const Candidate *taken,
+                           int n_taken, const Candidate *batch, int n, Candidate *c) {
+  compile_schedule_group_on(s, &t->ct.target, t->threads);
+  char *trace = trace_to_text(sch_trace(s));
+  for (int i = 0; i < n; i++)
+    if (!strcmp(batch[i].trace, trace)) goto drop;
+  for (int i = 0; i < n_taken; i++)
+    if (!strcmp(taken[i].trace, trace)) goto drop;
+  bool seen = false;
+  LoomError err = {0};
+  if (records_contains(t->rec, task->key, t->ct.target.name, t->threads, trace, &seen, &err) || seen) goto drop;
+  LowerOptions lo = lower_options_default();
+  const PrimFunc *lowered = tir_lower(sch_arena(s), sch_func(s), &lo, &err);
+  if (!lowered || features_extract(lowered, c->feat, FEATURES_DIM, &err)) goto drop;
+  c->s = s, c->trace = trace, c->provenance = provenance, c->score = 0;
+  return true;
+drop:
+  free(trace);
+  sch_free(s);
+  return false;
+}
+
+static void free_candidates(Candidate *c, int n) {
+  for (int i = 0; i < n; i++) free(c[i].trace), sch_free(c[i].s);
+}
+
+static int by_score(const void *x, const void *y) {
+  float a = ((const Candidate *)x)->score, b = ((const Candidate *)y)->score;
+  return (a < b) - (a > b);
+}
+
+/* Proposes up to `want` new candidates of task into out (evolutionary or
+ * random search), none equal to the n_taken already in this batch; returns
+ * how many. */
+static int propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_taken, Candidate *out) {
+  Population pop = {arena_new(), {0}, {0}, 0, task->default_trace, -1};
+  LoomError err = {0};
+  if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY)
+    (void)records_foreach(t->rec, task->key, t->ct.target.name, collect_record, &pop, &err);
+  int pool_cap = want * CANDIDATES_PER_SLOT, n = 0;
+  Candidate *pool = calloc((size_t)pool_cap, sizeof *pool);
+  for (int attempt = 0; attempt < pool_cap * MAX_ATTEMPTS_PER_SLOT && n < pool_cap; attempt++) {
+    uint64_t seed = next_rand(&t->rng);
+    double u = (double)(next_rand(&t->rng) >> 11) * (1.0 / 9007199254740992.0);
+    Schedule *s = NULL;
+    const char *provenance = "random";
+    if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY && pop.n > 0 && u < MUTATION_PROBABILITY) {
+      /* Parents: the faster, the likelier (rank-weighted). */
+      int total = pop.n * (pop.n + 1) / 2, r = (int)(next_rand(&t->rng) % (uint64_t)total), parent = 0;
+      while (r >= pop.n - parent) r -= pop.n - parent, parent++;
+      Trace *tr = trace_parse(pop.a, pop.traces[parent], &err);
+      Trace *m = tr ? trace_mutate(pop.a, tr, &t->rng) : NULL;
+      if (!m) continue;
+      s = sch_create_from_decisions_or_random(task->func, m, seed);
+      provenance = "evolutionary";
+    } else {
+      s = sch_create(task->func, DECIDE_RANDOM, seed);
+    }
+    if (make_candidate(t, task, s, provenance, taken, n_taken, pool, n, &pool[n])) n++;
+  }
+  arena_free(pop.a);
+  if (n == 0) {
+    free(pool);
+    return 0;
+  }
+  /* The cost model ranks the pool; an epsilon of the batch is drawn from
+   * the rest at random (exploration: the model only knows what it saw). */
+  int keep = n < want ? n : want;
+  if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY) {
+    float *X = malloc(sizeof(float) * FEATURES_DIM * (size_t)n), *scores = malloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) memcpy(X + (size_t)i * FEATURES_DIM, pool[i].feat, sizeof pool[i].feat);
+    if (cost_model_predict(t->cm, X, n, FEATURES_DIM, scores, &err) == LOOM_OK)
+      for (int i = 0; i < n; i++) pool[i].score = scores[i];
+    free(X);
+    free(scores);
+    qsort(pool, (size_t)n, sizeof *pool, by_score);
+    int eps = (int)ceil(EPSILON * keep);
+    for (int i = keep - eps; i < keep && n > keep; i++) { /* swap in random picks from the tail */
+      int j = keep + (int)(next_rand(&t->rng) % (uint64_t)(n - keep));
+      Candidate tmp = pool[i];
+      pool[i] = pool[j], pool[j] = tmp;
+    }
+  }
+  memcpy(out, pool, sizeof *pool * (size_t)keep);
+  free_candidates(pool + keep, n - keep);
+  free(pool);
+  return keep;
+}
+
+/* ---- build, measure, record ---- */
+
+static loom_status build_reference(Tuner *t, Task *task, Arena *a, LoomError *err) {
+  Schedule *s = sch_create(task->func, DECIDE_DEFAULT, 0);
+  compile_schedule_group_on(s, &t->ct.target, t->threads);
+  char *trace = trace_to_text(sch_trace(s));
+  task->default_trace = arena_strdup(t->arena, trace);
+  free(trace);
+  const PrimFunc *f = sch_func(s);
+  BuildOptions build = {.cflags = t->ct.target.cflags};
+  loom_status st = measure_build_batch(a, &f, 1, NULL, &build, &task->ref, err);
+  if (!st && task->ref.status != LOOM_OK)
+    st = err_set(err, LOOM_ERR_INTERNAL, "tune: the default schedule of %s does not build: %s", task->name,
+                 task->ref.message);
+  sch_free(s);
+  task->have_ref = st == LOOM_OK;
+  return st;
+}
+
+static const char *result_status(MeasureStatus s) { return s == MEASURE_ERROR ? "build" : measure_status_name(s); }
+
+/* Builds, measures and records n candidates of task (one transaction),
+ * and teaches the cost model their throughputs. */
+static loom_status run_batch(Tuner *t, Task *task, Candidate *c, int n, LoomError *err) {
+  Arena *a = arena_new();
+  const PrimFunc **funcs = ARENA_ARRAY(a, const PrimFunc *, n);
+  MeasureBuild *built = ARENA_ARRAY(a, MeasureBuild, n);
+  for (int i = 0; i < n; i++) funcs[i] = sch_func(c[i].s);
+  BuildOptions build = {.cflags = t->ct.target.cflags};
+  loom_status st = measure_build_batch(a, funcs, n, NULL, &build, built, err);
+  float *X = ARENA_ARRAY(a, float, (size_t)n * FEATURES_DIM), *y = ARENA_ARRAY(a, float, n);
+  if (!st) st = records_begin(t->rec, err);
+  for (int i = 0; !st && i < n; i++) {
+    MeasureResult r;
+    memset(&r, 0, sizeof r);
+    const char *status = "build";
+    if (built[i].status == LOOM_OK) {
+      MeasureRequest req = {.candidate = {built[i].so_path, built[i].kernel},
+                            .reference = {task->ref.so_path, task->ref.kernel},
+                            .args = task->args, .n_args = task->nargs, .threads = t->threads,
+                            .seed = 0x10 + (uint64_t)task->trials, .min_seconds = t->opt->min_seconds,
+                            .timeout_seconds = t->opt->timeout_seconds};
+      if ((st = measurer_run(t->meas, &req, &r, err))) break;
+      status = r.status == MEASURE_OK ? "ok" : result_status(r.status);
+    } else {
+      snprintf(r.message, sizeof r.message, "%s", built[i].message);
+    }
+    bool ok = !strcmp(status, "ok");
+    double times[1] = {r.median_us};
+    TuneRecord rec = {.workload = task->key, .target = t->ct.target.name, .threads = t->threads,
+                      .trace = c[i].trace, .status = status, .median_us = ok ? r.median_us : -1,
+                      .times_us = ok ? times : NULL, .n_times = ok ? 1 : 0, .error = ok ? NULL : r.message,
+                      .provenance = c[i].provenance};
+    bool added = false;
+    if ((st = records_add(t->rec, &rec, &added, err))) break;
+    if (!added) continue; /* measured before (another process's run): the first measurement stands */
+    task->trials++;
+    t->prog.trials++;
+    if (!ok) t->prog.failed++;
+    if (ok && (task->best_us < 0 || r.median_us < task->best_us)) task->best_us = r.median_us;
+    if (ok && !strcmp(c[i].provenance, "default")) task->default_us = r.median_us;
+    memcpy(X + (size_t)i * FEATURES_DIM, c[i].feat, sizeof c[i].feat);
+    y[i] = ok && r.median_us > 0 ? (float)(task->flops > 0 ? task->flops / r.median_us : 1.0 / r.median_us) : 0.0f;
+  }
+  if (!st) st = records_commit(t->rec, err);
+  else records_rollback(t->rec);
+  if (!st) {
+    LoomError e2 = {0}; /* the model learns what it can; a refused update costs only ranking quality */
+    (void)cost_model_update(t->cm, task->key, X, n, FEATURES_DIM, y, &e2);
+  }
+  arena_free(a);
+  return st;
+}
+
+/* ---- the loop ---- */
+
+static void update_progress(Tuner *t, const Task *last) {
+  TuneProgress *p = &t->prog;
+  p->tasks = t->ntasks;
+  p->tasks_done = 0;
+  p->model_ms_default = p->model_ms_now = 0;
+  for (int i = 0; i < t->ntasks; i++) {
+    const Task *k = &t->tasks[i];
+    p->tasks_done += k->exhausted;
+    double d = k->default_us >= 0 ? k->default_us : k->best_us;
+    p->model_ms_default += d > 0 ? d * k->calls * 1e-3 : 0;
+    p->model_ms_now += k->best_us > 0 ? k->best_us * k->calls * 1e-3 : 0;
+  }
+  p->task = last ? last->name : NULL;
+  p->task_best_gflops = last && last->best_us > 0 && last->flops > 0 ? last->flops / (last->best_us * 1e3) : 0;
+  p->elapsed_s = now_s() - t->t0;
+  p->trials_total = t->budget;
+  p->eta_s = t->budget > 0 && p->trials > 0 ? p->elapsed_s / p->trials * (t->budget - p->trials) : -1;
+  if (t->opt->seconds > 0) {
+    double left = t->opt->seconds - p->elapsed_s;
+    if (p->eta_s < 0 || left < p->eta_s) p->eta_s = left > 0 ? left : 0;
+  }
+  if (t->opt->progress) t->opt->progress(p, t->opt->user);
+}
+
+/* The next task: one whose default is not measured yet, else the one with
+ * the largest share of the model's time (calls x best time). */
+static Task *next_task(Tuner *t) {
+  Task *pick = NULL;
+  for (int i = 0; i < t->ntasks; i++)
+    if (!t->tasks[i].exhausted && t->tasks[i].default_us < 0 && t->tasks[i].best_us < 0) return &t->tasks[i];
+  double best = -1;
+  for (int i = 0; i < t->ntasks; i++) {
+    Task *k = &t->tasks[i];
+    double share = k->calls * (k->best_us > 0 ? k->best_us : 1.0);
+    if (!k->exhausted && share > best) best = share, pick = k;
+  }
+  return pick;
+}
+
+static bool budget_left(const Tuner *t) {
+  if (t->budget > 0 && t->prog.trials >= t->budget) return false;
+  return !(t->opt->seconds > 0 && now_s() - t->t0 >= t->opt->seconds);
+}
+
+loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgress *out, LoomError *err) {
+  if (!onnx_path || !opt || !opt->records)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "tune: a model and a records file are required");
+  if (opt->trials < 0 || opt->seconds < 0 || opt->batch < 0)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "tune: --trials, --time and the batch must not be negative");
+  TuneOptions o = *opt;
+  if (o.batch == 0) o.batch = 16;
+  if (o.min_seconds <= 0) o.min_seconds = 0.05;
+  if (o.timeout_seconds <= 0) o.timeout_seconds = 10;
+  Tuner t;
+  memset(&t, 0, sizeof t);
+  t.opt = &o;
+  t.t0 = now_s();
+  t.rng = o.seed ^ 0x5eed5eedULL;
+  t.arena = arena_new();
+  /* The measurer first: it forks, and should before anything starts threads. */
+  loom_status st = measurer_start(&t.meas, err);
+  if (!st) st = records_open(o.records, &t.rec, err);
+  if (!st) st = compile_model_tasks(onnx_path, o.compile, &t.ct, err);
+  if (!st) {
+    t.threads = o.threads > 0 ? o.threads : t.ct.threads;
+    st = make_tasks(&t, err);
+  }
+  if (!st && !(t.cm = cost_model_new(FEATURES_DIM, NULL, err))) st = err->status ? err->status : LOOM_ERR_INTERNAL;
+  t.budget = o.trials > 0 ? o.trials : o.seconds > 0 ? 0 : 64 * t.ntasks;
+  for (int i = 0; !st && i < t.ntasks; i++) st = load_best(&t, &t.tasks[i], err);
+  while (!st && budget_left(&t)) {
+    Task *task = next_task(&t);
+    if (!task) break;
+    Arena *a = arena_new();
+    if (!task->have_ref && (st = build_reference(&t, task, t.arena, err))) {
+      arena_free(a);
+      break;
+    }
+    int want = o.batch;
+    if (t.budget > 0 && want > t.budget - t.prog.trials) want = t.budget - t.prog.trials;
+    Candidate *c = calloc((size_t)want, sizeof *c);
+    int n = 0;
+    /* The default schedule is always measured first. */
+    if (task->default_us < 0) {
+      Schedule *s = sch_create(task->func, DECIDE_DEFAULT, 0);
+      if (make_candidate(&t, task, s, "default", NULL, 0, c, 0, &c[0])) n = 1;
+      else task->default_us = task->best_us; /* in the records already */
+    }
+    n += propose(&t, task, want - n, c, n, c + n);
+    if (n == 0) task->exhausted = true;
+    else st = run_batch(&t, task, c, n, err);
+    free_candidates(c, n);
+    free(c);
+    arena_free(a);
+    update_progress(&t, task);
+  }
+  update_progress(&t, NULL);
+  if (out) *out = t.prog;
+  cost_model_free(t.cm);
+  compile_tasks_free(&t.ct);
+  records_close(t.rec);
+  measurer_stop(t.meas);
+  arena_free(t.arena);
+  return st;
+}

@@ -1,0 +1,70 @@
+/* The auto-tuner: `loom tune` (docs/autotune.md, "The tuner").
+ *
+ * A model's fused groups are its tasks, merged by workload
+ * (autotune_workload_key); each task's search space is what its group
+ * strategy (compile_schedule_group_on: the default topi schedules' sampling
+ * points, AutoTVM-style templates) can decide. Per round the task
+ * scheduler picks the task with the largest share of the model's estimated
+ * time (calls x best time so far; tasks not yet measured first), the
+ * search proposes a batch of candidates, they are built (in parallel,
+ * build and measurement never overlap) and measured in the measurer
+ * process against the default schedule's output (autotune/measure.h), and
+ * every result goes to the records database (autotune/records.h) in one
+ * transaction per batch, and to the cost model (autotune/cost_model.h).
+ *
+ * Search (TUNE_SEARCH_EVOLUTIONARY, MetaSchedule's evolutionary search in
+ * small): the default schedule is measured first, so a tuned result is
+ * never slower than it; then a population of the best records of the task
+ * plus random points, mutated (trace_mutate: one decision changed, the
+ * strategy replayed with DECIDE_TRACE_OR_RANDOM), candidates already
+ * measured dropped, the rest ranked by the cost model; the batch takes the
+ * best-ranked, with an epsilon of random picks for exploration.
+ * TUNE_SEARCH_RANDOM draws every candidate at random (the baseline).
+ *
+ * Resumable: everything measured is in the records; a second run with the
+ * same records skips what is there and goes on from the best of it. */
+#ifndef LOOM_TUNE_TUNE_H
+#define LOOM_TUNE_TUNE_H
+
+#include "loom/loom_compile.h"
+#include "support/error.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum TuneSearch { TUNE_SEARCH_EVOLUTIONARY, TUNE_SEARCH_RANDOM } TuneSearch;
+
+typedef struct TuneProgress {
+  int trials, trials_total;  /* candidates measured (this run), the budget (0: time only) */
+  int tasks_done, tasks;     /* tasks whose search ran out of new candidates */
+  const char *task;          /* the task of the last batch (its first kernel's name) */
+  double task_best_gflops;   /* its best so far */
+  double model_ms_default;   /* the model's kernels at their default schedules (estimate: calls x time) */
+  double model_ms_now;       /* the same with the best schedules so far */
+  double elapsed_s, eta_s;   /* eta_s < 0: unknown */
+  int failed;                /* candidates that crashed, hung, were wrong or did not build (this run) */
+} TuneProgress;
+
+typedef struct TuneOptions {
+  const char *records;                /* the records database (created when missing); required */
+  int trials;                         /* candidates to measure in all; 0: 64 per task */
+  double seconds;                     /* stop after this long; 0: no limit */
+  const LoomCompileOptions *compile;  /* target, target options, opt level (NULL: defaults) */
+  int threads;                        /* 0: the thread count the compiler schedules for */
+  TuneSearch search;
+  int batch;                          /* candidates per batch; 0: 16 */
+  uint64_t seed;
+  double min_seconds;                 /* each candidate's timed runs; 0: 0.05 s */
+  double timeout_seconds;             /* per candidate; 0: 10 s */
+  void (*progress)(const TuneProgress *p, void *user);
+  void *user;
+} TuneOptions;
+
+/* Tunes the model's kernels. LOOM_OK when the budget was spent or every
+ * task ran out of candidates; errors of the machinery only (the model does
+ * not compile, the records file is refused, the measurer cannot start) --
+ * a bad candidate is a failed record, never an error. *out (may be NULL)
+ * gets the last progress. */
+loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgress *out, LoomError *err);
+
+#endif
