@@ -11,14 +11,19 @@
 
 enum { MAX_OUTPUTS = 64 };
 
-/* A C-identifier-safe, unique tensor name for node `k`'s output. */
-static const char *node_tensor_name(Arena *a, const Graph *g, int k) {
-  const char *op = graph_op_info(g->nodes[k].op)->name;
+/* A C-identifier-safe tensor name for the output of the group's i-th node,
+ * unique in the group: its op and position. Not the node's place in the
+ * graph: two groups that compute the same thing (ResNet's repeated
+ * blocks) are then the same function, one workload for the tuner (the
+ * stage names are part of the workload key and of the traces) and one
+ * kernel for the build (driver.c merges equal sources). */
+static const char *node_tensor_name(Arena *a, const GraphNode *n, int i) {
+  const char *op = graph_op_info(n->op)->name;
   char buf[48];
   size_t j = 0;
   for (const char *p = op; *p && j + 1 < sizeof buf; p++) buf[j++] = (char)tolower((unsigned char)*p);
   buf[j] = 0;
-  return arena_printf(a, "%s_%d", buf, k);
+  return arena_printf(a, "%s_%d", buf, i);
 }
 
 loom_status compile_lower_group(Arena *a, const Graph *g, const GraphFusedGroup *grp, const char *name,
@@ -50,7 +55,7 @@ loom_status compile_lower_group(Arena *a, const Graph *g, const GraphFusedGroup 
     TeTensor *outs[MAX_OUTPUTS] = {0};
     if (n->noutputs > MAX_OUTPUTS)
       return err_set(err, LOOM_ERR_UNSUPPORTED, "node \"%s\" has more than %d outputs", n->name, MAX_OUTPUTS);
-    loom_status st = compile_node_compute(a, g, n, ins, node_tensor_name(a, g, grp->nodes[i]), outs, err);
+    loom_status st = compile_node_compute(a, g, n, ins, node_tensor_name(a, n, i), outs, err);
     if (st) {
       if (!strstr(err->msg, n->name)) err_prefix(err, "node \"%s\" (%s)", n->name, graph_op_info(n->op)->name);
       return st;
