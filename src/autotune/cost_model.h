@@ -7,9 +7,10 @@
  * workload (its key: autotune_workload_key, or any string without a
  * newline) with their throughputs (higher is better: FLOP/s, or 1 / time;
  * 0 for a candidate that failed). The target of a sample is its throughput
- * divided by the best throughput seen for its workload, so every workload's
- * targets lie in [0, 1] and one model learns from all workloads and scores
- * candidates of a workload it never saw (transfer). The model is retrained
+ * divided by the best throughput seen for its workload, on a log scale
+ * (log2(1 + 255 r) / 8: 1 for the best, 0 for a failure), so every
+ * workload's targets lie in [0, 1] and one model learns from all workloads
+ * and scores candidates of a workload it never saw (transfer). The model is retrained
  * from scratch on all samples after every update (a fixed number of rounds,
  * seeded: the same updates give the same model).
  *

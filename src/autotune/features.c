@@ -14,7 +14,10 @@
  *     its footprint at any loop level (footprint());
  *   - the straight-line body it shares with its siblings (the innermost
  *     loop's body: the copies an unrolled register tile became) is
- *     summarized once per loop (body_stats()).
+ *     summarized once per loop (body_stats());
+ *   - the "compiler's loop", the innermost one the C compiler does not
+ *     unroll completely, is the one it may vectorize: how the accesses move
+ *     in it decides whether it does.
  * The store's features then go into the aggregates (sum, heaviest, mean)
  * without being kept, so the walk allocates nothing. */
 #include "autotune/features.h"
@@ -24,6 +27,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -34,6 +38,10 @@ enum {
   LINE_BYTES = 64,
   L1_BYTES = 32 * 1024,    /* fixed, not the target's: a model transfers across machines */
   L2_BYTES = 1024 * 1024,
+  /* Loops of at most this many iterations are unrolled completely by the
+   * C compiler (GCC's cunroll peels up to 16 iterations of a small body):
+   * the loop it may vectorize is the innermost longer one. */
+  COMPILER_UNROLL_TRIPS = 16,
 };
 
 /* ---- the feature tables (order = vector order; docs/autotune.md) ---- */
@@ -87,7 +95,11 @@ typedef enum Transform { LOG, RAW } Transform;
   X(L2_WORK, "l2_work", LOG)                  \
   X(ALLOC_BYTES, "alloc_bytes", LOG)          \
   X(LOCAL_ALLOCS, "local_allocs", LOG)        \
-  X(INTENSITY, "intensity", RAW)
+  X(INTENSITY, "intensity", RAW)              \
+  X(CLOOP_EXTENT, "cloop_extent", LOG)        \
+  X(CLOOP_INNER, "cloop_inner", LOG)          \
+  X(CLOOP_STRIDED, "cloop_strided", LOG)      \
+  X(CLOOP_CARRIED, "cloop_carried", RAW)
 
 /* Per access of the heaviest store, SLOTS of them ("top.acc<k>."). */
 #define ACCESS_FEATURES(X)              \
@@ -99,6 +111,7 @@ typedef enum Transform { LOG, RAW } Transform;
   X(ELEM_BYTES, "elem_bytes", LOG)      \
   X(VEC_STRIDE, "vec_stride", LOG)      \
   X(STRIDE, "stride", LOG)              \
+  X(CSTRIDE, "cstride", LOG)            \
   X(BYTES_INNER, "bytes_inner", LOG)    \
   X(BYTES_NEST, "bytes_nest", LOG)      \
   X(LINES_NEST, "lines_nest", LOG)      \
@@ -710,6 +723,12 @@ static void visit_store(Walk *w, const Stmt *s) {
   Affine aff[MAX_ACCESSES];
   double eb[MAX_ACCESSES];
   int inner = D > 0 ? D - 1 : 0, inner2 = D > 1 ? D - 2 : 0;
+  int cloop = D - 1; /* the loop the C compiler may vectorize, -1 when none */
+  while (cloop >= 0 && w->loops[cloop].extent <= COMPILER_UNROLL_TRIPS) cloop--;
+  if (cloop >= 0) {
+    shape[S_CLOOP_EXTENT] = (double)w->loops[cloop].extent;
+    shape[S_CLOOP_INNER] = extents_product(w, cloop + 1, D);
+  }
   for (int i = 0; i < sc.n_acc; i++) {
     const Access *acc = &sc.acc[i];
     Affine *a = &aff[i];
@@ -734,6 +753,12 @@ static void visit_store(Walk *w, const Stmt *s) {
     }
     if (acc->lanes > 1) contiguous = !a->vec_irregular && f[A_VEC_STRIDE] <= 1;
     shape[S_NONCONTIG] += !contiguous;
+    if (cloop >= 0) {
+      bool moves_evenly = !a->nonlinear[cloop] && llabs(a->coef[cloop]) <= (acc->lanes > 1 ? acc->lanes : 1);
+      f[A_CSTRIDE] = a->nonlinear[cloop] ? 0 : fabs((double)a->coef[cloop]);
+      shape[S_CLOOP_STRIDED] += !moves_evenly || (acc->lanes > 1 && (a->vec_irregular || f[A_VEC_STRIDE] > 1));
+      if (acc->write && a->coef[cloop] == 0 && !a->nonlinear[cloop]) shape[S_CLOOP_CARRIED] = 1;
+    }
     Foot fi = footprint(w, a, inner, acc->lanes, eb[i]), fn = footprint(w, a, 0, acc->lanes, eb[i]);
     f[A_BYTES_INNER] = fi.elems * eb[i];
     f[A_BYTES_NEST] = fn.elems * eb[i];

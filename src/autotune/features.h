@@ -6,9 +6,11 @@
  * "Features"): the function is walked once; for every Store it computes
  * the arithmetic it runs by kind, its vector lanes, the loop nest above it
  * (extents, parallel / unrolled loops), the straight-line body it sits in
- * (a register tile's ops per load), and for every buffer access the bytes
- * and cache lines touched at a few loop levels, the stride of the
- * innermost access and the reuse carried by an enclosing loop. The stores
+ * (a register tile's ops per load), the loop the C compiler may vectorize
+ * (strided accesses and carried reductions in it), and for every buffer
+ * access the bytes and cache lines touched at a few loop levels, the
+ * stride of the innermost access and the reuse carried by an enclosing
+ * loop. The stores
  * are then aggregated, weighted by how often each runs, into: global
  * counts, sums over all stores, the heaviest store's features, and a
  * work-weighted mean. Magnitudes are log2(1 + x).
@@ -32,7 +34,7 @@
 
 #define FEATURES_VERSION 1
 /* The vector's length; features.c checks it against its tables. */
-#define FEATURES_DIM 141
+#define FEATURES_DIM 152
 
 /* Writes the FEATURES_DIM features of `lowered` into out[0..cap).
  * LOOM_ERR_INVALID_ARG when an argument is NULL or cap < FEATURES_DIM;

@@ -65,17 +65,30 @@ static Target make_target(const char *name) {
   return t;
 }
 
+/* The schedules made by a test: the lowered functions share nodes with
+ * them, so they are freed at the end. */
+typedef struct Keep {
+  Schedule *s[8];
+  int n;
+} Keep;
+
+static void keep_free(Keep *k) {
+  for (int i = 0; i < k->n; i++) sch_free(k->s[i]);
+  k->n = 0;
+}
+
 /* The default matmul schedule for a target, lowered. */
-static const PrimFunc *default_matmul(Arena *a, int64_t M, int64_t N, int64_t K, const char *target, int threads) {
+static const PrimFunc *default_matmul(Arena *a, Keep *keep, int64_t M, int64_t N, int64_t K, const char *target,
+                                      int threads) {
   LoomError err = {0};
   PrimFunc *f = topi_matmul(a, M, N, K, DT_F32, &err);
   assert_non_null(f);
   Target t = make_target(target);
   Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
   assert_int_equal(topi_schedule_matmul_cpu(s, "C", NULL, &t, threads), LOOM_OK);
-  const PrimFunc *g = lower(a, sch_func(s));
-  sch_free(s);
-  return g;
+  assert_true(keep->n < 8);
+  keep->s[keep->n++] = s;
+  return lower(a, sch_func(s));
 }
 
 /* ---- the vector ---- */
@@ -243,6 +256,53 @@ static void test_guard_reuse_window(void **state) {
   arena_free(a);
 }
 
+/* The loop the C compiler may vectorize: the innermost one of more than 16
+ * iterations (shorter ones it unrolls completely). */
+static void test_compiler_loop(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  float s[FEATURES_DIM], r[FEATURES_DIM], v[FEATURES_DIM];
+  /* scalar_text: j (64) outside i (16): j is that loop, and in j both
+   * accesses move by one element */
+  extract(parse(a, scalar_text), s);
+  assert_log_feature(s, "top.cloop_extent", 64);
+  assert_log_feature(s, "top.cloop_inner", 16);
+  assert_log_feature(s, "top.cloop_strided", 0);
+  assert_true(feature(s, "top.cloop_carried") == 0.0f);
+  assert_log_feature(s, "top.acc0.cstride", 1);
+  /* a row sum: the stored location stays put in k (a carried reduction),
+   * and the rows of A are walked with stride 64 when k is outside */
+  extract(parse(a,
+                "func rowsum(A: f32[1024], S: f32[16]) {\n"
+                "  for i in 0:16 {\n"
+                "    for k in 0:64 {\n"
+                "      S[i] = (S[i] + A[((i * 64) + k)])\n"
+                "    }\n"
+                "  }\n"
+                "}\n"),
+          r);
+  assert_log_feature(r, "top.cloop_extent", 64);
+  assert_log_feature(r, "top.cloop_inner", 1);
+  assert_true(feature(r, "top.cloop_carried") == 1.0f);
+  assert_log_feature(r, "top.cloop_strided", 0);
+  extract(parse(a,
+                "func colsum(A: f32[1024], S: f32[16]) {\n"
+                "  for k in 0:64 {\n"
+                "    for i in 0:16 {\n"
+                "      S[i] = (S[i] + A[((i * 64) + k)])\n"
+                "    }\n"
+                "  }\n"
+                "}\n"),
+          r);
+  assert_log_feature(r, "top.cloop_extent", 64);
+  assert_log_feature(r, "top.cloop_strided", 0); /* in k: A moves by 1, S stays */
+  assert_log_feature(r, "top.acc0.stride", 64);  /* but the innermost loop i jumps rows */
+  /* no loop of more than 16 iterations */
+  extract(parse(a, vector_text), v);
+  assert_log_feature(v, "top.cloop_extent", 0);
+  arena_free(a);
+}
+
 /* ---- schedules ---- */
 
 /* AVX-512 and AVX2 default tiles differ (6 x 4 vectors of 16 lanes, 4 x 3
@@ -250,10 +310,11 @@ static void test_guard_reuse_window(void **state) {
 static void test_default_schedules_differ(void **state) {
   (void)state;
   Arena *a = arena_new();
+  Keep keep = {0};
   float v512[FEATURES_DIM], v256[FEATURES_DIM], v1[FEATURES_DIM];
-  extract(default_matmul(a, 96, 192, 256, "x86_64-avx512", 1), v512);
-  extract(default_matmul(a, 96, 192, 256, "x86_64-avx2", 1), v256);
-  extract(default_matmul(a, 96, 192, 256, "x86_64-avx2", 4), v1);
+  extract(default_matmul(a, &keep, 96, 192, 256, "x86_64-avx512", 1), v512);
+  extract(default_matmul(a, &keep, 96, 192, 256, "x86_64-avx2", 1), v256);
+  extract(default_matmul(a, &keep, 96, 192, 256, "x86_64-avx2", 4), v1);
   assert_true(memcmp(v512, v256, sizeof v512) != 0);
   assert_log_feature(v512, "top.lanes", 16);
   assert_log_feature(v256, "top.lanes", 8);
@@ -269,21 +330,24 @@ static void test_default_schedules_differ(void **state) {
   assert_log_feature(v256, "g.max_parallel_extent", 0);
   assert_true(feature(v1, "g.max_parallel_extent") > 0);
   assert_true(feature(v1, "g.parallel_fraction") > 0.9f);
+  keep_free(&keep);
   arena_free(a);
 }
 
 static void test_deterministic(void **state) {
   (void)state;
   Arena *a = arena_new();
+  Keep keep = {0};
   float x[FEATURES_DIM], y[FEATURES_DIM], z[FEATURES_DIM];
-  const PrimFunc *f = default_matmul(a, 64, 128, 96, "x86_64-avx2", 2);
+  const PrimFunc *f = default_matmul(a, &keep, 64, 128, 96, "x86_64-avx2", 2);
   extract(f, x);
   extract(f, y);
   assert_memory_equal(x, y, sizeof x);
   /* lowered again from scratch: a new tree, the same vector */
-  extract(default_matmul(a, 64, 128, 96, "x86_64-avx2", 2), z);
+  extract(default_matmul(a, &keep, 64, 128, 96, "x86_64-avx2", 2), z);
   assert_memory_equal(x, z, sizeof x);
   for (int i = 0; i < FEATURES_DIM; i++) assert_true(isfinite(x[i]));
+  keep_free(&keep);
   arena_free(a);
 }
 
@@ -313,10 +377,11 @@ static void test_extraction_time(void **state) {
   TopiConv2d p = {.N = 1, .C = 64, .H = 56, .W = 56, .K = 64, .R = 3, .S = 3, .stride = 1, .pad = 1};
   PrimFunc *conv = topi_conv2d_nchwc(a, &p, lanes, lanes, &err);
   assert_non_null(conv);
+  Keep keep = {0};
   Schedule *s = sch_create(conv, DECIDE_DEFAULT, 0);
+  keep.s[keep.n++] = s;
   assert_int_equal(topi_schedule_conv2d_nchwc_cpu(s, "conv2d_NCHWc", NULL, &t, 2), LOOM_OK);
-  const PrimFunc *funcs[2] = {lower(a, sch_func(s)), default_matmul(a, 256, 256, 256, "x86_64-avx2", 2)};
-  sch_free(s);
+  const PrimFunc *funcs[2] = {lower(a, sch_func(s)), default_matmul(a, &keep, 256, 256, 256, "x86_64-avx2", 2)};
   const char *names[2] = {"conv2d 3x3 64->64 56x56 (default schedule)", "matmul 256^3 (default schedule)"};
   for (int k = 0; k < 2; k++) {
     enum { RUNS = 21 };
@@ -332,6 +397,7 @@ static void test_extraction_time(void **state) {
                   times[RUNS / 2] * 1e6, times[0] * 1e6, times[RUNS - 1] * 1e6, RUNS);
     assert_true(times[RUNS / 2] < 0.050);
   }
+  keep_free(&keep);
   arena_free(a);
 }
 
@@ -342,6 +408,7 @@ int main(void) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_vector_and_parallel),
       cmocka_unit_test(test_guard_reuse_window),
+      cmocka_unit_test(test_compiler_loop),
       cmocka_unit_test(test_default_schedules_differ),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_extraction_time),
