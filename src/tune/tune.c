@@ -280,7 +280,7 @@ static loom_status run_batch(Tuner *t, Task *task, Candidate *c, int n, LoomErro
       if ((st = measurer_run(t->meas, &req, &r, err))) break;
       status = r.status == MEASURE_OK ? "ok" : result_status(r.status);
     } else {
-      snprintf(r.message, sizeof r.message, "%s", built[i].message);
+      snprintf(r.message, sizeof r.message, "%.*s", (int)sizeof r.message - 1, built[i].message);
     }
     bool ok = !strcmp(status, "ok");
     double times[1] = {r.median_us};
