@@ -370,6 +370,63 @@ void compile_tasks_free(CompileTasks *t) {
   memset(t, 0, sizeof *t);
 }
 
+typedef struct RecordSummary {
+  const char *default_trace;
+  double default_us, best_us;
+  int64_t n, failed;
+} RecordSummary;
+
+static bool summarize_record(const TuneRecord *r, void *user) {
+  RecordSummary *s = user;
+  s->n++;
+  if (strcmp(r->status, "ok")) {
+    s->failed++;
+    return true;
+  }
+  if (!strcmp(r->provenance, "default")) s->default_us = r->median_us;
+  if (s->best_us < 0 || r->median_us < s->best_us) s->best_us = r->median_us;
+  return true;
+}
+
+/* `loom inspect MODEL --records FILE`: per kernel workload, what the
+ * records hold for this target and thread count. */
+static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb, LoomError *err) {
+  RecordStore *rec;
+  loom_status st = records_open(path, &rec, err);
+  if (st) return st;
+  sb_printf(sb, "tuning records %s (target %s, %d threads):\n", path, c->target.name, c->threads);
+  sb_printf(sb, "%-28s %6s %8s %7s %12s %12s %8s\n", "kernel", "calls", "records", "failed", "default us", "tuned us",
+            "speedup");
+  double total_default = 0, total_tuned = 0;
+  char (*keys)[AUTOTUNE_WORKLOAD_KEY_LEN + 1] = calloc((size_t)c->ngroups + 1, sizeof *keys);
+  for (int i = 0; !st && i < c->ngroups; i++) {
+    autotune_workload_key(c->groups[i].func, keys[i]);
+    int first = i, calls = 0;
+    for (int k = 0; k < i && first == i; k++)
+      if (!strcmp(keys[k], keys[i])) first = k;
+    if (first != i) continue;
+    for (int k = i; k < c->ngroups; k++) {
+      char key[AUTOTUNE_WORKLOAD_KEY_LEN + 1];
+      autotune_workload_key(c->groups[k].func, key);
+      calls += !strcmp(key, keys[i]);
+    }
+    RecordSummary s = {NULL, -1, -1, 0, 0};
+    st = records_foreach(rec, keys[i], c->target.name, summarize_record, &s, err);
+    char d[32] = "-", t[32] = "-", x[32] = "-";
+    if (s.default_us >= 0) snprintf(d, sizeof d, "%.2f", s.default_us), total_default += calls * s.default_us;
+    if (s.best_us >= 0) snprintf(t, sizeof t, "%.2f", s.best_us), total_tuned += calls * s.best_us;
+    if (s.default_us > 0 && s.best_us > 0) snprintf(x, sizeof x, "%.2fx", s.default_us / s.best_us);
+    sb_printf(sb, "%-28s %6d %8lld %7lld %12s %12s %8s\n", c->groups[i].func->name, calls, (long long)s.n,
+              (long long)s.failed, d, t, x);
+  }
+  free(keys);
+  if (!st)
+    sb_printf(sb, "kernels with records, calls x time: default %.3f ms, tuned %.3f ms\n", total_default * 1e-3,
+              total_tuned * 1e-3);
+  records_close(rec);
+  return st;
+}
+
 loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
                               char *errbuf, size_t errlen) {
   LoomError err = {0};
@@ -379,8 +436,14 @@ loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const Loo
     return err.status;
   }
   Compiled c;
-  const char *upto = dump && (!strcmp(dump, "graph") || !strcmp(dump, "fused")) ? dump : (dump ? NULL : "fused");
-  loom_status st = compile_front(onnx_path, opt, upto, &c, &err);
+  bool with_records = !dump && opt && opt->records;
+  const char *upto = dump && (!strcmp(dump, "graph") || !strcmp(dump, "fused")) ? dump
+                     : dump                                                       ? NULL
+                     : with_records                                               ? "lowered"
+                                                                                  : "fused";
+  LoomCompileOptions front = opt ? *opt : (LoomCompileOptions){.opt_level = 2};
+  front.records = NULL; /* inspect reads the records itself */
+  loom_status st = compile_front(onnx_path, &front, upto, &c, &err);
   if (!st && dump && !strcmp(dump, "c")) st = compile_build(&c, &err);
   if (!st) {
     StrBuf sb;
@@ -406,6 +469,7 @@ loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const Loo
                 c.graph->nnodes, c.plan.ngroups, (long long)params);
       sb_printf(&sb, "arena: %lld bytes (sum of all intermediate tensors: %lld bytes)\n", (long long)c.mem.arena_size,
                 (long long)c.mem.intermediate_bytes);
+      if (with_records) st = print_records(&c, opt->records, &sb, &err);
     }
     fputs(sb_cstr(&sb), out);
     sb_free(&sb);

@@ -393,13 +393,15 @@ loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgre
     if (t.budget > 0 && want > t.budget - t.prog.trials) want = t.budget - t.prog.trials;
     Candidate *c = calloc((size_t)want, sizeof *c);
     int n = 0;
-    /* The default schedule is always measured first. */
+    /* Every task's default schedule is measured first, alone, before any
+     * task searches: a short budget still gets every default (the
+     * baseline of the progress line, and the reference of the records). */
     if (task->default_us < 0) {
       Schedule *s = sch_create(task->func, DECIDE_DEFAULT, 0);
       if (make_candidate(&t, task, s, "default", NULL, 0, c, 0, &c[0])) n = 1;
       else task->default_us = task->best_us; /* in the records already */
     }
-    n += propose(&t, task, want - n, c, n, c + n);
+    if (n == 0) n = propose(&t, task, want, c, 0, c);
     if (n == 0) task->exhausted = true;
     else st = run_batch(&t, task, c, n, err);
     free_candidates(c, n);

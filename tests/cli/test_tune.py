@@ -113,6 +113,12 @@ class TuneTest(unittest.TestCase):
             self.assertEqual(f1.read(), f2.read())
         got = self.run_outputs(tuned, "out_t")
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        # inspect --records: one row per workload with its records.
+        r = self.loom("inspect", self.model, "--records", db)
+        self.assertIn("tuning records", r.stdout)
+        rows = [ln for ln in r.stdout.splitlines() if ln[:1] == "k" and ln[1:2].isdigit()]
+        self.assertEqual(len(rows), len(workloads), r.stdout)
+        self.assertIn("kernels with records", r.stdout)
 
     def test_random_search(self):
         db = os.path.join(self.dir, "r.db")
