@@ -68,7 +68,7 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
    * (the default block_min_channels, 512). */
   int64_t chunk_bytes = target->l1d_bytes / 2;
   static const int64_t kblock_choices[] = {0, 1};
-  static const double kblock_no[] = {1.0, 0.0}, kblock_yes[] = {0.2, 0.8};
+  static const double kblock_no[] = {0.9, 0.1}, kblock_yes[] = {0.2, 0.8}; /* both valid everywhere */
   int64_t kblock;
   if (sch_sample_categorical(s, kblock_choices,
                              ico_ext > 1 && ico_ext * topi_loop_extent(s, ici) >= block_min_channels ? kblock_yes
@@ -145,7 +145,7 @@ loom_status topi_schedule_conv2d_nchwc_blocked(Schedule *s, const char *block, c
    * it, which spills the tile. With ico innermost consecutive steps read
    * other channel planes. A sampling point. */
   static const int64_t ico_inner_choices[] = {0, 1};
-  static const double probs_big[] = {1.0, 0.0}, probs_tiny[] = {0.1, 0.9};
+  static const double probs_big[] = {0.9, 0.1}, probs_tiny[] = {0.1, 0.9};
   int64_t ico_inner;
   if (sch_sample_categorical(s, ico_inner_choices, topi_loop_extent(s, ici) < 4 && !kblock ? probs_tiny : probs_big,
                              2, &ico_inner))

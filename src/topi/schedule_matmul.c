@@ -138,7 +138,10 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   const int64_t nr_choices[N_NR] = {1, 2, 3, 4, gemv_vecs};
   static const double nr_probs_gemv[N_NR] = {0.05, 0.05, 0.05, 0.15, 0.7};
   static const int64_t pack_choices[] = {0, 1};
-  static const double pack_probs_small[] = {1.0, 0.0}, pack_probs_big[] = {0.1, 0.9};
+  /* A probability of 0 marks a choice that is invalid here (a run-time
+   * copy of panels packed at compile time); an unlikely but valid one keeps
+   * a small probability, so random decisions (the tuner's space) reach it. */
+  static const double pack_probs_none[] = {1.0, 0.0}, pack_probs_small[] = {0.9, 0.1}, pack_probs_big[] = {0.1, 0.9};
   int rpv = topi_registers_per_vector(target, lanes);
   int best_mr, best_nr;
   default_tile(target, M, N_vecs, rpv, mr_choices, N_MR, nr_choices, N_NR - 1, false, &best_mr, &best_nr);
@@ -154,7 +157,7 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
    * tile rows must divide M (a partial tile's guard keeps compaction from
    * making it registers): 8 x 3 AVX-512 vectors for M = 128. */
   static const int64_t kc_choices[] = {0, 128, 256};
-  static const double kc_probs_no[] = {1.0, 0.0, 0.0}, kc_probs_big[] = {0.1, 0.7, 0.2};
+  static const double kc_probs_no[] = {0.9, 0.05, 0.05}, kc_probs_big[] = {0.1, 0.7, 0.2};
   int64_t K = topi_loop_extent(s, lk);
   int64_t panel_bytes = K * nr_choices[best_nr] * lanes * (int64_t)sizeof(float);
   bool big_panel = K > 0 && M >= 16 && panel_bytes > target->l2_bytes / 2;
@@ -172,7 +175,8 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
     return LOOM_ERR_SCHEDULE;
   /* Panels packed at compile time need no run-time copy: the decision is
    * still sampled (the trace keeps its shape) but can only be 0. */
-  if (sch_sample_categorical(s, pack_choices, M < 16 || panel > 0 ? pack_probs_small : pack_probs_big, 2, &pack))
+  if (sch_sample_categorical(s, pack_choices, panel > 0 ? pack_probs_none : M < 16 ? pack_probs_small : pack_probs_big, 2,
+                             &pack))
     return LOOM_ERR_SCHEDULE;
 
   /* Narrow outputs: the column tile cannot exceed N rounded up to vectors. */

@@ -132,41 +132,66 @@ static void test_rule_dispatch(void **state) {
 /* The tuner's template space: the group strategy run with random decisions
  * (compile_schedule_group_on on a DECIDE_RANDOM schedule) gives other
  * schedules than the default, each computing what the unscheduled
- * function computes, and replays from its trace. */
+ * function computes, and replays from its trace. Kinds: a matmul, a conv,
+ * and a matmul with K = 256, whose K-blocked form (unlikely by default, a
+ * valid random point) is searched for among the seeds and run. */
+static PrimFunc *random_case(Arena *a, int kind) {
+  LoomError err = {0};
+  TeTensor *x, *w, *y;
+  if (kind != 1) {
+    int64_t K = kind == 0 ? 40 : 256;
+    x = te_placeholder(a, "x", DT_F32, 2, (int64_t[]){24, K}, &err);
+    w = te_placeholder(a, "w", DT_F32, 2, (int64_t[]){K, 48}, &err);
+    y = topi_matmul_nd(a, "y", x, w, &err);
+  } else {
+    x = te_placeholder(a, "x", DT_F32, 5, (int64_t[]){1, 2, 9, 9, 8}, &err);
+    w = te_placeholder(a, "w", DT_F32, 6, (int64_t[]){3, 2, 3, 3, 8, 8}, &err);
+    TopiConvParams p = {.pads = {1, 1, 1, 1}};
+    y = topi_conv2d_nchwc_onnx(a, "y", x, w, NULL, &p, &err);
+  }
+  if (!y) fail_msg("%s", err.msg);
+  PrimFunc *f = te_create_primfunc(a, kind == 1 ? "conv" : "mm", (TeTensor *[]){x, w, y}, 3, &err);
+  assert_non_null(f);
+  return f;
+}
+
 static void test_random_decisions(void **state) {
   (void)state;
-  for (int kind = 0; kind < 2; kind++)
-    for (uint64_t seed = 1; seed <= 6; seed++) {
+  static const char *const kinds[] = {"matmul", "conv", "matmul K-blocked"};
+  Target target = target_host();
+  /* A seed whose matmul of K = 256 is K-blocked (cache_inplace). */
+  uint64_t blocked = 0;
+  for (uint64_t seed = 1; seed <= 400 && !blocked; seed++) {
+    Arena *a = arena_new();
+    Schedule *s = sch_create(random_case(a, 2), DECIDE_RANDOM, seed);
+    compile_schedule_group_on(s, &target, 2);
+    char *trace = trace_to_text(sch_trace(s));
+    if (strstr(trace, "cache_inplace(")) blocked = seed;
+    free(trace);
+    sch_free(s);
+    arena_free(a);
+  }
+  if (!blocked) fail_msg("no random decision of 400 blocks the K loop of a 24x256x48 matmul");
+  const uint64_t seeds[3][6] = {{1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5, 6}, {blocked, 1, 2, 0, 0, 0}};
+  for (int kind = 0; kind < 3; kind++)
+    for (int k = 0; k < 6 && seeds[kind][k]; k++) {
+      uint64_t seed = seeds[kind][k];
       Arena *a = arena_new();
       LoomError err = {0};
-      TeTensor *x, *w, *y;
-      if (kind == 0) {
-        x = te_placeholder(a, "x", DT_F32, 2, (int64_t[]){24, 40}, &err);
-        w = te_placeholder(a, "w", DT_F32, 2, (int64_t[]){40, 48}, &err);
-        y = topi_matmul_nd(a, "y", x, w, &err);
-      } else {
-        x = te_placeholder(a, "x", DT_F32, 5, (int64_t[]){1, 2, 9, 9, 8}, &err);
-        w = te_placeholder(a, "w", DT_F32, 6, (int64_t[]){3, 2, 3, 3, 8, 8}, &err);
-        TopiConvParams p = {.pads = {1, 1, 1, 1}};
-        y = topi_conv2d_nchwc_onnx(a, "y", x, w, NULL, &p, &err);
-      }
-      if (!y) fail_msg("%s", err.msg);
-      PrimFunc *f = te_create_primfunc(a, kind ? "conv" : "mm", (TeTensor *[]){x, w, y}, 3, &err);
-      assert_non_null(f);
-      Target target = target_host();
+      PrimFunc *f = random_case(a, kind);
       Schedule *s = sch_create(f, DECIDE_RANDOM, seed);
       compile_schedule_group_on(s, &target, 2);
       char *trace = trace_to_text(sch_trace(s));
       Schedule *r = sch_create(f, DECIDE_DEFAULT, 0);
       Trace *t = trace_parse(a, trace, &err);
       if (!t || trace_apply(t, r) != LOOM_OK || !tir_func_equal(sch_func(r), sch_func(s)))
-        fail_msg("%s seed %llu: the trace does not replay to the same program:\n%s", kind ? "conv" : "matmul",
+        fail_msg("%s seed %llu: the trace does not replay to the same program:\n%s", kinds[kind],
                  (unsigned long long)seed, trace);
       ScheduleRun run = {0};
       schedule_run(a, f, sch_func(s), 2, 7, &run);
       for (size_t i = 0; i < run.count; i++)
         if (fabs((double)run.want[i] - run.got[i]) > 1e-4 * fmax(1.0, fabs(run.want[i])))
-          fail_msg("%s seed %llu: element %zu: reference %g, scheduled %g\n%s", kind ? "conv" : "matmul",
+          fail_msg("%s seed %llu: element %zu: reference %g, scheduled %g\n%s", kinds[kind],
                    (unsigned long long)seed, i, run.want[i], run.got[i], trace);
       schedule_run_free(&run);
       free(trace);
