@@ -362,7 +362,7 @@ loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgre
     return err_set(err, LOOM_ERR_INVALID_ARG, "tune: --trials, --time and the batch must not be negative");
   TuneOptions o = *opt;
   if (o.batch == 0) o.batch = 16;
-  if (o.min_seconds <= 0) o.min_seconds = 0.05;
+  if (o.min_seconds <= 0) o.min_seconds = 0.1;
   if (o.timeout_seconds <= 0) o.timeout_seconds = 10;
   Tuner t;
   memset(&t, 0, sizeof t);
