@@ -141,6 +141,50 @@ static bool collect_record(const TuneRecord *r, void *user) {
   return true;
 }
 
+/* ---- warm start: the cost model learns what the records hold ---- */
+
+typedef struct WarmSamples {
+  const Task *task;
+  float *X, *y;
+  int n, cap;
+} WarmSamples;
+
+static bool warm_record(const TuneRecord *r, void *user) {
+  WarmSamples *w = user;
+  if (w->n == w->cap) return false;
+  Arena *a = arena_new();
+  LoomError err = {0};
+  Trace *t = trace_parse(a, r->trace, &err);
+  Schedule *s = sch_create(w->task->func, DECIDE_DEFAULT, 0);
+  LowerOptions lo = lower_options_default();
+  const PrimFunc *lowered = t && trace_apply(t, s) == LOOM_OK ? tir_lower(a, sch_func(s), &lo, &err) : NULL;
+  if (lowered && features_extract(lowered, w->X + (size_t)w->n * FEATURES_DIM, FEATURES_DIM, &err) == LOOM_OK) {
+    bool ok = !strcmp(r->status, "ok") && r->median_us > 0;
+    w->y[w->n++] = ok ? (float)(w->task->flops > 0 ? w->task->flops / r->median_us : 1.0 / r->median_us) : 0.0f;
+  }
+  sch_free(s);
+  arena_free(a);
+  return true;
+}
+
+/* A resumed run's model starts from every record of the model's tasks
+ * (their traces replayed and lowered for their features), not from
+ * nothing. */
+static void warm_start(Tuner *t) {
+  enum { WARM_MAX_PER_TASK = 512 };
+  WarmSamples w = {NULL, malloc(sizeof(float) * FEATURES_DIM * WARM_MAX_PER_TASK),
+                   malloc(sizeof(float) * WARM_MAX_PER_TASK), 0, WARM_MAX_PER_TASK};
+  for (int i = 0; w.X && w.y && i < t->ntasks; i++) {
+    LoomError err = {0};
+    w.task = &t->tasks[i];
+    w.n = 0;
+    (void)records_foreach(t->rec, w.task->key, t->ct.target.name, warm_record, &w, &err);
+    if (w.n > 0) (void)cost_model_update(t->cm, w.task->key, w.X, w.n, FEATURES_DIM, w.y, &err);
+  }
+  free(w.X);
+  free(w.y);
+}
+
 /* ---- candidates ---- */
 
 /* Runs the group strategy on s and fills c (trace, features); false when
@@ -381,6 +425,7 @@ loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgre
   if (!st && !(t.cm = cost_model_new(FEATURES_DIM, NULL, err))) st = err->status ? err->status : LOOM_ERR_INTERNAL;
   t.budget = o.trials > 0 ? o.trials : o.seconds > 0 ? 0 : 64 * t.ntasks;
   for (int i = 0; !st && i < t.ntasks; i++) st = load_best(&t, &t.tasks[i], err);
+  if (!st) warm_start(&t);
   while (!st && budget_left(&t)) {
     Task *task = next_task(&t);
     if (!task) break;
