@@ -216,9 +216,40 @@ static void free_candidates(Candidate *c, int n) {
   for (int i = 0; i < n; i++) free(c[i].trace), sch_free(c[i].s);
 }
 
-static int by_score(const void *x, const void *y) {
-  float a = ((const Candidate *)x)->score, b = ((const Candidate *)y)->score;
-  return (a < b) - (a > b);
+static bool same_features(const float *a, const float *b, int dim) {
+  for (int i = 0; i < dim; i++)
+    if (fabsf(a[i] - b[i]) > 1e-6f * fmaxf(1.0f, fmaxf(fabsf(a[i]), fabsf(b[i])))) return false;
+  return true;
+}
+
+int tune_select_diverse(const float *X, const float *scores, int n, int dim, int want, int *out) {
+  int *order = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), picked = 0;
+  bool *taken = calloc((size_t)(n > 0 ? n : 1), 1);
+  if (!order || !taken) {
+    free(order);
+    free(taken);
+    return 0;
+  }
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = 1; i < n; i++) /* by score, best first; stable */
+    for (int j = i; j > 0 && scores[order[j]] > scores[order[j - 1]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1], order[j - 1] = t;
+    }
+  for (int pass = 0; pass < 2 && picked < want; pass++)
+    for (int k = 0; k < n && picked < want; k++) {
+      int c = order[k];
+      if (taken[c]) continue;
+      bool copy = false;
+      for (int p = 0; pass == 0 && p < picked && !copy; p++)
+        copy = same_features(X + (size_t)c * dim, X + (size_t)out[p] * dim, dim);
+      if (copy) continue;
+      taken[c] = true;
+      out[picked++] = c;
+    }
+  free(order);
+  free(taken);
+  return picked;
 }
 
 /* Proposes up to `want` new candidates of task into out (evolutionary or
@@ -255,17 +286,27 @@ static int propose(Tuner *t, Task *task, int want, const Candidate *taken, int n
     free(pool);
     return 0;
   }
-  /* The cost model ranks the pool; an epsilon of the batch is drawn from
-   * the rest at random (exploration: the model only knows what it saw). */
+  /* The cost model ranks the pool; the batch takes the best of them but not
+   * two with the same features (near-copies: the same program from other
+   * decisions), and an epsilon of it is drawn from the rest at random
+   * (exploration: the model only knows what it saw). */
   int keep = n < want ? n : want;
   if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY) {
     float *X = malloc(sizeof(float) * FEATURES_DIM * (size_t)n), *scores = malloc(sizeof(float) * (size_t)n);
+    int *pick = malloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) memcpy(X + (size_t)i * FEATURES_DIM, pool[i].feat, sizeof pool[i].feat);
     if (cost_model_predict(t->cm, X, n, FEATURES_DIM, scores, &err) == LOOM_OK)
       for (int i = 0; i < n; i++) pool[i].score = scores[i];
+    for (int i = 0; i < n; i++) scores[i] = pool[i].score;
+    /* Reorder the pool: the diverse picks first (by score), then the rest by score. */
+    int np = tune_select_diverse(X, scores, n, FEATURES_DIM, n, pick);
+    Candidate *sorted = malloc(sizeof *sorted * (size_t)n);
+    for (int i = 0; i < np; i++) sorted[i] = pool[pick[i]];
+    memcpy(pool, sorted, sizeof *pool * (size_t)np);
+    free(sorted);
+    free(pick);
     free(X);
     free(scores);
-    qsort(pool, (size_t)n, sizeof *pool, by_score);
     int eps = (int)ceil(EPSILON * keep);
     for (int i = keep - eps; i < keep && n > keep; i++) { /* swap in random picks from the tail */
       int j = keep + (int)(next_rand(&t->rng) % (uint64_t)(n - keep));

@@ -60,6 +60,14 @@ typedef struct TuneOptions {
   void *user;
 } TuneOptions;
 
+/* The batch's picks: of n candidates (feature rows X, n x dim, and
+ * scores, higher better), up to `want` indices into out, best score first,
+ * skipping a candidate whose features equal those of one already picked
+ * (within a relative 1e-6 per feature: another trace of the same program,
+ * a near-copy) while others remain; the skipped ones fill what is left.
+ * Returns how many. */
+int tune_select_diverse(const float *X, const float *scores, int n, int dim, int want, int *out);
+
 /* Tunes the model's kernels. LOOM_OK when the budget was spent or every
  * task ran out of candidates; errors of the machinery only (the model does
  * not compile, the records file is refused, the measurer cannot start) --
