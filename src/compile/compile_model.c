@@ -395,8 +395,9 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
   loom_status st = records_open(path, &rec, err);
   if (st) return st;
   sb_printf(sb, "tuning records %s (target %s, %d threads):\n", path, c->target.name, c->threads);
-  sb_printf(sb, "%-28s %6s %8s %7s %12s %12s %8s\n", "kernel", "calls", "records", "failed", "default us", "tuned us",
-            "speedup");
+  /* samples: the sampling points of the kernel's search space (0: one point, nothing to tune). */
+  sb_printf(sb, "%-28s %6s %7s %8s %7s %12s %12s %8s\n", "kernel", "calls", "samples", "records", "failed",
+            "default us", "tuned us", "speedup");
   double total_default = 0, total_tuned = 0;
   char (*keys)[AUTOTUNE_WORKLOAD_KEY_LEN + 1] = calloc((size_t)c->ngroups + 1, sizeof *keys);
   for (int i = 0; !st && i < c->ngroups; i++) {
@@ -416,8 +417,11 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
     if (s.default_us >= 0) snprintf(d, sizeof d, "%.2f", s.default_us), total_default += calls * s.default_us;
     if (s.best_us >= 0) snprintf(t, sizeof t, "%.2f", s.best_us), total_tuned += calls * s.best_us;
     if (s.default_us > 0 && s.best_us > 0) snprintf(x, sizeof x, "%.2fx", s.default_us / s.best_us);
-    sb_printf(sb, "%-28s %6d %8lld %7lld %12s %12s %8s\n", c->groups[i].func->name, calls, (long long)s.n,
-              (long long)s.failed, d, t, x);
+    Schedule *space = sch_create(c->groups[i].func, DECIDE_DEFAULT, 0);
+    compile_schedule_group_on(space, &c->target, c->threads);
+    sb_printf(sb, "%-28s %6d %7d %8lld %7lld %12s %12s %8s\n", c->groups[i].func->name, calls,
+              trace_num_samples(sch_trace(space)), (long long)s.n, (long long)s.failed, d, t, x);
+    sch_free(space);
   }
   free(keys);
   if (!st)

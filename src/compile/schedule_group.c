@@ -9,10 +9,18 @@
  *      depthwise conv, matmul or pool of the group) gets its topi default
  *      schedule (src/topi/schedule_*.c), with the block
  *      consuming its output folded into the register tile as an epilogue;
- *   3. every other block gets a generic schedule: parallel over its outer
+ *   3. every other block gets the generic schedule: parallel over its outer
  *      loops, vectorized innermost where that is legal.
  * A primitive that refuses leaves the program as it was, so every step is
- * best effort and the result is always correct. */
+ * best effort and the result is always correct.
+ *
+ * The generic schedule is also the search space of the blocks no topi
+ * schedule covers (MetaSchedule's generated sketches, in small): it samples
+ * the vector width, a row reduction's partial-result width, a 2-D tile of
+ * a transposing copy, how many outer loops the parallel loop fuses, and
+ * where a chain of row-wise stages is computed (per row, per block of
+ * rows, or whole). The most probable choice of each is what the schedule
+ * did before it sampled anything, so the defaults are one point of it. */
 #include "compile/compile.h"
 
 #include "support/vec.h"
@@ -21,6 +29,22 @@
 #include "topi/topi_schedule.h"
 
 #include <string.h>
+
+enum { MAX_CHOICES = 4 };
+
+/* A sampling point of the generic schedule: one of cands[0..n) where
+ * allowed, cands[best] the most probable (the default). No instruction when
+ * only best is allowed: a decision without alternatives only lengthens the
+ * trace. */
+static int64_t sample_choice(Schedule *s, const int64_t *cands, const bool *allowed, int n, int best) {
+  int others = 0;
+  for (int i = 0; i < n; i++) others += i != best && allowed[i];
+  if (others == 0) return cands[best];
+  double probs[MAX_CHOICES];
+  topi_probs_favoring(probs, n, best, 0.6, allowed);
+  int64_t pick;
+  return sch_sample_categorical(s, cands, probs, n, &pick) == LOOM_OK ? pick : cands[best];
+}
 
 typedef struct BlockInfo {
   const Block *block;
@@ -194,9 +218,14 @@ static void vectorize_row_reduction(Schedule *s, const char *name, int lanes) {
       if (expr_uses_var(v, sch_loop_var(s, l[i])) && (first < 0 || i < first)) first = i;
   }
   if (inner < 0 || blk->iters[inner].type != ITER_REDUCE || !innermost_reads_use(blk, blk->iters[inner].var)) return;
+  /* The partial results' width: a vector (the default: the widest that
+   * divides the row, at least two per row), half or twice that, or none. */
   int64_t ext = topi_loop_extent(s, l[n - 1]), w = lanes;
   while (w > 4 && ext % w) w /= 2;
   if (ext < 2 * w || ext % w) return;
+  const int64_t widths[] = {w, w / 2, 2 * w, 0};
+  bool ok[] = {true, w / 2 >= 4 && ext % (w / 2) == 0, ext % (2 * w) == 0 && ext >= 4 * w, true};
+  if (!(w = sample_choice(s, widths, ok, 4, 0))) return;
   SchRV k[2];
   if (sch_split(s, l[n - 1], (int64_t[]){-1, w}, 2, k)) return;
   SchRV rf = sch_rfactor(s, k[1]);
@@ -208,12 +237,34 @@ static void vectorize_row_reduction(Schedule *s, const char *name, int lanes) {
     topi_schedule_note(s, "row reduction: partial results not vectorized");
 }
 
+/* A copy that transposes (its innermost loop walks no input contiguously)
+ * may be tiled in 2-D so the reads of a tile share cache lines: the last
+ * two spatial loops split by t and reordered (io, jo, ii, ji). t = 0 (the
+ * default) leaves them. Returns the loops that replace l[ns-2], l[ns-1]
+ * (outer ones first) through out, and how many there are. */
+static int tile_transpose(Schedule *s, const SchRV *l, int ns, int lanes, SchRV *out) {
+  int64_t e0 = topi_loop_extent(s, l[ns - 2]), e1 = topi_loop_extent(s, l[ns - 1]);
+  const int64_t tiles[] = {0, lanes, 2 * lanes, 4 * lanes};
+  bool ok[4] = {true};
+  for (int i = 1; i < 4; i++) ok[i] = e0 > tiles[i] && e1 > tiles[i] && e0 % tiles[i] == 0 && e1 % tiles[i] == 0;
+  int64_t t = sample_choice(s, tiles, ok, 4, 0);
+  SchRV i2[2], j2[2];
+  out[0] = l[ns - 2], out[1] = l[ns - 1];
+  if (!t || sch_split(s, l[ns - 2], (int64_t[]){-1, t}, 2, i2) || sch_split(s, l[ns - 1], (int64_t[]){-1, t}, 2, j2))
+    return 2;
+  SchRV order[4] = {i2[0], j2[0], i2[1], j2[1]};
+  if (sch_reorder(s, order, 4)) return topi_schedule_note(s, "transpose tile"), 2;
+  memcpy(out, order, sizeof order);
+  return 4;
+}
+
 /* Step 3: loops are kept as they are (fusing them all would put a
  * floordiv/floormod per dimension into every index); the innermost spatial
  * loop is split into vector chunks and vectorized, the outermost loop with
- * more than one iteration runs in parallel. A reduction whose innermost
- * spatial loop walks its input contiguously (pooling) gets its reduction
- * loops moved outside that loop so it can be vectorized. */
+ * more than one iteration runs in parallel (fused with the next one or two
+ * where the search says so). A reduction whose innermost spatial loop walks
+ * its input contiguously (pooling) gets its reduction loops moved outside
+ * that loop so it can be vectorized. */
 static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *target, int num_threads) {
   SchRV b = sch_get_block(s, bi->block->name);
   if (b < 0) return;
@@ -226,7 +277,10 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
   }
   int lanes = target_lanes(target, DT_F32);
   int ns = bi->n_spatial;
-  SchRV inner = ns > 0 ? l[ns - 1] : -1;
+  /* outer[0..n_outer): the spatial loops outside the vector loop, outermost first. */
+  SchRV outer[18], inner = ns > 0 ? l[ns - 1] : -1;
+  int n_outer = ns > 0 ? ns - 1 : 0;
+  memcpy(outer, l, sizeof(SchRV) * (size_t)n_outer);
   if (bi->n_reduce > 0 && ns > 0 && innermost_reads_use(bi->block, bi->block->iters[ns - 1].var)) {
     SchRV order[16];
     int k = 0;
@@ -236,25 +290,37 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
     if (sch_reorder(s, order, k)) topi_schedule_note(s, "reorder reduction outside the vector loop");
   } else if (bi->n_reduce > 0) {
     inner = -1; /* innermost loops reduce: vectorized, if at all, by partial results */
+    if (ns == 1) outer[n_outer++] = l[0];
     vectorize_row_reduction(s, bi->block->name, lanes);
+  } else if (ns >= 2 && !innermost_reads_use(bi->block, bi->block->iters[ns - 1].var)) {
+    SchRV t[4];
+    int nt = tile_transpose(s, l, ns, lanes, t);
+    memcpy(outer + ns - 2, t, sizeof(SchRV) * (size_t)(nt - 1));
+    n_outer = ns - 2 + nt - 1;
+    inner = t[nt - 1];
   }
-  if (inner >= 0 && topi_loop_extent(s, inner) >= lanes) {
+  int64_t e = inner >= 0 ? topi_loop_extent(s, inner) : -1;
+  if (e >= lanes) { /* the vector chunk: one vector (the default) or two or four */
+    const int64_t widths[] = {lanes, 2 * lanes, 4 * lanes};
+    bool ok[] = {true, e >= 2 * lanes, e >= 4 * lanes};
     SchRV parts[2];
-    if (sch_split(s, inner, (int64_t[]){-1, lanes}, 2, parts) == 0) {
+    if (sch_split(s, inner, (int64_t[]){-1, sample_choice(s, widths, ok, 3, 0)}, 2, parts) == 0) {
       if (sch_vectorize(s, parts[1])) topi_schedule_note(s, "vectorize");
-      if (ns == 1) l[0] = parts[0];
+      inner = parts[0];
     }
   }
-  if (num_threads > 1) {
-    for (int i = 0; i < ns; i++) {
-      SchRV cand = i == ns - 1 && ns > 1 ? -1 : l[i];
-      if (cand < 0) break;
-      if (topi_loop_extent(s, cand) > 1) {
-        if (sch_parallel(s, cand)) topi_schedule_note(s, "parallel");
-        break;
-      }
-    }
-  }
+  if (n_outer == 0 && inner >= 0) outer[n_outer++] = inner;
+  if (num_threads <= 1) return;
+  int first = 0;
+  while (first < n_outer && topi_loop_extent(s, outer[first]) <= 1) first++;
+  if (first == n_outer) return;
+  /* How many loops the parallel loop fuses: one (the default), two or three. */
+  const int64_t fused[] = {1, 2, 3};
+  bool ok[] = {true, n_outer - first >= 2, n_outer - first >= 3};
+  int k = (int)sample_choice(s, fused, ok, 3, 0);
+  SchRV p = k > 1 ? sch_fuse(s, outer + first, k) : outer[first];
+  if (p < 0) p = outer[first], topi_schedule_note(s, "fuse the parallel loops");
+  if (sch_parallel(s, p)) topi_schedule_note(s, "parallel");
 }
 
 /* Body C[...] = C[...] + X[...] * Y[...] (a sum of products of two other
@@ -289,13 +355,19 @@ static void fuse_rows(Schedule *s, const Blocks *bs) {
   }
   if (!out || bs->items.n < 2 || out->n_reduce > 0 || out->n_spatial < 2) return;
   SchRV ob = sch_get_block(s, out->block->name), l[16];
-  if (ob < 0 || sch_get_loops(s, ob, l, 16) != out->n_spatial) return;
+  int ns = out->n_spatial;
+  if (ob < 0 || sch_get_loops(s, ob, l, 16) != ns) return;
+  /* Where: per row (the default), per block of rows (the loop outside the
+   * row loop), or nowhere (stage by stage over the whole tensor). */
+  const int64_t at[] = {ns - 2, ns - 3, -1};
+  bool ok[] = {true, ns >= 3 && topi_loop_extent(s, l[ns - 3]) > 1, true};
+  int64_t loop = sample_choice(s, at, ok, 3, 0);
+  if (loop < 0) return;
   for (int i = bs->items.n - 1; i >= 0; i--) {
     const BlockInfo *bi = &bs->items.items[i];
     SchRV b = bi == out ? -1 : sch_get_block(s, bi->block->name);
-    if (b >= 0 && sch_compute_at(s, b, l[out->n_spatial - 2]) != LOOM_OK) return;
+    if (b >= 0 && sch_compute_at(s, b, l[loop]) != LOOM_OK) return;
   }
-  topi_schedule_note(s, "stages fused per row");
 }
 
 static loom_status schedule_winograd(Schedule *s, const char *gemm, const char *output, const Target *target,

@@ -28,6 +28,10 @@ typedef struct Task {
   double flops;
   double default_us, best_us; /* < 0: not measured */
   int trials;
+  int rounds;                                 /* batches measured */
+  double best_after[TUNE_GRADIENT_WINDOW + 1]; /* best_us after each of the last rounds (a ring) */
+  const char *kind;                           /* its anchor's schedule rule (NULL: none) */
+  int group;                                  /* the task scheduler's group: tasks of the same kind */
   bool exhausted;
   MeasureArg args[MEASURE_MAX_ARGS];
   int nargs;
@@ -75,6 +79,30 @@ static uint64_t next_rand(uint64_t *state) {
 
 /* ---- tasks ---- */
 
+/* The kind of a task, for the task scheduler's groups: the schedule rule of
+ * its largest block that has one. */
+typedef struct AnchorRule {
+  const char *rule;
+  int64_t volume;
+} AnchorRule;
+
+static bool anchor_rule_cb(Visitor *v, const Stmt *s) {
+  AnchorRule *ar = v->user;
+  if (s->kind != STMT_BLOCK_REALIZE || !s->realize.block->schedule_rule) return true;
+  const Block *b = s->realize.block;
+  int64_t volume = 1, e;
+  for (int i = 0; i < b->n_iters; i++) volume *= expr_as_int(b->iters[i].extent, &e) && e > 0 ? e : 1;
+  if (volume > ar->volume) ar->rule = b->schedule_rule, ar->volume = volume;
+  return true;
+}
+
+static const char *task_kind(const PrimFunc *f) {
+  AnchorRule ar = {NULL, 0};
+  Visitor v = {anchor_rule_cb, NULL, &ar};
+  visit_stmt(&v, f->body);
+  return ar.rule;
+}
+
 static loom_status make_tasks(Tuner *t, LoomError *err) {
   t->tasks = ARENA_ARRAY(t->arena, Task, t->ct.ngroups > 0 ? t->ct.ngroups : 1);
   for (int i = 0; i < t->ct.ngroups; i++) {
@@ -96,6 +124,10 @@ static loom_status make_tasks(Tuner *t, LoomError *err) {
     task->calls = 1;
     task->flops = (double)tir_func_flops(f);
     task->default_us = task->best_us = -1;
+    task->kind = task_kind(f);
+    task->group = task->kind ? t->ntasks - 1 : -1; /* a group: the index of its first task */
+    for (int k = 0; task->kind && k < t->ntasks - 1; k++)
+      if (t->tasks[k].kind && !strcmp(t->tasks[k].kind, task->kind)) task->group = t->tasks[k].group;
     loom_status st = measure_args_from_func(f, task->args, MEASURE_MAX_ARGS, &task->nargs, err);
     if (st) return err_prefix(err, "tune: kernel %s", f->name), st;
   }
@@ -433,19 +465,22 @@ static void update_progress(Tuner *t, const Task *last) {
   if (t->opt->progress) t->opt->progress(p, t->opt->user);
 }
 
-/* The next task: one whose default is not measured yet, else the one with
- * the largest share of the model's time (calls x best time). */
+/* The next task (tune_pick_task, the gradient rule); NULL when every task
+ * is exhausted. */
 static Task *next_task(Tuner *t) {
-  Task *pick = NULL;
-  for (int i = 0; i < t->ntasks; i++)
-    if (!t->tasks[i].exhausted && t->tasks[i].default_us < 0 && t->tasks[i].best_us < 0) return &t->tasks[i];
-  double best = -1;
+  TuneTaskState *st = malloc(sizeof *st * (size_t)(t->ntasks > 0 ? t->ntasks : 1));
+  if (!st) return NULL;
   for (int i = 0; i < t->ntasks; i++) {
-    Task *k = &t->tasks[i];
-    double share = k->calls * (k->best_us > 0 ? k->best_us : 1.0);
-    if (!k->exhausted && share > best) best = share, pick = k;
+    const Task *k = &t->tasks[i];
+    int back = k->rounds - 1 - TUNE_GRADIENT_WINDOW; /* the round whose result is W rounds old */
+    st[i] = (TuneTaskState){k->calls, k->flops, k->best_us,
+                            back >= 0 ? k->best_after[back % (TUNE_GRADIENT_WINDOW + 1)] : -1, k->rounds, k->group,
+                            k->exhausted};
   }
-  return pick;
+  double u = (double)(next_rand(&t->rng) >> 11) * (1.0 / 9007199254740992.0);
+  int pick = tune_pick_task(st, t->ntasks, u, next_rand(&t->rng));
+  free(st);
+  return pick >= 0 ? &t->tasks[pick] : NULL;
 }
 
 static bool budget_left(const Tuner *t) {
@@ -503,6 +538,7 @@ loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgre
     if (n == 0) n = propose(&t, task, want, c, 0, c);
     if (n == 0) task->exhausted = true;
     else st = run_batch(&t, task, c, n, err);
+    task->best_after[task->rounds++ % (TUNE_GRADIENT_WINDOW + 1)] = task->best_us;
     free_candidates(c, n);
     free(c);
     arena_free(a);

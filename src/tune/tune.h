@@ -3,10 +3,9 @@
  * A model's fused groups are its tasks, merged by workload
  * (autotune_workload_key); each task's search space is what its group
  * strategy (compile_schedule_group_on: the default topi schedules' sampling
- * points, AutoTVM-style templates) can decide. Per round the task
- * scheduler picks the task with the largest share of the model's estimated
- * time (calls x best time so far; tasks not yet measured first), the
- * search proposes a batch of candidates, they are built (in parallel,
+ * points, AutoTVM-style templates, and the generic schedule's for blocks no
+ * template covers) can decide. Per round the task scheduler (below) picks a
+ * task, the search proposes a batch of candidates, they are built (in parallel,
  * build and measurement never overlap) and measured in the measurer
  * process against the default schedule's output (autotune/measure.h), and
  * every result goes to the records database (autotune/records.h) in one
@@ -67,6 +66,36 @@ typedef struct TuneOptions {
  * a near-copy) while others remain; the skipped ones fill what is left.
  * Returns how many. */
 int tune_select_diverse(const float *X, const float *scores, int n, int dim, int want, int *out);
+
+/* ---- the task scheduler (task_scheduler.c; Ansor's gradient rule) ----
+ * The model's estimated time is the sum over tasks of calls x best time.
+ * Each round goes to the task whose next round is expected to cut it the
+ * most: the gradient mixes the slope of the task's best time over its last
+ * TUNE_GRADIENT_WINDOW rounds (weight 0.2) with an optimistic forward guess
+ * (weight 0.8): another round gains what its average round gained, but no
+ * more than reaching half the best throughput among tasks of its group
+ * (the same anchor schedule rule: convs with convs). Every task first gets
+ * TUNE_WARMUP_ROUNDS rounds (its default, then one search batch); a
+ * TUNE_TASK_EPSILON of rounds go to a task at random. */
+enum { TUNE_GRADIENT_WINDOW = 3, TUNE_WARMUP_ROUNDS = 2 };
+#define TUNE_TASK_EPSILON 0.05
+
+typedef struct TuneTaskState {
+  int calls;           /* groups of the model with this workload */
+  double flops;        /* per call */
+  double best_us;      /* the fastest so far (<= 0: none yet) */
+  double best_us_back; /* the fastest TUNE_GRADIENT_WINDOW rounds ago (<= 0: fewer rounds so far) */
+  int rounds;          /* batches measured */
+  int group;           /* tasks of the same kind share it; -1: none */
+  bool exhausted;      /* no new candidate left */
+} TuneTaskState;
+
+/* d(model time)/d(round) of task i: negative, the more so the more a
+ * round of it is expected to gain (-inf when it has no time yet). */
+double tune_task_gradient(const TuneTaskState *tasks, int n, int i);
+/* The task of the next round, -1 when all are exhausted; u in [0, 1) and r
+ * are random draws (the epsilon pick and ties). */
+int tune_pick_task(const TuneTaskState *tasks, int n, double u, uint64_t r);
 
 /* Tunes the model's kernels. LOOM_OK when the budget was spent or every
  * task ran out of candidates; errors of the machinery only (the model does
