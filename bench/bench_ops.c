@@ -54,8 +54,14 @@
  * unblocked to NCHW first); max |loom - peer| / max |peer| above 1e-3
  * fails the run.
  *
+ * Tuned (bench/tune): --records FILE schedules each kernel by its fastest
+ * record (the default where there is none); --tune N first tunes every
+ * selected operator on its own, N trials at each thread count, into FILE
+ * (tune_kernels: the same tuner as `loom tune`), --tune-only stops there.
+ *
  * usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR]
- *                  [--target NAME] (x86_64-avx2 builds Loom's kernels for AVX2 on any host) */
+ *                  [--target NAME] (x86_64-avx2 builds Loom's kernels for AVX2 on any host)
+ *                  [--records FILE [--tune N [--tune-only] [--search evolutionary|random] [--seed N]]] */
 #include "bench_timing.h"
 #include "compile/compile.h"
 #include "driver/driver.h"
@@ -66,6 +72,8 @@
 #include "tir/schedule/schedule.h"
 #include "tir/text.h"
 #include "topi/topi_ops.h"
+#include "tune/tune.h"
+#include "autotune/records.h"
 
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -243,6 +251,11 @@ typedef struct Options {
   const char *filter;
   const char *dump; /* --dump DIR: scheduled TIR, trace and generated C of Loom's kernels */
   const char *target; /* --target NAME (NULL: this machine) */
+  const char *records; /* --records FILE: schedules from the tuning records (the default where none) */
+  int tune;            /* --tune N: first tune every operator N trials into --records */
+  bool tune_only;      /* --tune-only: no benchmark after tuning */
+  bool random_search;  /* --search random: the tuner's baseline */
+  uint64_t seed;       /* --seed N: the tuner's */
   bool json_only;
 } Options;
 
@@ -276,6 +289,9 @@ static Result *new_result(void) {
 
 /* ---------------- Loom: one module per thread count ---------------- */
 
+static RecordStore *g_records; /* --records */
+static bool g_tuning;          /* --tune: loom_schedule returns the unscheduled function */
+
 typedef struct LoomOp {
   char fname[48]; /* the PrimFunc / kernel symbol */
   int64_t shapes[3][6];
@@ -299,8 +315,13 @@ static Sched loom_schedule(Arena *a, LoomOp *op, TeTensor *const *args, const Ta
   GroupFunc gf;
   memset(&gf, 0, sizeof gf);
   gf.func = f;
-  Sched s;
-  s.func = compile_schedule_group(&gf, target, threads, &s.keep);
+  Sched s = {NULL, NULL};
+  if (g_tuning) { /* --tune: only the unscheduled function is wanted */
+    s.func = f;
+    return s;
+  }
+  if (g_records) s.func = compile_schedule_from_records(g_records, &gf, target, threads, &s.keep);
+  if (!s.func) s.func = compile_schedule_group(&gf, target, threads, &s.keep);
   return s;
 }
 
@@ -793,13 +814,47 @@ static void read_loadavg(char *out, size_t len) {
 
 /* ---------------- main ---------------- */
 
+/* --tune: each selected operator tuned on its own (tune_kernels), o->tune
+ * trials at each thread count, into o->records; run again with the same
+ * records, a tuning goes on from what is there. */
+static void tune_ops(const Options *o, const Target *target, const bool *conv_on, char (*conv_ops)[48],
+                     const bool *mm_on) {
+  const int n_convs = (int)(sizeof kConvs / sizeof kConvs[0]), n_mm = (int)(sizeof kMatmuls / sizeof kMatmuls[0]);
+  g_tuning = true;
+  for (int ti = 0; ti < o->n_threads; ti++) {
+    for (int i = 0; i < n_convs + n_mm; i++) {
+      bool conv = i < n_convs;
+      if (conv ? !conv_on[i] : !mm_on[i - n_convs]) continue;
+      Arena *a = arena_new();
+      LoomOp op;
+      memset(&op, 0, sizeof op);
+      snprintf(op.fname, sizeof op.fname, "%.40s", conv ? conv_ops[i] : kMatmuls[i - n_convs].name);
+      *strchr(op.fname, '/') = '_';
+      Sched s = conv ? loom_conv(a, &kConvs[i], &op, target, o->threads[ti])
+                     : loom_matmul(a, &kMatmuls[i - n_convs], &op, target, o->threads[ti]);
+      TuneOptions topt = {.records = o->records, .trials = o->tune, .seed = o->seed,
+                          .search = o->random_search ? TUNE_SEARCH_RANDOM : TUNE_SEARCH_EVOLUTIONARY};
+      TuneProgress p;
+      LoomError err = {0};
+      double t0 = now_s();
+      if (tune_kernels(&s.func, 1, target, o->threads[ti], &topt, &p, &err)) die("tune %s: %s", op.fname, err.msg);
+      fprintf(stderr, "bench_ops: tuned %s, %d thread(s): %d trials (%d failed) in %.1f s, %.4f -> %.4f ms, flops %lld\n",
+              op.fname, o->threads[ti], p.trials, p.failed, now_s() - t0, p.model_ms_default, p.model_ms_now,
+              (long long)op.flops);
+      arena_free(a);
+    }
+  }
+  g_tuning = false;
+}
+
 static bool selected(const Options *o, const char *op, const char *shape) {
   return !o->filter || strstr(op, o->filter) || strstr(shape, o->filter);
 }
 
 static void usage(void) {
   fprintf(stderr, "usage: bench_ops [--repeat N] [--threads 1,2] [--filter SUBSTRING] [--json-only] [--dump DIR] "
-                  "[--target NAME]\n");
+                  "[--target NAME]\n"
+                  "                 [--records FILE [--tune TRIALS [--tune-only] [--search evolutionary|random] [--seed N]]]\n");
   exit(2);
 }
 
@@ -827,7 +882,7 @@ static void dump_module(const char *dir, int threads, const PrimFunc *const *fun
 }
 
 int main(int argc, char **argv) {
-  Options o = {.repeat = 10, .threads = {1, 2}, .n_threads = 2};
+  Options o = {.repeat = 10, .threads = {1, 2}, .n_threads = 2, .seed = 1};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
       o.repeat = atoi(argv[++i]);
@@ -848,6 +903,19 @@ int main(int argc, char **argv) {
       o.dump = argv[++i];
     } else if (!strcmp(argv[i], "--target") && i + 1 < argc) {
       o.target = argv[++i];
+    } else if (!strcmp(argv[i], "--records") && i + 1 < argc) {
+      o.records = argv[++i];
+    } else if (!strcmp(argv[i], "--tune") && i + 1 < argc) {
+      o.tune = atoi(argv[++i]);
+      if (o.tune < 1) usage();
+    } else if (!strcmp(argv[i], "--tune-only")) {
+      o.tune_only = true;
+    } else if (!strcmp(argv[i], "--search") && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "random") && strcmp(v, "evolutionary")) usage();
+      o.random_search = !strcmp(v, "random");
+    } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+      o.seed = strtoull(argv[++i], NULL, 10);
     } else {
       usage();
     }
@@ -879,13 +947,21 @@ int main(int argc, char **argv) {
   LoomError terr = {0};
   if (target_parse(o.target, &target, &terr)) die("--target: %s", terr.msg);
   g_lanes = target_lanes(&target, DT_F32);
+  if (o.tune && !o.records) usage();
+  if (o.tune) tune_ops(&o, &target, conv_on, conv_ops, mm_on);
+  if (o.tune_only) return 0;
+  if (o.records) {
+    LoomError rerr = {0};
+    if (records_open(o.records, &g_records, &rerr)) die("--records: %s", rerr.msg);
+  }
   DNNL_CHECK(dnnl_engine_create(&g_engine, dnnl_cpu, 0));
   DNNL_CHECK(dnnl_stream_create(&g_stream, g_engine, dnnl_stream_default_flags));
   if (!o.json_only) {
-    printf("bench_ops: Loom (%s, the compiler's default schedules) vs oneDNN %d.%d.%d and OpenBLAS sgemm\n"
+    printf("bench_ops: Loom (%s, %s) vs oneDNN %d.%d.%d and OpenBLAS sgemm\n"
            "(OpenBLAS core %s; oneDNN's ISA: the impl column), median of %d interleaved runs each;\n"
            "load average at start %s\n\n",
-           target.name, dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch, openblas_get_corename(),
+           target.name, o.records ? "tuned: the fastest record of each kernel" : "the compiler's default schedules",
+           dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch, openblas_get_corename(),
            o.repeat, load0);
     printf("| op | shape | threads | Loom ms | peer | peer ms | peer/Loom | Loom GFLOP/s | peer GFLOP/s | max rel err "
            "| peer impl |\n");

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Model latency, Loom against ONNX Runtime, side by side in one run.
 
-usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [--target NAME] [name ...]
+usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [--target NAME] [--records FILE] [name ...]
        (default models: resnet18 resnet50 mobilenet_v2 bert_base_like)
 
 For each model (exported with scripts/export-zoo when missing; batch 1, its
 fixed .input.npy): `loom compile` at the default opt level (timed, with an
-empty kernel cache, LOOM_CACHE_DIR), then for each thread count T, in this
+empty kernel cache, LOOM_CACHE_DIR; with --records FILE, the tuned
+schedules of `loom tune`), then for each thread count T, in this
 one process, ORT and Loom in alternating blocks (rounds of one block each,
 which goes first alternating; a block's first runs, for 0.15 s, untimed),
 --repeat timed runs of each in all, after --warmup runs of each:
@@ -172,6 +173,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per loom compile or run (default 900)")
     ap.add_argument("--target", default=None,
                     help="loom compile --target (e.g. x86_64-avx2 on an AVX-512 host; ORT still uses every ISA it finds)")
+    ap.add_argument("--records", default=None, help="loom compile --records (tuning records from loom tune)")
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     a = ap.parse_args()
     try:
@@ -205,6 +207,7 @@ def main():
             with tempfile.TemporaryDirectory(dir=work) as cache:
                 t0 = time.perf_counter()
                 target = ["--target", a.target] if a.target else []
+                target += ["--records", os.path.abspath(a.records)] if a.records else []
                 run([loom, "compile", onnx_path, "-o", artifact, *target], "loom compile", a.timeout,
                     env=dict(os.environ, LOOM_CACHE_DIR=cache))
                 compile_rows.append((name, f"{time.perf_counter() - t0:.1f}"))
@@ -251,7 +254,8 @@ def main():
         f"batch 1; ORT and Loom in one process, in alternating blocks ({a.repeat} timed runs of each in "
         f"all, after {a.warmup} warm-up runs; a block's first runs, for {SETTLE_S} s, untimed); ms = median "
         f"of each side's block medians, ratio = median of the per-round ratios, err = max|loom - ort| / "
-        f"max(1, max|ort|); loom: {loom}, target {a.target or 'host'} ({loom_target(loom, a.target)})",
+        f"max(1, max|ort|); loom: {loom}, target {a.target or 'host'} ({loom_target(loom, a.target)}); "
+        f"schedules: {'tuned, records ' + a.records if a.records else 'the defaults'}",
         "",
         "| model | threads | ORT ms | Loom ms | ORT/Loom | err |",
         "|---|---|---|---|---|---|",
@@ -274,7 +278,7 @@ def main():
                    "loom_ms": float(lo) if ok else None, "ort_over_loom": float(r) if ok else None,
                    "loom_over_ort": round(1.0 / float(r), 4) if ok and float(r) > 0 else None,
                    "max_err": float(e) if e != "-" else None})
-    print(json.dumps({"bench": "models", "target": a.target or "host", "repeat": a.repeat,
+    print(json.dumps({"bench": "models", "target": a.target or "host", "records": a.records, "repeat": a.repeat,
                       "onnxruntime": ort.__version__, "rows": js}))
     out = os.path.join(ROOT, "build", "bench", f"models-{datetime.datetime.now():%Y-%m-%d-%H%M%S}.md")
     with open(out, "w") as f:

@@ -226,6 +226,43 @@ loom_status records_add(RecordStore *s, const TuneRecord *r, bool *added, LoomEr
   return s->ops->add(s, &filled, family, added ? added : &ignored, err);
 }
 
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+loom_status records_add_time(RecordStore *s, int64_t id, double median_us, LoomError *err) {
+  loom_status st = check_store(s, "records_add_time", err);
+  if (st) return st;
+  if (!(isfinite(median_us) && median_us >= 0))
+    return err_set(err, LOOM_ERR_INVALID_ARG, "%s: records_add_time: %g us, expected a finite time >= 0", s->path,
+                   median_us);
+  double *times = NULL;
+  int n = -1;
+  if ((st = s->ops->get_times(s, id, &times, &n, err))) return st;
+  if (n < 0 || n >= RECORDS_MAX_TIMES) {
+    free(times);
+    return err_set(err, LOOM_ERR_INVALID_ARG, "%s: records_add_time: record %lld %s", s->path, (long long)id,
+                   n < 0 ? "is not an \"ok\" record" : "holds the most times a record can");
+  }
+  double *all = realloc(times, sizeof(double) * (size_t)(n + 1)), *sorted = malloc(sizeof(double) * (size_t)(n + 1));
+  if (!all || !sorted) {
+    free(all ? all : times);
+    free(sorted);
+    return err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", s->path);
+  }
+  all[n++] = median_us;
+  memcpy(sorted, all, sizeof(double) * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof(double), compare_double);
+  double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  char *json = records_times_to_json(all, n);
+  st = json ? s->ops->set_times(s, id, json, median, err) : err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", s->path);
+  free(json);
+  free(all);
+  free(sorted);
+  return st;
+}
+
 /* The running Loom's version family, which best and contains look in. */
 static void current_family(char out[32]) { LOOM_ASSERT(records_version_family(LOOM_VERSION_STRING, out)); }
 

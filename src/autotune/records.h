@@ -129,6 +129,15 @@ void records_rollback(RecordStore *s);
  * measurement stands. *added (may be NULL) says whether it was stored. */
 loom_status records_add(RecordStore *s, const TuneRecord *r, bool *added, LoomError *err);
 
+/* A re-measurement of "ok" record `id` (the tuner's final round for its
+ * best candidates): the median us of the new measurement is appended to
+ * its times_us, and its median_us becomes the median of all of them, so
+ * one lucky measurement no longer decides which record is the fastest.
+ * Inside the open batch or a transaction of its own. LOOM_ERR_INVALID_ARG
+ * when there is no "ok" record `id`, it holds RECORDS_MAX_TIMES times
+ * already, or the time is not finite and >= 0. */
+loom_status records_add_time(RecordStore *s, int64_t id, double median_us, LoomError *err);
+
 /* The fastest "ok" record for (workload, target, threads) of the running
  * Loom's version family (ties: the earliest). *found is false when there
  * is none. out's strings and times are copied into `a`. */
@@ -189,6 +198,10 @@ typedef struct RecordStoreOps {
   void (*rollback)(RecordStore *s);
   /* r is validated, with loom_version and created_unix filled in. */
   loom_status (*add)(RecordStore *s, const TuneRecord *r, const char *family, bool *added, LoomError *err);
+  /* the times and median are checked; the record must exist and be "ok" */
+  loom_status (*set_times)(RecordStore *s, int64_t id, const char *times_json, double median_us, LoomError *err);
+  /* the times of "ok" record id (*n = -1: no such record); malloc'd */
+  loom_status (*get_times)(RecordStore *s, int64_t id, double **times, int *n, LoomError *err);
   loom_status (*best)(RecordStore *s, const char *workload, const char *target, int threads,
                       const char *family, Arena *a, TuneRecord *out, bool *found, LoomError *err);
   loom_status (*contains)(RecordStore *s, const char *workload, const char *target, int threads,

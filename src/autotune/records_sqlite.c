@@ -77,6 +77,8 @@ typedef enum Query {
   Q_INSERT,
   Q_BEST,
   Q_CONTAINS,
+  Q_GET_TIMES,
+  Q_SET_TIMES,
   /* foreach and count: by workload and target, either NULL */
   Q_EACH_ALL, Q_EACH_W, Q_EACH_T, Q_EACH_WT,
   Q_COUNT_ALL, Q_COUNT_W, Q_COUNT_T, Q_COUNT_WT,
@@ -90,6 +92,8 @@ static const char *const query_sql[Q_COUNT] = {
                  " times_us, error, provenance, loom_version, created_unix)"
                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
                  " ON CONFLICT (workload, target, threads, version_family, trace) DO NOTHING",
+    [Q_GET_TIMES] = "SELECT times_us FROM records WHERE id = ?1 AND status = 'ok'",
+    [Q_SET_TIMES] = "UPDATE records SET times_us = ?2, median_us = ?3 WHERE id = ?1 AND status = 'ok'",
     [Q_BEST] = "SELECT " RECORD_COLUMNS " FROM records"
                " WHERE workload = ?1 AND target = ?2 AND threads = ?3 AND version_family = ?4 AND status = 'ok'"
                " ORDER BY median_us, id LIMIT 1",
@@ -520,6 +524,48 @@ static loom_status sqlite_add(RecordStore *base, const TuneRecord *r, const char
                                               : "cannot add the record", err);
 }
 
+static loom_status sqlite_get_times(RecordStore *base, int64_t id, double **times, int *n, LoomError *err) {
+  SqliteStore *s = as_sqlite(base);
+  sqlite3_stmt *q = s->q[Q_GET_TIMES];
+  *times = NULL, *n = -1;
+  int rc = sqlite3_bind_int64(q, 1, id);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    *times = records_times_from_json((const char *)sqlite3_column_text(q, 0), n);
+    rc = *times || *n == 0 ? SQLITE_OK : SQLITE_MISMATCH;
+  } else if (rc == SQLITE_DONE) {
+    rc = SQLITE_OK; /* no such ok record: *n = -1 */
+  }
+  sqlite3_reset(q);
+  sqlite3_clear_bindings(q);
+  if (rc == SQLITE_MISMATCH)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "%s: record %lld: times_us does not decode", base->path, (long long)id);
+  return rc == SQLITE_OK ? LOOM_OK : db_error(s->db, base->path, rc, "cannot read a record's times", err);
+}
+
+static loom_status sqlite_set_times(RecordStore *base, int64_t id, const char *times_json, double median_us,
+                                    LoomError *err) {
+  SqliteStore *s = as_sqlite(base);
+  sqlite3_stmt *q = s->q[Q_SET_TIMES];
+  int rc = sqlite3_bind_int64(q, 1, id);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(q, 2, times_json, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_double(q, 3, median_us);
+  if (rc == SQLITE_OK) {
+    rc = step_done(q);
+  } else {
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+  }
+  if (rc == SQLITE_OK)
+    return sqlite3_changes(s->db) > 0
+               ? LOOM_OK
+               : err_set(err, LOOM_ERR_INVALID_ARG, "%s: record %lld is not an \"ok\" record", base->path,
+                         (long long)id);
+  bool lost = base->in_batch && sqlite3_get_autocommit(s->db);
+  if (lost) base->in_batch = false;
+  return db_error(s->db, base->path, rc, lost ? "cannot update the record (the batch was rolled back)"
+                                              : "cannot update the record", err);
+}
+
 /* Reads the current row into r (strings and times valid until the next
  * step or reset; *times is malloc'd for the caller to free). NULL, or the
  * name of the column that does not decode. */
@@ -708,6 +754,8 @@ static const RecordStoreOps sqlite_ops = {
     .commit = sqlite_commit,
     .rollback = sqlite_rollback,
     .add = sqlite_add,
+    .get_times = sqlite_get_times,
+    .set_times = sqlite_set_times,
     .best = sqlite_best,
     .contains = sqlite_contains,
     .foreach = sqlite_foreach,

@@ -143,6 +143,12 @@ void compile_tasks_free(CompileTasks *t);
 struct Schedule;
 const PrimFunc *compile_schedule_group(const GroupFunc *gf, const Target *target, int num_threads,
                                        struct Schedule **keep);
+/* The schedule of the fastest "ok" record of gf's workload for target and
+ * threads (autotune/records.h), its trace replayed; NULL when there is none
+ * or it no longer replays (noted on stderr): then the default applies. */
+struct RecordStore;
+const PrimFunc *compile_schedule_from_records(struct RecordStore *rec, const GroupFunc *gf, const Target *target,
+                                             int threads, struct Schedule **keep);
 /* The same strategy on a schedule of the group's function made by the
  * caller, with any decision source: DECIDE_DEFAULT gives the default
  * schedule, DECIDE_RANDOM a random point of the space its sampling points

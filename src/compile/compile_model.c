@@ -104,10 +104,8 @@ static void materialize_outputs(Graph *g) {
   }
 }
 
-/* The schedule of the fastest record of gf's workload, replayed; NULL when
- * there is none (or it no longer replays: noted on stderr). */
-static const PrimFunc *schedule_from_records(RecordStore *rec, const GroupFunc *gf, const Target *target, int threads,
-                                             Schedule **keep) {
+const PrimFunc *compile_schedule_from_records(RecordStore *rec, const GroupFunc *gf, const Target *target,
+                                             int threads, Schedule **keep) {
   LoomError err = {0};
   char key[AUTOTUNE_WORKLOAD_KEY_LEN + 1];
   autotune_workload_key(gf->func, key);
@@ -185,7 +183,7 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
     const char *name = arena_printf(c->arena, "k%d_%s", i, lower_op);
     if ((st = compile_lower_group(c->arena, c->graph, grp, name, &c->groups[i], err))) break;
     if (upto && !strcmp(upto, "lowered")) continue;
-    c->funcs[i] = rec ? schedule_from_records(rec, &c->groups[i], target, threads, &c->scheds[i]) : NULL;
+    c->funcs[i] = rec ? compile_schedule_from_records(rec, &c->groups[i], target, threads, &c->scheds[i]) : NULL;
     if (!c->funcs[i]) c->funcs[i] = compile_schedule_group(&c->groups[i], target, threads, &c->scheds[i]);
   }
   records_close(rec);

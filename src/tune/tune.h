@@ -26,6 +26,8 @@
 #define LOOM_TUNE_TUNE_H
 
 #include "loom/loom_compile.h"
+#include "target/target.h"
+#include "tir/stmt.h"
 #include "support/error.h"
 
 #include <stdbool.h>
@@ -103,5 +105,11 @@ int tune_pick_task(const TuneTaskState *tasks, int n, double u, uint64_t r);
  * a bad candidate is a failed record, never an error. *out (may be NULL)
  * gets the last progress. */
 loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgress *out, LoomError *err);
+/* The same for any kernels (unscheduled PrimFuncs, e.g. one operator of a
+ * benchmark), scheduled for target and `threads` (opt->compile and
+ * opt->threads are not used). The measurer starts here: call it before
+ * the process starts threads of its own. */
+loom_status tune_kernels(const PrimFunc *const *funcs, int n, const Target *target, int threads,
+                         const TuneOptions *opt, TuneProgress *out, LoomError *err);
 
 #endif

@@ -412,6 +412,47 @@ static void test_failed_record_roundtrip(void **state) {
   records_close(s);
 }
 
+/* A re-measurement (records_add_time) joins the record's times; the median
+ * of all of them becomes its median_us, and so decides records_best. */
+static void test_add_time(void **state) {
+  Env *e = *state;
+  RecordStore *s = open_ok(e->db);
+  TuneRecord fast = rec("w1", "x86_64-avx2", 2, "t-lucky", 10.0), slow = rec("w1", "x86_64-avx2", 2, "t-steady", 11.0),
+             bad = rec("w1", "x86_64-avx2", 2, "t-broken", -1.0);
+  fast.times_us = slow.times_us = (const double[]){10.0};
+  fast.n_times = slow.n_times = 1;
+  add_ok(s, &fast, true);
+  add_ok(s, &slow, true);
+  add_ok(s, &bad, true);
+  LoomError err = {0};
+  Arena *a = arena_new();
+  TuneRecord best;
+  bool found = false;
+  assert_int_equal(records_best(s, "w1", "x86_64-avx2", 2, a, &best, &found, &err), LOOM_OK);
+  assert_string_equal(best.trace, "t-lucky");
+  int64_t lucky = best.id, steady = best.id + 1, broken = best.id + 2;
+  /* measured again: the lucky one twice at 13 us, the steady one at 11 */
+  assert_int_equal(records_begin(s, &err), LOOM_OK);
+  assert_int_equal(records_add_time(s, lucky, 13.0, &err), LOOM_OK);
+  assert_int_equal(records_add_time(s, lucky, 13.0, &err), LOOM_OK);
+  assert_int_equal(records_add_time(s, steady, 11.0, &err), LOOM_OK);
+  assert_int_equal(records_commit(s, &err), LOOM_OK);
+  records_close(s);
+  s = open_ok(e->db);
+  assert_int_equal(records_best(s, "w1", "x86_64-avx2", 2, a, &best, &found, &err), LOOM_OK);
+  assert_string_equal(best.trace, "t-steady");
+  assert_true(best.median_us == 10.5 && best.n_times == 2); /* median of [10, 11] */
+  /* not an ok record, no such record, a bad time: refused, nothing changed */
+  assert_int_equal(records_add_time(s, broken, 5.0, &err), LOOM_ERR_INVALID_ARG);
+  assert_non_null(strstr(err.msg, "not an \"ok\" record"));
+  assert_int_equal(records_add_time(s, broken + 100, 5.0, &err), LOOM_ERR_INVALID_ARG);
+  assert_int_equal(records_add_time(s, steady, -1.0, &err), LOOM_ERR_INVALID_ARG);
+  assert_int_equal(records_best(s, "w1", "x86_64-avx2", 2, a, &best, &found, &err), LOOM_OK);
+  assert_true(best.median_us == 10.5);
+  arena_free(a);
+  records_close(s);
+}
+
 static void test_rollback(void **state) {
   Env *e = *state;
   RecordStore *s = open_ok(e->db);
@@ -780,6 +821,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_create_reopen, setup, teardown),
       cmocka_unit_test_setup_teardown(test_add_best_contains_foreach, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_record_roundtrip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_add_time, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rollback, setup, teardown),
       cmocka_unit_test_setup_teardown(test_duplicates_ignored, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_records, setup, teardown),

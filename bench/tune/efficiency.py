@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Search efficiency, the AutoTVM figure: the best GFLOP/s found against the
+number of trials, model-guided (evolutionary search + XGBoost cost model)
+against random search, on a few operators, several seeds each.
+
+usage: bench/tune/efficiency.py [--ops OP,...] [--seeds N] [--trials N] [--threads T]
+                                [--target NAME] [--out DIR]
+
+Each (operator, search, seed) is one fresh tuning run of bench_ops --tune
+(the same tuner as `loom tune`, on that operator alone) into its own
+records file; the curve is read back from the records in the order they
+were measured (the first is the default schedule, for both searches).
+Writes DIR/efficiency.json, DIR/efficiency.md and, when matplotlib is
+there (bench/tune/setup), DIR/efficiency.png. The bar (issue 14): on at
+least 4 of the operators, model-guided search reaches random search's best
+after all trials (mean over seeds) within 96 trials (its mean curve).
+"""
+import argparse
+import json
+import os
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_OPS = ["resnet50/conv03", "resnet50/conv07", "mobilenetv2/dwconv05", "bert/qkv_out_proj", "bert/attn_qk"]
+
+
+def tune(bench, op, search, seed, trials, threads, target, db):
+    if os.path.exists(db):
+        os.remove(db)
+    cmd = [bench, "--threads", str(threads), "--filter", op, "--records", db, "--tune", str(trials), "--tune-only",
+           "--search", search, "--seed", str(seed)] + (["--target", target] if target else [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"efficiency: {' '.join(cmd)} failed:\n{r.stderr}")
+    m = re.search(r"in ([0-9.]+) s, .* flops (\d+)", r.stderr)
+    if not m:
+        sys.exit(f"efficiency: no 'tuned' line from bench_ops:\n{r.stderr}")
+    with sqlite3.connect(db) as c:
+        rows = c.execute("select status, median_us from records order by id").fetchall()
+    flops = int(m.group(2))
+    best, curve = 0.0, []
+    for status, us in rows:
+        if status == "ok" and us and us > 0:
+            best = max(best, flops / (us * 1e3))
+        curve.append(best)
+    return {"curve": curve, "seconds": float(m.group(1)), "flops": flops}
+
+
+def mean_curve(runs, n):
+    return [statistics.mean(r["curve"][min(i, len(r["curve"]) - 1)] for r in runs) for i in range(n)]
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="bench/tune/efficiency.py")
+    ap.add_argument("--ops", default=",".join(DEFAULT_OPS))
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--trials", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--target", default=None)
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "tune"))
+    a = ap.parse_args()
+    bench = os.environ.get("BENCH_OPS", os.path.join(ROOT, "build", "bench", "bench_ops"))
+    os.makedirs(a.out, exist_ok=True)
+    ops = a.ops.split(",")
+    results = {}
+    for op in ops:
+        for search in ("evolutionary", "random"):
+            runs = []
+            for seed in range(1, a.seeds + 1):
+                db = os.path.join(a.out, f"eff-{op.replace('/', '_')}-{search}-{seed}.db")
+                print(f"-- {op} {search} seed {seed}", file=sys.stderr, flush=True)
+                runs.append(tune(bench, op, search, seed, a.trials, a.threads, a.target, db))
+            results.setdefault(op, {})[search] = runs
+
+    lines = [f"| op | default GFLOP/s | random best @{a.trials} | guided best @96 | guided best @{a.trials} | "
+             f"guided trials to random's best | tuning s (guided / random) |", "|---|--:|--:|--:|--:|--:|--:|"]
+    summary, reached = [], 0
+    for op in ops:
+        g, r = results[op]["evolutionary"], results[op]["random"]
+        gc, rc = mean_curve(g, a.trials), mean_curve(r, a.trials)
+        target_best = rc[-1]
+        hit = next((i + 1 for i, v in enumerate(gc) if v >= target_best), None)
+        reached += hit is not None and hit <= 96
+        secs = (statistics.mean(x["seconds"] for x in g), statistics.mean(x["seconds"] for x in r))
+        lines.append(f"| {op} | {gc[0]:.1f} | {target_best:.1f} | {gc[min(95, a.trials - 1)]:.1f} | {gc[-1]:.1f} | "
+                     f"{hit if hit else f'> {a.trials}'} | {secs[0]:.0f} / {secs[1]:.0f} |")
+        summary.append({"op": op, "guided": gc, "random": rc, "trials_to_random_best": hit,
+                        "guided_runs": [x["curve"] for x in g], "random_runs": [x["curve"] for x in r]})
+    lines.append("")
+    lines.append(f"model-guided reached random search's {a.trials}-trial best within 96 trials on {reached} of "
+                 f"{len(ops)} operators (bar: 4 of 5); means over {a.seeds} seeds, {a.threads} thread(s), "
+                 f"target {a.target or 'host'}")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(a.out, "efficiency.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out, "efficiency.json"), "w") as f:
+        json.dump({"trials": a.trials, "seeds": a.seeds, "threads": a.threads, "target": a.target, "ops": summary}, f)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("efficiency: no matplotlib (bench/tune/setup installs it); no plot", file=sys.stderr)
+        return 0
+    fig, axes = plt.subplots(1, len(ops), figsize=(4 * len(ops), 3.4), squeeze=False)
+    for ax, s in zip(axes[0], summary):
+        x = range(1, a.trials + 1)
+        for key, color, label in (("guided", "tab:blue", "evolutionary + XGBoost"), ("random", "tab:orange", "random")):
+            runs = s[key + "_runs"]
+            lo = [min(r[min(i, len(r) - 1)] for r in runs) for i in range(a.trials)]
+            hi = [max(r[min(i, len(r) - 1)] for r in runs) for i in range(a.trials)]
+            ax.plot(x, s[key], color=color, label=label)
+            ax.fill_between(x, lo, hi, color=color, alpha=0.2)
+        ax.axvline(96, color="gray", lw=0.8, ls=":")
+        ax.set_title(s["op"], fontsize=9)
+        ax.set_xlabel("trials")
+        ax.set_ylabel("best GFLOP/s")
+    axes[0][0].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    png = os.path.join(a.out, "efficiency.png")
+    fig.savefig(png, dpi=110)
+    print(f"wrote {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
