@@ -57,6 +57,7 @@ typedef struct Tuner {
   uint64_t rng;
   TuneProgress prog;
   double t0;
+  int sabotaged; /* candidates handed to opt->sabotage */
 } Tuner;
 
 typedef struct Candidate {
@@ -383,6 +384,8 @@ static loom_status run_batch(Tuner *t, Task *task, Candidate *c, int n, LoomErro
   const PrimFunc **funcs = ARENA_ARRAY(a, const PrimFunc *, n);
   MeasureBuild *built = ARENA_ARRAY(a, MeasureBuild, n);
   for (int i = 0; i < n; i++) funcs[i] = sch_func(c[i].s);
+  for (int i = 0; i < n && t->opt->sabotage; i++)
+    if (strcmp(c[i].provenance, "default")) funcs[i] = t->opt->sabotage(a, funcs[i], t->sabotaged++, t->opt->user);
   BuildOptions build = {.cflags = t->target.cflags};
   loom_status st = measure_build_batch(a, funcs, n, NULL, &build, built, err);
   float *X = ARENA_ARRAY(a, float, (size_t)n * FEATURES_DIM), *y = ARENA_ARRAY(a, float, n);

@@ -59,6 +59,10 @@ typedef struct TuneOptions {
   double timeout_seconds;             /* per candidate; 0: 10 s */
   void (*progress)(const TuneProgress *p, void *user);
   void *user;
+  /* Fault injection, for tests only (NULL otherwise): called for each
+   * searched candidate before it is built (n counts them from 0); what it
+   * returns is built and measured in the candidate's place. */
+  const PrimFunc *(*sabotage)(Arena *a, const PrimFunc *candidate, int n, void *user);
 } TuneOptions;
 
 /* The batch's picks: of n candidates (feature rows X, n x dim, and
