@@ -58,7 +58,7 @@ static const char k_usage[] =
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
     "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--records FILE]\n"
     "  loom tune MODEL.onnx --records FILE [--trials N] [--time 30m] [--target NAME] [--target-opt ...]\n"
-    "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N]\n"
+    "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N] [--cost-model FILE]\n"
     "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
     "  (targets: host or x86_64 = this machine; x86_64-sse2, x86_64-avx2, x86_64-avx512 =\n"
     "   the x86-64 baseline (128-bit vectors), x86-64-v3 (256-bit), x86-64-v4 (512-bit))\n"
@@ -905,6 +905,8 @@ static int cmd_tune(int argc, char **argv) {
     long n;
     if ((v = flag_value(argc, argv, &i, "--records", &missing))) {
       opt.records = v;
+    } else if ((v = flag_value(argc, argv, &i, "--cost-model", &missing))) {
+      opt.cost_model = v;
     } else if ((v = flag_value(argc, argv, &i, "--trials", &missing))) {
       if (!parse_int(v, 1, 10000000, &n)) return fail(EXIT_USAGE, "tune: --trials \"%s\": expected a count >= 1", v);
       opt.trials = (int)n;

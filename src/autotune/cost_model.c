@@ -160,6 +160,12 @@ static bool reserve_samples(CostModel *cm, int need) {
 }
 
 /* The index of `name`, adding it; -1 when out of memory. */
+bool cost_model_knows(const CostModel *cm, const char *workload) {
+  for (int i = 0; cm && workload && i < cm->n_wl; i++)
+    if (strcmp(cm->workloads[i], workload) == 0) return true;
+  return false;
+}
+
 static int workload_index(CostModel *cm, const char *name) {
   for (int i = 0; i < cm->n_wl; i++)
     if (strcmp(cm->workloads[i], name) == 0) return i;

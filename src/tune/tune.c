@@ -13,9 +13,11 @@
 #include "tir/transform/transform.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { POPULATION = 16, CANDIDATES_PER_SLOT = 4, MAX_ATTEMPTS_PER_SLOT = 16 };
 #define MUTATION_PROBABILITY 0.85
@@ -205,7 +207,8 @@ static bool warm_record(const TuneRecord *r, void *user) {
 
 /* A resumed run's model starts from every record of the model's tasks
  * (their traces replayed and lowered for their features), not from
- * nothing. */
+ * nothing; tasks the loaded cost model knows already are left out (their
+ * samples are in it). */
 static void warm_start(Tuner *t) {
   enum { WARM_MAX_PER_TASK = 512 };
   WarmSamples w = {NULL, malloc(sizeof(float) * FEATURES_DIM * WARM_MAX_PER_TASK),
@@ -214,6 +217,7 @@ static void warm_start(Tuner *t) {
     LoomError err = {0};
     w.task = &t->tasks[i];
     w.n = 0;
+    if (cost_model_knows(t->cm, w.task->key)) continue;
     (void)records_foreach(t->rec, w.task->key, t->target.name, warm_record, &w, &err);
     if (w.n > 0) (void)cost_model_update(t->cm, w.task->key, w.X, w.n, FEATURES_DIM, w.y, &err);
   }
@@ -655,7 +659,20 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
   t.threads = threads;
   loom_status st = records_open(o.records, &t.rec, err);
   if (!st) st = make_tasks(&t, err);
-  if (!st && !(t.cm = cost_model_new(FEATURES_DIM, NULL, err))) st = err->status ? err->status : LOOM_ERR_INTERNAL;
+  /* The cost model: the one saved next to the records (or named), so a
+   * run starts from what earlier runs learned, on these workloads or on
+   * others (transfer: another model's records and cost model); else a new
+   * one. A file that does not load is replaced at the end (it is only a
+   * cache of what the records hold). */
+  char *model_path = o.cost_model ? strdup(o.cost_model) : NULL;
+  if (!model_path && (model_path = malloc(strlen(o.records) + 7))) sprintf(model_path, "%s.model", o.records);
+  if (!st && model_path && access(model_path, F_OK) == 0) {
+    LoomError e2 = {0};
+    if (!(t.cm = cost_model_load(model_path, NULL, &e2)))
+      fprintf(stderr, "loom: note: tune: %s: %s; starting a new cost model\n", model_path, e2.msg);
+  }
+  if (!st && !t.cm && !(t.cm = cost_model_new(FEATURES_DIM, NULL, err)))
+    st = err->status ? err->status : LOOM_ERR_INTERNAL;
   t.budget = o.trials > 0 ? o.trials : o.seconds > 0 ? 0 : 64 * t.ntasks;
   for (int i = 0; !st && i < t.ntasks; i++) st = load_best(&t, &t.tasks[i], err);
   if (!st) warm_start(&t);
@@ -688,6 +705,12 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
     arena_free(a);
     update_progress(&t, task);
   }
+  if (!st && model_path) {
+    LoomError e2 = {0};
+    if (cost_model_save(t.cm, model_path, &e2))
+      fprintf(stderr, "loom: note: tune: the cost model was not saved: %s\n", e2.msg);
+  }
+  free(model_path);
   /* The final round (unless the machinery failed). */
   for (int i = 0; !st && i < t.ntasks; i++) st = remeasure_task(&t, &t.tasks[i], err);
   update_progress(&t, NULL);

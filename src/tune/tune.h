@@ -53,6 +53,8 @@ typedef struct TuneOptions {
   const LoomCompileOptions *compile;  /* target, target options, opt level (NULL: defaults) */
   int threads;                        /* 0: the thread count the compiler schedules for */
   TuneSearch search;
+  const char *cost_model;             /* the cost model's file (loaded when there, saved at the end);
+                                         NULL: "<records>.model" */
   int batch;                          /* candidates per batch; 0: 16 */
   uint64_t seed;
   double min_seconds;                 /* each candidate's timed runs; 0: 0.1 s (MetaSchedule: 100 ms) */

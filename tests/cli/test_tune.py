@@ -83,8 +83,19 @@ class TuneTest(unittest.TestCase):
         self.assertGreaterEqual(len(workloads), 2)
         for w in workloads:  # every task measured its default first
             self.assertIn("default", [p for wk, _, _, p, _ in recs if wk == w])
-        # Resume: only new traces.
-        self.loom("tune", self.model, "--records", db, "--trials", "8", "--batch", "8", "--seed", "2")
+        # The final round measured each task's best records and default again
+        # (three times in all); the cost model was saved beside the records.
+        with sqlite3.connect(db) as c:
+            self.assertEqual(c.execute("select max(json_array_length(times_us)) from records").fetchone()[0], 3)
+        self.assertTrue(os.path.getsize(db + ".model") > 0)
+        # Resume: only new traces. A cost model file that does not load is
+        # noted and replaced (it only caches what the records hold).
+        with open(db + ".model", "w") as f:
+            f.write("not a cost model\n")
+        r = self.loom("tune", self.model, "--records", db, "--trials", "8", "--batch", "8", "--seed", "2")
+        self.assertIn("starting a new cost model", r.stderr)
+        with open(db + ".model", "rb") as f:
+            self.assertTrue(f.read().startswith(b"loom-cost-model"))
         recs2 = records(db)
         self.assertGreater(len(recs2), len(recs))
         self.assertLessEqual(len(recs2), len(recs) + 8)

@@ -68,6 +68,7 @@ def _tv(name, **kw):
 MODELS = {
     "resnet18": (_tv("resnet18"), (1, 3, 224, 224), "float32"),
     "resnet50": (_tv("resnet50"), (1, 3, 224, 224), "float32"),
+    "resnet34": (_tv("resnet34"), (1, 3, 224, 224), "float32"),  # the tuner's transfer benchmark (bench/tune)
     "mobilenet_v2": (_tv("mobilenet_v2"), (1, 3, 224, 224), "float32"),
     "squeezenet1_1": (_tv("squeezenet1_1"), (1, 3, 224, 224), "float32"),
     "densenet121": (_tv("densenet121"), (1, 3, 224, 224), "float32"),
