@@ -6,10 +6,17 @@ check it against numpy and time it. Runs in build/bench/tvm-venv
 
 usage: tvm_metaschedule.py --workload matmul1024|matmul128x768|conv3x3
                            --trials N --threads T --work-dir DIR [--seed S]
+                           [--timeout S]
+
+--timeout: the builder's and runner's limit per candidate (TVM's default
+30 s; a build on a busy or niced machine can take longer, and a timed-out
+candidate is a failed trial).
 
 Prints one JSON line: system, workload, trials, threads, tune_s (wall
 seconds of tune_tir), best_ms (median of time_evaluator's repeats),
-gflops, max_rel_err (max |out - ref| / max |ref|, ref in float64).
+gflops, max_rel_err (max |out - ref| / max |ref|, ref in float64),
+ok_trials (the candidates that built and ran: a failed or timed-out one
+still counts as a trial).
 """
 import argparse
 import json
@@ -63,6 +70,7 @@ def main():
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--work-dir", required=True)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--timeout", type=float, default=30.0)
     args = ap.parse_args()
     os.environ["TVM_NUM_THREADS"] = str(args.threads)  # before tvm is imported
 
@@ -78,8 +86,13 @@ def main():
 
     t0 = time.perf_counter()
     db = ms.tune_tir(func, target, args.work_dir, max_trials_global=args.trials,
-                     num_trials_per_iter=64, seed=args.seed)
+                     num_trials_per_iter=64, seed=args.seed,
+                     builder=ms.builder.LocalBuilder(max_workers=ms.utils.cpu_count(logical=False),
+                                                     timeout_sec=args.timeout),
+                     runner=ms.runner.LocalRunner(timeout_sec=args.timeout))
     tune_s = time.perf_counter() - t0
+    ok = sum(1 for r in db.get_all_tuning_records()
+             if r.run_secs and max(float(x) for x in r.run_secs) < 1e9)
     sch = ms.tir_integration.compile_tir(db, func, target)
     if sch is None:
         sys.exit("tvm_metaschedule.py: no valid schedule in the database")
@@ -99,7 +112,8 @@ def main():
     print(json.dumps({"system": "tvm-metaschedule", "workload": args.workload,
                       "trials": args.trials, "threads": args.threads,
                       "tune_s": round(tune_s, 1), "best_ms": round(best_ms, 4),
-                      "gflops": round(flops / best_ms / 1e6, 2), "max_rel_err": err}))
+                      "gflops": round(flops / best_ms / 1e6, 2), "max_rel_err": err,
+                      "ok_trials": ok}))
     if err > 1e-4:
         sys.exit(f"tvm_metaschedule.py: output differs from numpy (max_rel_err {err:g})")
 
