@@ -56,7 +56,8 @@ static const char k_usage[] =
     "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
-    "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--records FILE]\n"
+    "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--records FILE] [--target NAME]\n"
+    "           [--target-opt ...]\n"
     "  loom tune MODEL.onnx --records FILE [--trials N] [--time 30m] [--target NAME] [--target-opt ...]\n"
     "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N] [--cost-model FILE]\n"
     "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
@@ -823,11 +824,15 @@ static int cmd_target(int argc, char **argv) {
 }
 
 static int cmd_inspect(int argc, char **argv) {
-  const char *file = NULL, *dump = NULL, *records = NULL;
+  const char *file = NULL, *dump = NULL, *records = NULL, *target = NULL, *target_options = NULL;
   for (int i = 0; i < argc; i++) {
     bool missing = false;
     const char *v;
-    if ((v = flag_value(argc, argv, &i, "--dump", &missing))) {
+    if ((v = flag_value(argc, argv, &i, "--target", &missing))) {
+      target = v;
+    } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
+      target_options = v;
+    } else if ((v = flag_value(argc, argv, &i, "--dump", &missing))) {
       if (strcmp(v, "graph") && strcmp(v, "fused") && strcmp(v, "tir") && strcmp(v, "c") && strcmp(v, "json"))
         return fail(EXIT_USAGE, "inspect: --dump \"%s\": expected graph, fused, tir, c or json", v);
       dump = v;
@@ -851,11 +856,13 @@ static int cmd_inspect(int argc, char **argv) {
   int rc;
   /* The content decides, not the extension. */
   if (len >= 8 && !memcmp(b, ARTIFACT_MAGIC, 8)) {
-    rc = records ? fail(EXIT_USAGE, "inspect: --records needs an ONNX model (an artifact holds no workloads)")
+    rc = records || target || target_options
+             ? fail(EXIT_USAGE, "inspect: --records, --target and --target-opt need an ONNX model (an artifact is "
+                                "compiled already)")
                  : inspect_artifact(file, b, len, dump);
   } else {
     char err[2048] = "";
-    LoomCompileOptions opt = {.target = NULL, .opt_level = 2, .records = records};
+    LoomCompileOptions opt = {.target = target, .target_options = target_options, .opt_level = 2, .records = records};
     rc = loom_inspect_onnx(file, dump, &opt, stdout, err, sizeof err) == LOOM_OK ? 0
                                                                               : fail(1, "inspect: %s", err);
   }

@@ -5,13 +5,15 @@ against random search, on a few operators, several seeds each.
 
 usage: bench/tune/efficiency.py [--ops OP,...] [--seeds N] [--trials N] [--threads T]
                                 [--target NAME] [--out DIR]
+       build/bench/tvm-venv/bin/python bench/tune/efficiency.py --plot [--out DIR]
 
 Each (operator, search, seed) is one fresh tuning run of bench_ops --tune
 (the same tuner as `loom tune`, on that operator alone) into its own
 records file; the curve is read back from the records in the order they
 were measured (the first is the default schedule, for both searches).
-Writes DIR/efficiency.json, DIR/efficiency.md and, when matplotlib is
-there (bench/tune/setup), DIR/efficiency.png. The bar (issue 14): on at
+Writes DIR/efficiency.json and DIR/efficiency.md; --plot draws
+DIR/efficiency.png from the JSON (matplotlib: bench/tune/setup-tvm's venv
+has it). The bar (issue 14): on at
 least 4 of the operators, model-guided search reaches random search's best
 after all trials (mean over seeds) within 96 trials (its mean curve).
 """
@@ -62,7 +64,10 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--target", default=None)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "tune"))
+    ap.add_argument("--plot", action="store_true", help="draw DIR/efficiency.png from DIR/efficiency.json")
     a = ap.parse_args()
+    if a.plot:
+        return plot(a.out)
     bench = os.environ.get("BENCH_OPS", os.path.join(ROOT, "build", "bench", "bench_ops"))
     os.makedirs(a.out, exist_ok=True)
     ops = a.ops.split(",")
@@ -100,30 +105,36 @@ def main():
         f.write(text)
     with open(os.path.join(a.out, "efficiency.json"), "w") as f:
         json.dump({"trials": a.trials, "seeds": a.seeds, "threads": a.threads, "target": a.target, "ops": summary}, f)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("efficiency: no matplotlib (bench/tune/setup installs it); no plot", file=sys.stderr)
-        return 0
-    fig, axes = plt.subplots(1, len(ops), figsize=(4 * len(ops), 3.4), squeeze=False)
+    print(f"plot: build/bench/tvm-venv/bin/python bench/tune/efficiency.py --plot --out {a.out}")
+    return 0
+
+
+def plot(out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(os.path.join(out, "efficiency.json")) as f:
+        data = json.load(f)
+    summary, trials = data["ops"], data["trials"]
+    fig, axes = plt.subplots(1, len(summary), figsize=(3.6 * len(summary), 3.2), squeeze=False)
     for ax, s in zip(axes[0], summary):
-        x = range(1, a.trials + 1)
+        x = range(1, trials + 1)
         for key, color, label in (("guided", "tab:blue", "evolutionary + XGBoost"), ("random", "tab:orange", "random")):
             runs = s[key + "_runs"]
-            lo = [min(r[min(i, len(r) - 1)] for r in runs) for i in range(a.trials)]
-            hi = [max(r[min(i, len(r) - 1)] for r in runs) for i in range(a.trials)]
+            lo = [min(r[min(i, len(r) - 1)] for r in runs) for i in range(trials)]
+            hi = [max(r[min(i, len(r) - 1)] for r in runs) for i in range(trials)]
             ax.plot(x, s[key], color=color, label=label)
             ax.fill_between(x, lo, hi, color=color, alpha=0.2)
         ax.axvline(96, color="gray", lw=0.8, ls=":")
         ax.set_title(s["op"], fontsize=9)
         ax.set_xlabel("trials")
         ax.set_ylabel("best GFLOP/s")
-    axes[0][0].legend(fontsize=8, loc="lower right")
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"best found vs trials, mean (line) and range (band) over {data['seeds']} seeds, "
+                 f"{data['threads']} thread(s)", fontsize=9)
     fig.tight_layout()
-    png = os.path.join(a.out, "efficiency.png")
-    fig.savefig(png, dpi=110)
+    png = os.path.join(out, "efficiency.png")
+    fig.savefig(png, dpi=100)
     print(f"wrote {png}")
     return 0
 

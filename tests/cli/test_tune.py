@@ -167,6 +167,22 @@ class TuneTest(unittest.TestCase):
         self.assertEqual(len({(w, t) for w, t, *_ in after}), len(after))
         self.assertGreater(len(after), len(before))
 
+    def test_inspect_target(self):
+        # inspect lists the records of the target and thread count a compile
+        # with the same flags would use; an artifact takes no such flags.
+        db = os.path.join(self.dir, "i.db")
+        self.loom("tune", self.model, "--records", db, "--trials", "3", "--target-opt", "cores=1")
+        r = self.loom("inspect", self.model, "--records", db, "--target-opt", "cores=1")
+        self.assertIn("1 threads", r.stdout)
+        self.assertRegex(r.stdout, r"k0_\w+ +1 +\d+ +[1-9]")  # calls 1, samples, records >= 1
+        r = self.loom("inspect", self.model, "--records", db, "--target", "x86_64-sse2")
+        self.assertIn("target x86_64-sse2", r.stdout)
+        art = os.path.join(self.dir, "i.loom")
+        self.loom("compile", self.model, "-o", art)
+        r = self.loom("inspect", art, "--target", "x86_64-avx2", ok=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("need an ONNX model", r.stderr)
+
     def test_bad_input(self):
         text = os.path.join(self.dir, "notes.txt")
         with open(text, "w") as f:
