@@ -46,6 +46,16 @@ static int64_t sample_choice(Schedule *s, const int64_t *cands, const bool *allo
   return sch_sample_categorical(s, cands, probs, n, &pick) == LOOM_OK ? pick : cands[best];
 }
 
+/* The generated sketch (multi-level tiling) or the schedule written for
+ * the block: a sampling point where the generated one applies, the written
+ * one the default. */
+static bool sample_tiled_sketch(Schedule *s, const char *block) {
+  if (!topi_multi_level_tiling_applies(s, block)) return false;
+  static const int64_t sketches[] = {0, 1};
+  static const bool ok[] = {true, true};
+  return sample_choice(s, sketches, ok, 2, 0) == 1;
+}
+
 typedef struct BlockInfo {
   const Block *block;
   int64_t volume; /* product of the iterator extents (-1: symbolic) */
@@ -275,6 +285,11 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
     if (bi->n_reduce > 0) vectorize_row_reduction(s, bi->block->name, target_lanes(target, DT_F32));
     return;
   }
+  if (bi->n_reduce > 0 && sample_tiled_sketch(s, bi->block->name)) {
+    if (topi_schedule_multi_level_tiling(s, bi->block->name, NULL, target, num_threads))
+      topi_schedule_note(s, "multi-level tiling");
+    return;
+  }
   int lanes = target_lanes(target, DT_F32);
   int ns = bi->n_spatial;
   /* outer[0..n_outer): the spatial loops outside the vector loop, outermost first. */
@@ -389,12 +404,13 @@ static const struct {
   AnchorSchedule schedule;
   const char *owns;
   bool mac;
+  bool tiled; /* the generated sketch (multi-level tiling) is sampled beside the template */
 } kAnchorRules[] = {
-    {"matmul", topi_schedule_matmul_cpu, NULL, true},
-    {"conv2d_nchwc", topi_schedule_conv2d_nchwc_cpu, "pad", false},
-    {"conv2d_winograd", schedule_winograd, "conv2d_winograd_transform", false},
-    {"depthwise_conv2d_nchwc", topi_schedule_depthwise_conv2d_nchwc_cpu, "pad", false},
-    {"pool2d", topi_schedule_pool2d_cpu, "pad", false},
+    {"matmul", topi_schedule_matmul_cpu, NULL, true, true},
+    {"conv2d_nchwc", topi_schedule_conv2d_nchwc_cpu, "pad", false, true},
+    {"conv2d_winograd", schedule_winograd, "conv2d_winograd_transform", false, false},
+    {"depthwise_conv2d_nchwc", topi_schedule_depthwise_conv2d_nchwc_cpu, "pad", false, false},
+    {"pool2d", topi_schedule_pool2d_cpu, "pad", false, false},
 };
 
 static int anchor_rule(const Block *b) {
@@ -441,12 +457,14 @@ void compile_schedule_group_on(Schedule *s, const Target *target, int num_thread
     const char *epi = sole_consumer(&bs, anchor->block->writes[0].buffer, anchor->block);
     for (int i = 0; epi && i < bs.items.n; i++)
       if (!strcmp(bs.items.items[i].block->name, epi) && bs.items.items[i].n_reduce > 0) epi = NULL;
-    loom_status st = kAnchorRules[rule].schedule(s, anchor->block->name, epi, target, num_threads);
+    bool tiled = kAnchorRules[rule].tiled && sample_tiled_sketch(s, anchor->block->name);
+    loom_status st = tiled ? topi_schedule_multi_level_tiling(s, anchor->block->name, epi, target, num_threads)
+                           : kAnchorRules[rule].schedule(s, anchor->block->name, epi, target, num_threads);
     if (st == LOOM_OK) {
       if (epi && sch_get_block(s, epi) < 0) done_epilogue = epi;
-      owned = kAnchorRules[rule].owns;
+      owned = tiled ? NULL : kAnchorRules[rule].owns;
     } else { /* refused (a 2-D product has no row loop to tile): the generic schedule takes it */
-      topi_schedule_note(s, kAnchorRules[rule].rule);
+      topi_schedule_note(s, tiled ? "multi-level tiling" : kAnchorRules[rule].rule);
       anchor = NULL;
     }
   } else {

@@ -67,7 +67,7 @@ enum {
   ARTIFACT_MAX_DIMS = 32,
 };
 /* The Loom release writing artifacts; loading needs the same major.minor. */
-#define LOOM_VERSION_STRING "0.1.0"
+#define LOOM_VERSION_STRING "0.2.0"
 
 typedef struct ArtifactTensor {
   const char *name;

@@ -58,6 +58,16 @@ loom_status topi_schedule_depthwise_conv2d_nchwc_cpu(Schedule *s, const char *bl
 loom_status topi_schedule_pool2d_cpu(Schedule *s, const char *block, const char *epilogue, const Target *target,
                                      int num_threads);
 
+/* The generated sketch of a reduction with data reuse (MetaSchedule's
+ * multi-level tiling, "SSRSRS": sampled perfect tiles of every loop, the
+ * output tile accumulated locally, S0 parallel, the loop over the output's
+ * last dimension vectorized; schedule_tiling.c). Applies to a block whose
+ * loops still bind its iterators one to one, with spatial and reduction
+ * iterators and a read that some spatial iterator does not index. */
+bool topi_multi_level_tiling_applies(Schedule *s, const char *block);
+loom_status topi_schedule_multi_level_tiling(Schedule *s, const char *block, const char *epilogue,
+                                             const Target *target, int num_threads);
+
 /* ---- what the schedules know about the machine (schedule_common.c) ----
  * Every register count, vector width and cache size a default schedule
  * uses comes from the target through these (a test greps src/topi for

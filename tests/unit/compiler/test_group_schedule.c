@@ -201,8 +201,72 @@ static void test_random_decisions(void **state) {
     }
 }
 
+/* The generated sketch (multi-level tiling, schedule_tiling.c): sampled
+ * beside the matmul and conv templates and beside the generic schedule of
+ * a reduction without a rule; never the default. Random points of it
+ * replay from their traces and compute what the unscheduled function
+ * computes, at 1 and 2 threads. */
+static PrimFunc *sketch_case(Arena *a, int kind) {
+  if (kind < 2) return random_case(a, kind);
+  LoomError err = {0};
+  TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){24, 40}, &err);
+  TeTensor *B = te_placeholder(a, "B", DT_F32, 2, (int64_t[]){40, 36}, &err);
+  Mm m = {A, B, te_reduce_axis(a, "k", 40)};
+  TeTensor *C = te_compute(a, "C", 2, (int64_t[]){24, 36}, mm_body, &m, &err); /* no rule */
+  PrimFunc *f = C ? te_create_primfunc(a, "mm_norule", (TeTensor *[]){A, B, C}, 3, &err) : NULL;
+  if (!f) fail_msg("%s", err.msg);
+  return f;
+}
+
+static void test_generated_sketch(void **state) {
+  (void)state;
+  static const char *const kinds[] = {"matmul", "conv", "matmul without a rule"};
+  Target target = target_host();
+  for (int kind = 0; kind < 3; kind++) {
+    Arena *a = arena_new();
+    PrimFunc *f = sketch_case(a, kind);
+    Schedule *d = sch_create(f, DECIDE_DEFAULT, 0);
+    compile_schedule_group_on(d, &target, 2);
+    char *trace = trace_to_text(sch_trace(d));
+    if (strstr(trace, "sample_perfect_tile(")) fail_msg("%s: the default is the generated sketch:\n%s", kinds[kind], trace);
+    free(trace);
+    sch_free(d);
+    int found = 0;
+    for (uint64_t seed = 1; seed <= 200 && found < 4; seed++) {
+      int threads = 1 + (int)(seed % 2);
+      Schedule *s = sch_create(f, DECIDE_RANDOM, seed);
+      compile_schedule_group_on(s, &target, threads);
+      trace = trace_to_text(sch_trace(s));
+      if (!strstr(trace, "sample_perfect_tile(") || !strstr(trace, "cache_write(")) {
+        free(trace);
+        sch_free(s);
+        continue;
+      }
+      found++;
+      LoomError err = {0};
+      Schedule *r = sch_create(f, DECIDE_DEFAULT, 0);
+      Trace *t = trace_parse(a, trace, &err);
+      if (!t || trace_apply(t, r) != LOOM_OK || !tir_func_equal(sch_func(r), sch_func(s)))
+        fail_msg("%s seed %llu: the trace does not replay to the same program:\n%s", kinds[kind],
+                 (unsigned long long)seed, trace);
+      ScheduleRun run = {0};
+      schedule_run(a, f, sch_func(s), threads, 11, &run);
+      for (size_t i = 0; i < run.count; i++)
+        if (fabs((double)run.want[i] - run.got[i]) > 1e-4 * fmax(1.0, fabs(run.want[i])))
+          fail_msg("%s seed %llu: element %zu: reference %g, scheduled %g\n%s", kinds[kind],
+                   (unsigned long long)seed, i, run.want[i], run.got[i], trace);
+      schedule_run_free(&run);
+      free(trace);
+      sch_free(r);
+      sch_free(s);
+    }
+    if (found < 4) fail_msg("%s: %d of 200 random points took the generated sketch (expected 4)", kinds[kind], found);
+    arena_free(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_row_reductions), cmocka_unit_test(test_rule_dispatch),
-                                     cmocka_unit_test(test_random_decisions)};
+                                     cmocka_unit_test(test_random_decisions), cmocka_unit_test(test_generated_sketch)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
