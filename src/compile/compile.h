@@ -154,6 +154,9 @@ const PrimFunc *compile_schedule_from_records(struct RecordStore *rec, const Gro
  * schedule, DECIDE_RANDOM a random point of the space its sampling points
  * span (the tuner's template space), DECIDE_TRACE replays a record. */
 void compile_schedule_group_on(struct Schedule *s, const Target *target, int num_threads);
+/* The schedule rule of f's anchor, the block compile_schedule_group_on
+ * gives a template (the tuner groups its tasks by it); NULL when none. */
+const char *compile_anchor_rule(const PrimFunc *f);
 
 /* ---- run_entry.c: the model's generated run entry ---- */
 /* Appends to `out` the C of spec->run_entry (LoomRunFn, loom/loom_kernel.h):

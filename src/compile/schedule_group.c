@@ -420,6 +420,28 @@ static int anchor_rule(const Block *b) {
   return -1;
 }
 
+/* The anchor: the largest block with an anchor rule (NULL: none). */
+static const BlockInfo *find_anchor(const Blocks *bs, int *rule) {
+  const BlockInfo *anchor = NULL;
+  *rule = -1;
+  for (int i = 0; i < bs->items.n; i++) {
+    const BlockInfo *bi = &bs->items.items[i];
+    int r = anchor_rule(bi->block);
+    if (r >= 0 && bi->volume > 0 && (!anchor || bi->volume > anchor->volume)) anchor = bi, *rule = r;
+  }
+  return anchor;
+}
+
+const char *compile_anchor_rule(const PrimFunc *f) {
+  Arena *a = arena_new();
+  Blocks bs;
+  collect_blocks(a, f, &bs);
+  int rule;
+  const char *name = find_anchor(&bs, &rule) ? kAnchorRules[rule].rule : NULL;
+  arena_free(a);
+  return name;
+}
+
 /* A group whose work (tir_func_work) is below this stays serial. Chosen
  * from `loom run --profile` of MobileNetV2 at 2 threads: a dispatch to the
  * pool costs ~0.5 µs (a 1-µs flatten runs faster serially), while a
@@ -443,14 +465,8 @@ void compile_schedule_group_on(Schedule *s, const Target *target, int num_thread
 
   Blocks bs;
   collect_blocks(a, sch_func(s), &bs);
-  /* The anchor: the largest block with an anchor rule. */
-  const BlockInfo *anchor = NULL;
-  int rule = -1;
-  for (int i = 0; i < bs.items.n; i++) {
-    const BlockInfo *bi = &bs.items.items[i];
-    int r = anchor_rule(bi->block);
-    if (r >= 0 && bi->volume > 0 && (!anchor || bi->volume > anchor->volume)) anchor = bi, rule = r;
-  }
+  int rule;
+  const BlockInfo *anchor = find_anchor(&bs, &rule);
 
   const char *done_epilogue = NULL, *owned = NULL;
   if (anchor && anchor->block->n_writes == 1) {

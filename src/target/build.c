@@ -140,6 +140,7 @@ typedef struct CompileJob {
   char source[PATH_MAX], dest[PATH_MAX], tmp[PATH_MAX + 64], log[PATH_MAX + 64];
   pid_t pid;
   bool started, finished;
+  struct timespec started_at;
 } CompileJob;
 
 
@@ -150,6 +151,7 @@ typedef struct BuildEnv {
   char cache[PATH_MAX];
   uint64_t key; /* of compiler, flags and the headers generated code includes */
   int parallel;
+  double timeout; /* seconds a compiler may run; 0: no limit */
 } BuildEnv;
 
 static void job_free(CompileJob *j) {
@@ -195,6 +197,7 @@ static loom_status job_start(CompileJob *j, LoomError *err) {
   subprocess_track_file(j->tmp);
   subprocess_track_file(j->log);
   j->started = true;
+  clock_gettime(CLOCK_MONOTONIC, &j->started_at);
   loom_status st = subprocess_start(j->argv, j->log, &j->pid, err);
   if (st) j->finished = true;
   return st;
@@ -222,9 +225,26 @@ static loom_status job_finish(CompileJob *j, int code, LoomError *err) {
   return LOOM_OK;
 }
 
-/* Runs the jobs, at most `parallel` at once. On the first failure the
- * others are killed and its error returned. */
-static loom_status run_jobs(CompileJob *jobs, int n, int parallel, LoomError *err) {
+static double seconds_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* A compiler run past the time limit: killed and reaped, a build error.
+ * (Generated code can send a C compiler's optimizer into minutes of work:
+ * a tuner must not wait for it.) */
+static loom_status job_timed_out(CompileJob *j, double timeout, LoomError *err) {
+  subprocess_kill(j->pid);
+  j->finished = true;
+  return err_set(err, LOOM_ERR_BUILD, "compiling \"%s\" with %s timed out after %.0f s (killed)", j->source,
+                 j->argv[0], timeout);
+}
+
+/* Runs the jobs, at most `parallel` at once, each for at most `timeout`
+ * seconds (0: no limit). On the first failure the others are killed and
+ * its error returned. */
+static loom_status run_jobs(CompileJob *jobs, int n, int parallel, double timeout, LoomError *err) {
   int next = 0, running = 0, done = 0;
   loom_status st = LOOM_OK;
   while (!st && done < n) {
@@ -238,11 +258,12 @@ static loom_status run_jobs(CompileJob *jobs, int n, int parallel, LoomError *er
       if (!j->started || j->finished) continue;
       bool exited = false;
       int code = 0;
-      st = subprocess_wait(j->pid, running == 1, &exited, &code, err);
+      st = subprocess_wait(j->pid, running == 1 && timeout <= 0, &exited, &code, err);
       if (st) {
         j->finished = true;
         break;
       }
+      if (!exited && timeout > 0 && seconds_since(&j->started_at) > timeout) st = job_timed_out(j, timeout, err);
       if (!exited) continue;
       running--;
       done++;
@@ -288,6 +309,7 @@ static loom_status build_env_init(const BuildOptions *opt, BuildEnv *env, LoomEr
 #endif
   if (env->inc && *env->inc) snprintf(env->inc_flag, sizeof env->inc_flag, "-I%s", env->inc);
   env->parallel = opt->jobs > 0 ? opt->jobs : default_parallel();
+  env->timeout = opt->timeout_seconds > 0 ? opt->timeout_seconds : 0;
 
   if (opt->cache_dir) {
     snprintf(env->cache, sizeof env->cache, "%s", opt->cache_dir);
@@ -394,12 +416,12 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
                 : job_init(&jobs[njobs++], &env, o_paths[i], compile_only, &src, 1, false, err);
   }
   free(order);
-  if (!st) st = run_jobs(jobs, njobs, env.parallel, err);
+  if (!st) st = run_jobs(jobs, njobs, env.parallel, env.timeout, err);
   if (!st && n > 1) {
     static const char *const shared[] = {"-shared", NULL};
     CompileJob *link = &jobs[njobs++];
     st = job_init(link, &env, out->so_path, shared, objects, nobjects, true, err);
-    if (!st) st = run_jobs(link, 1, 1, err);
+    if (!st) st = run_jobs(link, 1, 1, env.timeout, err);
   }
   for (int i = 0; jobs && i < njobs; i++) job_free(&jobs[i]);
   free(jobs);

@@ -40,6 +40,7 @@ typedef struct BuildOptions {
   const char *include_dir; /* holds loom/loom_kernel.h; NULL: $LOOM_INCLUDE_DIR, else the
                             * source tree's include/ (compiled in by CMake) */
   int jobs;                /* compilers run at once; 0: $LOOM_BUILD_JOBS, else the online CPUs */
+  double timeout_seconds;  /* a compiler run longer than this is killed (LOOM_ERR_BUILD); 0: no limit */
 } BuildOptions;
 
 typedef struct BuildResult {

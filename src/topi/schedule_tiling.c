@@ -11,13 +11,13 @@
  * The output tile of S2 x S3 accumulates in a local cache (cache_write,
  * computed at the last S1 loop; compaction shrinks it to the tile) and is
  * copied out, with the epilogue, once per tile; S3 is unrolled, S2 where
- * sampled. The
- * spatial loop that walks the output's last dimension is the vector loop.
- * A tile whose accumulator would not fit in half of L1d gives its S2 and
- * then S3 factors to S1 (a deterministic repair, so a trace replays to the
- * same program). The space is large and most of it slow: the search and
- * the cost model find the few fast points, which is the case a learned
- * model is for. */
+ * sampled and the tile fits the vector registers. The spatial loop that
+ * walks the output's last dimension is the vector loop. An S3 beyond the
+ * vector registers gives factors to S2, and an accumulator beyond half of
+ * L1d gives S2's and then S3's to S1 (deterministic repairs, so a trace
+ * replays to the same program). The space is large and most of it slow:
+ * the search and the cost model find the few fast points, which is the
+ * case a learned model is for. */
 #include "topi/topi_schedule.h"
 
 #include <string.h>
@@ -57,6 +57,13 @@ bool topi_multi_level_tiling_applies(Schedule *s, const char *block) {
     else ns++;
   }
   return ns > 0 && nr > 0;
+}
+
+/* The product of one level's factors over the spatial loops. */
+static int64_t level_elements(int64_t (*f)[S_LEVELS], int ns, int level) {
+  int64_t e = 1;
+  for (int i = 0; i < ns; i++) e *= f[i][level];
+  return e;
 }
 
 /* Elements of the accumulator tile: the product of S2 x S3 over the
@@ -100,7 +107,14 @@ loom_status topi_schedule_multi_level_tiling(Schedule *s, const char *block, con
       return LOOM_ERR_SCHEDULE;
   for (int i = 0; i < nr; i++)
     if (sch_sample_perfect_tile(s, rd[i], R_LEVELS, 0, rf[i])) return LOOM_ERR_SCHEDULE;
-  /* The repair: the accumulator within half of L1d. */
+  /* The repairs. S3, unrolled, within the vector registers (an unrolled
+   * tile beyond them only spills, and its code can keep the C compiler's
+   * optimizer busy for minutes): S3 factors move to S2, the vector loop's
+   * last. Then the accumulator (S2 x S3) within half of L1d: S2, then S3,
+   * factors move to S1. */
+  int64_t regs = (int64_t)topi_vector_registers(target) * lanes;
+  for (int i = 0; i < ns && level_elements(sf, ns, 3) > regs; i++)
+    if (i != vec) sf[i][2] *= sf[i][3], sf[i][3] = 1;
   int64_t cap = target->l1d_bytes / 2 / (int64_t)sizeof(float);
   for (int level = 2; level <= 3 && tile_elements(sf, ns) > cap; level++)
     for (int i = 0; i < ns && tile_elements(sf, ns) > cap; i++)
@@ -133,6 +147,7 @@ loom_status topi_schedule_multi_level_tiling(Schedule *s, const char *block, con
   static const double unroll_probs[] = {0.5, 0.5};
   int64_t unroll_s2;
   if (sch_sample_categorical(s, unroll_choices, unroll_probs, 2, &unroll_s2)) return LOOM_ERR_SCHEDULE;
+  if (tile_elements(sf, ns) > regs) unroll_s2 = 0; /* the tile cannot stay in registers anyway */
   for (int i = 0; i < ns && unroll_s2; i++)
     if (sch_unroll(s, ss[i][2])) return LOOM_ERR_SCHEDULE;
   /* Init and copy-out: vectorized over the tile's last loop (a plain loop

@@ -1,74 +1,15 @@
 /* The auto-tuner's loop (tune.h has the design). */
-#include "tune/tune.h"
+#include "tune/tune_internal.h"
 
-#include "autotune/cost_model.h"
-#include "autotune/features.h"
-#include "autotune/measure.h"
-#include "autotune/records.h"
-#include "autotune/workload.h"
 #include "compile/compile.h"
-#include "runtime/artifact.h" /* LOOM_VERSION_STRING */
 #include "tir/flops.h"
-#include "tir/schedule/schedule.h"
 #include "tir/transform/transform.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-enum { POPULATION = 16, CANDIDATES_PER_SLOT = 4, MAX_ATTEMPTS_PER_SLOT = 16 };
-#define MUTATION_PROBABILITY 0.85
-#define EPSILON 0.05
-
-typedef struct Task {
-  const PrimFunc *func; /* unscheduled */
-  const char *name;     /* its first group's kernel name */
-  char key[AUTOTUNE_WORKLOAD_KEY_LEN + 1];
-  int calls;            /* groups with this workload */
-  double flops;
-  double default_us, best_us; /* < 0: not measured */
-  int trials;
-  int rounds;                                 /* batches measured */
-  double best_after[TUNE_GRADIENT_WINDOW + 1]; /* best_us after each of the last rounds (a ring) */
-  const char *kind;                           /* its anchor's schedule rule (NULL: none) */
-  int group;                                  /* the task scheduler's group: tasks of the same kind */
-  bool exhausted;
-  MeasureArg args[MEASURE_MAX_ARGS];
-  int nargs;
-  MeasureBuild ref; /* the default schedule's kernel: the reference outputs */
-  bool have_ref;
-  const char *default_trace;
-} Task;
-
-typedef struct Tuner {
-  const TuneOptions *opt;
-  Target target;
-  const PrimFunc *const *funcs; /* the kernels, unscheduled; equal workloads become one task */
-  int nfuncs;
-  Task *tasks;
-  int ntasks;
-  RecordStore *rec;
-  Measurer *meas;
-  CostModel *cm;
-  Arena *arena;
-  int threads;
-  int budget; /* trials; 0: time only */
-  uint64_t rng;
-  TuneProgress prog;
-  double t0;
-  int sabotaged; /* candidates handed to opt->sabotage */
-} Tuner;
-
-typedef struct Candidate {
-  Schedule *s;
-  char *trace; /* malloc'd */
-  float feat[FEATURES_DIM];
-  float score;
-  const char *provenance;
-} Candidate;
 
 static double now_s(void) {
   struct timespec t;
@@ -76,7 +17,7 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static uint64_t next_rand(uint64_t *state) {
+uint64_t tune_next_rand(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -84,30 +25,6 @@ static uint64_t next_rand(uint64_t *state) {
 }
 
 /* ---- tasks ---- */
-
-/* The kind of a task, for the task scheduler's groups: the schedule rule of
- * its largest block that has one. */
-typedef struct AnchorRule {
-  const char *rule;
-  int64_t volume;
-} AnchorRule;
-
-static bool anchor_rule_cb(Visitor *v, const Stmt *s) {
-  AnchorRule *ar = v->user;
-  if (s->kind != STMT_BLOCK_REALIZE || !s->realize.block->schedule_rule) return true;
-  const Block *b = s->realize.block;
-  int64_t volume = 1, e;
-  for (int i = 0; i < b->n_iters; i++) volume *= expr_as_int(b->iters[i].extent, &e) && e > 0 ? e : 1;
-  if (volume > ar->volume) ar->rule = b->schedule_rule, ar->volume = volume;
-  return true;
-}
-
-static const char *task_kind(const PrimFunc *f) {
-  AnchorRule ar = {NULL, 0};
-  Visitor v = {anchor_rule_cb, NULL, &ar};
-  visit_stmt(&v, f->body);
-  return ar.rule;
-}
 
 static loom_status make_tasks(Tuner *t, LoomError *err) {
   t->tasks = ARENA_ARRAY(t->arena, Task, t->nfuncs > 0 ? t->nfuncs : 1);
@@ -130,7 +47,7 @@ static loom_status make_tasks(Tuner *t, LoomError *err) {
     task->calls = 1;
     task->flops = (double)tir_func_flops(f);
     task->default_us = task->best_us = -1;
-    task->kind = task_kind(f);
+    task->kind = compile_anchor_rule(f);
     task->group = task->kind ? t->ntasks - 1 : -1; /* a group: the index of its first task */
     for (int k = 0; task->kind && k < t->ntasks - 1; k++)
       if (t->tasks[k].kind && !strcmp(t->tasks[k].kind, task->kind)) task->group = t->tasks[k].group;
@@ -140,8 +57,7 @@ static loom_status make_tasks(Tuner *t, LoomError *err) {
   return LOOM_OK;
 }
 
-/* The best "ok" record so far (resuming a run). */
-static loom_status load_best(Tuner *t, Task *task, LoomError *err) {
+loom_status tune_load_best(Tuner *t, Task *task, LoomError *err) {
   TuneRecord r;
   bool found = false;
   Arena *a = arena_new();
@@ -149,34 +65,6 @@ static loom_status load_best(Tuner *t, Task *task, LoomError *err) {
   if (!st && found) task->best_us = r.median_us;
   arena_free(a);
   return st;
-}
-
-typedef struct Population {
-  Arena *a;
-  const char *traces[POPULATION];
-  double us[POPULATION];
-  int n;
-  const char *default_trace;
-  double default_us;
-} Population;
-
-static bool collect_record(const TuneRecord *r, void *user) {
-  Population *p = user;
-  if (strcmp(r->status, "ok") || r->median_us < 0) return true;
-  if (p->default_trace && !strcmp(r->trace, p->default_trace)) p->default_us = r->median_us;
-  int at;
-  if (p->n < POPULATION) at = p->n++;
-  else if (r->median_us < p->us[POPULATION - 1]) at = POPULATION - 1; /* replaces the slowest */
-  else return true;
-  p->traces[at] = arena_strdup(p->a, r->trace);
-  p->us[at] = r->median_us;
-  for (int i = at; i > 0 && p->us[i] < p->us[i - 1]; i--) { /* keep sorted, fastest first */
-    const char *tr = p->traces[i];
-    double u = p->us[i];
-    p->traces[i] = p->traces[i - 1], p->us[i] = p->us[i - 1];
-    p->traces[i - 1] = tr, p->us[i - 1] = u;
-  }
-  return true;
 }
 
 /* ---- warm start: the cost model learns what the records hold ---- */
@@ -225,151 +113,16 @@ static void warm_start(Tuner *t) {
   free(w.y);
 }
 
-/* ---- candidates ---- */
-
-/* Runs the group strategy on s and fills c (trace, features); false when
- * the candidate is not new (measured before, in the records or in this
- * batch) or cannot be lowered. */
-static bool make_candidate(Tuner *t, Task *task, Schedule *s, const char *provenance, const Candidate *taken,
-                           int n_taken, const Candidate *batch, int n, Candidate *c) {
-  compile_schedule_group_on(s, &t->target, t->threads);
-  char *trace = trace_to_text(sch_trace(s));
-  for (int i = 0; i < n; i++)
-    if (!strcmp(batch[i].trace, trace)) goto drop;
-  for (int i = 0; i < n_taken; i++)
-    if (!strcmp(taken[i].trace, trace)) goto drop;
-  bool seen = false;
-  LoomError err = {0};
-  if (records_contains(t->rec, task->key, t->target.name, t->threads, trace, &seen, &err) || seen) goto drop;
-  LowerOptions lo = lower_options_default();
-  const PrimFunc *lowered = tir_lower(sch_arena(s), sch_func(s), &lo, &err);
-  if (!lowered || features_extract(lowered, c->feat, FEATURES_DIM, &err)) goto drop;
-  c->s = s, c->trace = trace, c->provenance = provenance, c->score = 0;
-  return true;
-drop:
-  free(trace);
-  sch_free(s);
-  return false;
-}
-
-static void free_candidates(Candidate *c, int n) {
-  for (int i = 0; i < n; i++) free(c[i].trace), sch_free(c[i].s);
-}
-
-static bool same_features(const float *a, const float *b, int dim) {
-  for (int i = 0; i < dim; i++)
-    if (fabsf(a[i] - b[i]) > 1e-6f * fmaxf(1.0f, fmaxf(fabsf(a[i]), fabsf(b[i])))) return false;
-  return true;
-}
-
-int tune_select_diverse(const float *X, const float *scores, int n, int dim, int want, int *out) {
-  int *order = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), picked = 0;
-  bool *taken = calloc((size_t)(n > 0 ? n : 1), 1);
-  if (!order || !taken) {
-    free(order);
-    free(taken);
-    return 0;
-  }
-  for (int i = 0; i < n; i++) order[i] = i;
-  for (int i = 1; i < n; i++) /* by score, best first; stable */
-    for (int j = i; j > 0 && scores[order[j]] > scores[order[j - 1]]; j--) {
-      int t = order[j];
-      order[j] = order[j - 1], order[j - 1] = t;
-    }
-  for (int pass = 0; pass < 2 && picked < want; pass++)
-    for (int k = 0; k < n && picked < want; k++) {
-      int c = order[k];
-      if (taken[c]) continue;
-      bool copy = false;
-      for (int p = 0; pass == 0 && p < picked && !copy; p++)
-        copy = same_features(X + (size_t)c * dim, X + (size_t)out[p] * dim, dim);
-      if (copy) continue;
-      taken[c] = true;
-      out[picked++] = c;
-    }
-  free(order);
-  free(taken);
-  return picked;
-}
-
-/* Proposes up to `want` new candidates of task into out (evolutionary or
- * random search), none equal to the n_taken already in this batch; returns
- * how many. */
-static int propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_taken, Candidate *out) {
-  Population pop = {arena_new(), {0}, {0}, 0, task->default_trace, -1};
-  LoomError err = {0};
-  if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY)
-    (void)records_foreach(t->rec, task->key, t->target.name, collect_record, &pop, &err);
-  int pool_cap = want * CANDIDATES_PER_SLOT, n = 0;
-  Candidate *pool = calloc((size_t)pool_cap, sizeof *pool);
-  for (int attempt = 0; attempt < pool_cap * MAX_ATTEMPTS_PER_SLOT && n < pool_cap; attempt++) {
-    uint64_t seed = next_rand(&t->rng);
-    double u = (double)(next_rand(&t->rng) >> 11) * (1.0 / 9007199254740992.0);
-    Schedule *s = NULL;
-    const char *provenance = "random";
-    if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY && pop.n > 0 && u < MUTATION_PROBABILITY) {
-      /* Parents: the faster, the likelier (rank-weighted). */
-      int total = pop.n * (pop.n + 1) / 2, r = (int)(next_rand(&t->rng) % (uint64_t)total), parent = 0;
-      while (r >= pop.n - parent) r -= pop.n - parent, parent++;
-      Trace *tr = trace_parse(pop.a, pop.traces[parent], &err);
-      Trace *m = tr ? trace_mutate(pop.a, tr, &t->rng) : NULL;
-      if (!m) continue;
-      s = sch_create_from_decisions_or_random(task->func, m, seed);
-      provenance = "evolutionary";
-    } else {
-      s = sch_create(task->func, DECIDE_RANDOM, seed);
-    }
-    if (make_candidate(t, task, s, provenance, taken, n_taken, pool, n, &pool[n])) n++;
-  }
-  arena_free(pop.a);
-  if (n == 0) {
-    free(pool);
-    return 0;
-  }
-  /* The cost model ranks the pool; the batch takes the best of them but not
-   * two with the same features (near-copies: the same program from other
-   * decisions), and an epsilon of it is drawn from the rest at random
-   * (exploration: the model only knows what it saw). */
-  int keep = n < want ? n : want;
-  if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY) {
-    float *X = malloc(sizeof(float) * FEATURES_DIM * (size_t)n), *scores = malloc(sizeof(float) * (size_t)n);
-    int *pick = malloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) memcpy(X + (size_t)i * FEATURES_DIM, pool[i].feat, sizeof pool[i].feat);
-    if (cost_model_predict(t->cm, X, n, FEATURES_DIM, scores, &err) == LOOM_OK)
-      for (int i = 0; i < n; i++) pool[i].score = scores[i];
-    for (int i = 0; i < n; i++) scores[i] = pool[i].score;
-    /* Reorder the pool: the diverse picks first (by score), then the rest by score. */
-    int np = tune_select_diverse(X, scores, n, FEATURES_DIM, n, pick);
-    Candidate *sorted = malloc(sizeof *sorted * (size_t)n);
-    for (int i = 0; i < np; i++) sorted[i] = pool[pick[i]];
-    memcpy(pool, sorted, sizeof *pool * (size_t)np);
-    free(sorted);
-    free(pick);
-    free(X);
-    free(scores);
-    int eps = (int)ceil(EPSILON * keep);
-    for (int i = keep - eps; i < keep && n > keep; i++) { /* swap in random picks from the tail */
-      int j = keep + (int)(next_rand(&t->rng) % (uint64_t)(n - keep));
-      Candidate tmp = pool[i];
-      pool[i] = pool[j], pool[j] = tmp;
-    }
-  }
-  memcpy(out, pool, sizeof *pool * (size_t)keep);
-  free_candidates(pool + keep, n - keep);
-  free(pool);
-  return keep;
-}
-
 /* ---- build, measure, record ---- */
 
-static loom_status build_reference(Tuner *t, Task *task, Arena *a, LoomError *err) {
+loom_status tune_build_reference(Tuner *t, Task *task, Arena *a, LoomError *err) {
   Schedule *s = sch_create(task->func, DECIDE_DEFAULT, 0);
   compile_schedule_group_on(s, &t->target, t->threads);
   char *trace = trace_to_text(sch_trace(s));
   task->default_trace = arena_strdup(t->arena, trace);
   free(trace);
   const PrimFunc *f = sch_func(s);
-  BuildOptions build = {.cflags = t->target.cflags};
+  BuildOptions build = {.cflags = t->target.cflags}; /* no time limit: the reference must build */
   loom_status st = measure_build_batch(a, &f, 1, NULL, &build, &task->ref, err);
   if (!st && task->ref.status != LOOM_OK)
     st = err_set(err, LOOM_ERR_INTERNAL, "tune: the default schedule of %s does not build: %s", task->name,
@@ -390,7 +143,7 @@ static loom_status run_batch(Tuner *t, Task *task, Candidate *c, int n, LoomErro
   for (int i = 0; i < n; i++) funcs[i] = sch_func(c[i].s);
   for (int i = 0; i < n && t->opt->sabotage; i++)
     if (strcmp(c[i].provenance, "default")) funcs[i] = t->opt->sabotage(a, funcs[i], t->sabotaged++, t->opt->user);
-  BuildOptions build = {.cflags = t->target.cflags};
+  BuildOptions build = {.cflags = t->target.cflags, .timeout_seconds = t->opt->build_timeout_seconds};
   loom_status st = measure_build_batch(a, funcs, n, NULL, &build, built, err);
   float *X = ARENA_ARRAY(a, float, (size_t)n * FEATURES_DIM), *y = ARENA_ARRAY(a, float, n);
   /* The default again, beside this batch: its first measurement, alone
@@ -449,111 +202,6 @@ static loom_status run_batch(Tuner *t, Task *task, Candidate *c, int n, LoomErro
   return st;
 }
 
-/* ---- the final round: the best few measured again ---- */
-
-/* A task's fastest REMEASURE_TOP "ok" records of this run's target, thread
- * count and version family, and its default's record. */
-enum { REMEASURE_TOP = 3, REMEASURE_ROUNDS = 2 };
-
-typedef struct Finalists {
-  Arena *a;
-  const Tuner *t;
-  const Task *task;
-  int64_t ids[REMEASURE_TOP + 1];
-  const char *traces[REMEASURE_TOP + 1];
-  double us[REMEASURE_TOP + 1];
-  int n;
-  int times[REMEASURE_TOP + 1]; /* measurements each holds */
-  int64_t default_id;
-  const char *default_trace;
-  int default_times;
-} Finalists;
-
-static bool collect_finalist(const TuneRecord *r, void *user) {
-  Finalists *f = user;
-  char family[32], current[32];
-  if (strcmp(r->status, "ok") || r->threads != f->t->threads || !records_version_family(r->loom_version, family) ||
-      !records_version_family(LOOM_VERSION_STRING, current) || strcmp(family, current))
-    return true;
-  if (f->task->default_trace && !strcmp(r->trace, f->task->default_trace)) {
-    f->default_id = r->id;
-    f->default_trace = arena_strdup(f->a, r->trace);
-    f->default_times = r->n_times;
-    return true;
-  }
-  int at;
-  if (f->n < REMEASURE_TOP) at = f->n++;
-  else if (r->median_us < f->us[REMEASURE_TOP - 1]) at = REMEASURE_TOP - 1; /* replaces the slowest */
-  else return true;
-  f->ids[at] = r->id, f->traces[at] = arena_strdup(f->a, r->trace), f->us[at] = r->median_us;
-  f->times[at] = r->n_times;
-  for (int i = at; i > 0 && f->us[i] < f->us[i - 1]; i--) { /* fastest first */
-    int64_t id = f->ids[i];
-    const char *tr = f->traces[i];
-    double u = f->us[i];
-    int n = f->times[i];
-    f->ids[i] = f->ids[i - 1], f->traces[i] = f->traces[i - 1], f->us[i] = f->us[i - 1], f->times[i] = f->times[i - 1];
-    f->ids[i - 1] = id, f->traces[i - 1] = tr, f->us[i - 1] = u, f->times[i - 1] = n;
-  }
-  return true;
-}
-
-/* The fastest records of a task and its default, built again and measured
- * REMEASURE_ROUNDS more times, interleaved; each measurement is added to
- * its record (records_add_time), whose median then decides what `loom
- * compile --records` takes. Among a thousand candidates measured once on a
- * noisy machine, the fastest single measurement is often a lucky one.
- * Nothing to do when every finalist has been measured again before and
- * this run measured nothing new for the task. */
-static loom_status remeasure_task(Tuner *t, Task *task, LoomError *err) {
-  Finalists f = {.a = arena_new(), .t = t, .task = task, .default_id = -1};
-  loom_status st = records_foreach(t->rec, task->key, t->target.name, collect_finalist, &f, err);
-  if (f.default_id >= 0) {
-    f.ids[f.n] = f.default_id, f.traces[f.n] = f.default_trace, f.times[f.n] = f.default_times;
-    f.n++;
-  }
-  bool fresh = task->trials > 0;
-  for (int i = 0; i < f.n; i++) fresh |= f.times[i] < 1 + REMEASURE_ROUNDS;
-  if (st || f.n < 2 || !fresh || (!task->have_ref && (st = build_reference(t, task, t->arena, err)))) {
-    arena_free(f.a);
-    return st;
-  }
-  const PrimFunc **funcs = ARENA_ARRAY(f.a, const PrimFunc *, f.n);
-  Schedule **scheds = ARENA_ARRAY(f.a, Schedule *, f.n);
-  MeasureBuild *built = ARENA_ARRAY(f.a, MeasureBuild, f.n);
-  int n = 0;
-  int64_t ids[REMEASURE_TOP + 1];
-  for (int i = 0; i < f.n; i++) {
-    LoomError e2 = {0};
-    Trace *tr = trace_parse(f.a, f.traces[i], &e2);
-    Schedule *s = sch_create(task->func, DECIDE_DEFAULT, 0);
-    if (tr && trace_apply(tr, s) == LOOM_OK) {
-      scheds[n] = s, funcs[n] = sch_func(s), ids[n++] = f.ids[i];
-    } else {
-      sch_free(s);
-    }
-  }
-  BuildOptions build = {.cflags = t->target.cflags};
-  if (n > 1) st = measure_build_batch(f.a, funcs, n, NULL, &build, built, err);
-  if (!st && n > 1) st = records_begin(t->rec, err);
-  for (int round = 0; !st && n > 1 && round < REMEASURE_ROUNDS; round++)
-    for (int i = 0; !st && i < n; i++) {
-      if (built[i].status != LOOM_OK) continue;
-      MeasureRequest req = {.candidate = {built[i].so_path, built[i].kernel},
-                            .reference = {task->ref.so_path, task->ref.kernel},
-                            .args = task->args, .n_args = task->nargs, .threads = t->threads,
-                            .seed = 0x20 + (uint64_t)round, .min_seconds = t->opt->min_seconds,
-                            .timeout_seconds = t->opt->timeout_seconds};
-      MeasureResult r;
-      if ((st = measurer_run(t->meas, &req, &r, err)) == LOOM_OK && r.status == MEASURE_OK)
-        st = records_add_time(t->rec, ids[i], r.median_us, err);
-    }
-  if (n > 1) st = st ? (records_rollback(t->rec), st) : records_commit(t->rec, err);
-  for (int i = 0; i < n; i++) sch_free(scheds[i]);
-  arena_free(f.a);
-  if (!st) st = load_best(t, task, err);
-  return st;
-}
 
 /* ---- the loop ---- */
 
@@ -596,8 +244,8 @@ static Task *next_task(Tuner *t) {
                             back >= 0 ? k->best_after[back % (TUNE_GRADIENT_WINDOW + 1)] : -1, k->rounds, k->group,
                             k->exhausted};
   }
-  double u = (double)(next_rand(&t->rng) >> 11) * (1.0 / 9007199254740992.0);
-  int pick = tune_pick_task(st, t->ntasks, u, next_rand(&t->rng));
+  double u = (double)(tune_next_rand(&t->rng) >> 11) * (1.0 / 9007199254740992.0);
+  int pick = tune_pick_task(st, t->ntasks, u, tune_next_rand(&t->rng));
   free(st);
   return pick >= 0 ? &t->tasks[pick] : NULL;
 }
@@ -646,6 +294,7 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
   if (o.batch == 0) o.batch = 16;
   if (o.min_seconds <= 0) o.min_seconds = 0.1;
   if (o.timeout_seconds <= 0) o.timeout_seconds = 10;
+  if (o.build_timeout_seconds <= 0) o.build_timeout_seconds = 60;
   Tuner t;
   memset(&t, 0, sizeof t);
   t.opt = &o;
@@ -674,13 +323,13 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
   if (!st && !t.cm && !(t.cm = cost_model_new(FEATURES_DIM, NULL, err)))
     st = err->status ? err->status : LOOM_ERR_INTERNAL;
   t.budget = o.trials > 0 ? o.trials : o.seconds > 0 ? 0 : 64 * t.ntasks;
-  for (int i = 0; !st && i < t.ntasks; i++) st = load_best(&t, &t.tasks[i], err);
+  for (int i = 0; !st && i < t.ntasks; i++) st = tune_load_best(&t, &t.tasks[i], err);
   if (!st) warm_start(&t);
   while (!st && budget_left(&t)) {
     Task *task = next_task(&t);
     if (!task) break;
     Arena *a = arena_new();
-    if (!task->have_ref && (st = build_reference(&t, task, t.arena, err))) {
+    if (!task->have_ref && (st = tune_build_reference(&t, task, t.arena, err))) {
       arena_free(a);
       break;
     }
@@ -693,14 +342,14 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
      * baseline of the progress line, and the reference of the records). */
     if (task->default_us < 0) {
       Schedule *s = sch_create(task->func, DECIDE_DEFAULT, 0);
-      if (make_candidate(&t, task, s, "default", NULL, 0, c, 0, &c[0])) n = 1;
+      if (tune_make_candidate(&t, task, s, "default", NULL, 0, c, 0, &c[0])) n = 1;
       else task->default_us = task->best_us; /* in the records already */
     }
-    if (n == 0) n = propose(&t, task, want, c, 0, c);
+    if (n == 0) n = tune_propose(&t, task, want, c, 0, c);
     if (n == 0) task->exhausted = true;
     else st = run_batch(&t, task, c, n, err);
     task->best_after[task->rounds++ % (TUNE_GRADIENT_WINDOW + 1)] = task->best_us;
-    free_candidates(c, n);
+    tune_free_candidates(c, n);
     free(c);
     arena_free(a);
     update_progress(&t, task);
@@ -712,7 +361,7 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
   }
   free(model_path);
   /* The final round (unless the machinery failed). */
-  for (int i = 0; !st && i < t.ntasks; i++) st = remeasure_task(&t, &t.tasks[i], err);
+  for (int i = 0; !st && i < t.ntasks; i++) st = tune_final_round(&t, &t.tasks[i], err);
   update_progress(&t, NULL);
   if (out) *out = t.prog;
   cost_model_free(t.cm);

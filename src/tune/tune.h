@@ -21,7 +21,11 @@
  * TUNE_SEARCH_RANDOM draws every candidate at random (the baseline).
  *
  * Resumable: everything measured is in the records; a second run with the
- * same records skips what is there and goes on from the best of it. */
+ * same records skips what is there and goes on from the best of it.
+ *
+ * Files: tune.c (tasks, batches, the loop), search.c (candidates, the
+ * search), final_round.c (the best few measured again at the end),
+ * task_scheduler.c (which task next). */
 #ifndef LOOM_TUNE_TUNE_H
 #define LOOM_TUNE_TUNE_H
 
@@ -58,7 +62,8 @@ typedef struct TuneOptions {
   int batch;                          /* candidates per batch; 0: 16 */
   uint64_t seed;
   double min_seconds;                 /* each candidate's timed runs; 0: 0.1 s (MetaSchedule: 100 ms) */
-  double timeout_seconds;             /* per candidate; 0: 10 s */
+  double timeout_seconds;             /* per candidate's run; 0: 10 s */
+  double build_timeout_seconds;       /* per candidate's C compiler run; 0: 60 s (then a failed "build") */
   void (*progress)(const TuneProgress *p, void *user);
   void *user;
   /* Fault injection, for tests only (NULL otherwise): called for each

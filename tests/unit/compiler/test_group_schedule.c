@@ -155,6 +155,26 @@ static PrimFunc *random_case(Arena *a, int kind) {
   return f;
 }
 
+/* A random point s of f's space (its trace text `trace`): replays to the
+ * same program and computes what f computes at `threads`. */
+static void check_random_point(Arena *a, PrimFunc *f, Schedule *s, const char *trace, const char *label,
+                               uint64_t seed, int threads) {
+  LoomError err = {0};
+  Schedule *r = sch_create(f, DECIDE_DEFAULT, 0);
+  Trace *t = trace_parse(a, trace, &err);
+  if (!t || trace_apply(t, r) != LOOM_OK || !tir_func_equal(sch_func(r), sch_func(s)))
+    fail_msg("%s seed %llu: the trace does not replay to the same program:\n%s", label, (unsigned long long)seed,
+             trace);
+  ScheduleRun run = {0};
+  schedule_run(a, f, sch_func(s), threads, 7 + (int)seed, &run);
+  for (size_t i = 0; i < run.count; i++)
+    if (fabs((double)run.want[i] - run.got[i]) > 1e-4 * fmax(1.0, fabs(run.want[i])))
+      fail_msg("%s seed %llu: element %zu: reference %g, scheduled %g\n%s", label, (unsigned long long)seed, i,
+               run.want[i], run.got[i], trace);
+  schedule_run_free(&run);
+  sch_free(r);
+}
+
 static void test_random_decisions(void **state) {
   (void)state;
   static const char *const kinds[] = {"matmul", "conv", "matmul K-blocked"};
@@ -177,25 +197,12 @@ static void test_random_decisions(void **state) {
     for (int k = 0; k < 6 && seeds[kind][k]; k++) {
       uint64_t seed = seeds[kind][k];
       Arena *a = arena_new();
-      LoomError err = {0};
       PrimFunc *f = random_case(a, kind);
       Schedule *s = sch_create(f, DECIDE_RANDOM, seed);
       compile_schedule_group_on(s, &target, 2);
       char *trace = trace_to_text(sch_trace(s));
-      Schedule *r = sch_create(f, DECIDE_DEFAULT, 0);
-      Trace *t = trace_parse(a, trace, &err);
-      if (!t || trace_apply(t, r) != LOOM_OK || !tir_func_equal(sch_func(r), sch_func(s)))
-        fail_msg("%s seed %llu: the trace does not replay to the same program:\n%s", kinds[kind],
-                 (unsigned long long)seed, trace);
-      ScheduleRun run = {0};
-      schedule_run(a, f, sch_func(s), 2, 7, &run);
-      for (size_t i = 0; i < run.count; i++)
-        if (fabs((double)run.want[i] - run.got[i]) > 1e-4 * fmax(1.0, fabs(run.want[i])))
-          fail_msg("%s seed %llu: element %zu: reference %g, scheduled %g\n%s", kinds[kind],
-                   (unsigned long long)seed, i, run.want[i], run.got[i], trace);
-      schedule_run_free(&run);
+      check_random_point(a, f, s, trace, kinds[kind], seed, 2);
       free(trace);
-      sch_free(r);
       sch_free(s);
       arena_free(a);
     }
@@ -243,21 +250,8 @@ static void test_generated_sketch(void **state) {
         continue;
       }
       found++;
-      LoomError err = {0};
-      Schedule *r = sch_create(f, DECIDE_DEFAULT, 0);
-      Trace *t = trace_parse(a, trace, &err);
-      if (!t || trace_apply(t, r) != LOOM_OK || !tir_func_equal(sch_func(r), sch_func(s)))
-        fail_msg("%s seed %llu: the trace does not replay to the same program:\n%s", kinds[kind],
-                 (unsigned long long)seed, trace);
-      ScheduleRun run = {0};
-      schedule_run(a, f, sch_func(s), threads, 11, &run);
-      for (size_t i = 0; i < run.count; i++)
-        if (fabs((double)run.want[i] - run.got[i]) > 1e-4 * fmax(1.0, fabs(run.want[i])))
-          fail_msg("%s seed %llu: element %zu: reference %g, scheduled %g\n%s", kinds[kind],
-                   (unsigned long long)seed, i, run.want[i], run.got[i], trace);
-      schedule_run_free(&run);
+      check_random_point(a, f, s, trace, kinds[kind], seed, threads);
       free(trace);
-      sch_free(r);
       sch_free(s);
     }
     if (found < 4) fail_msg("%s: %d of 200 random points took the generated sketch (expected 4)", kinds[kind], found);

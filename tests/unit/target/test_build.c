@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +96,66 @@ static void test_compiler_error(void **state) {
   free(src);
 }
 
+/* Running, not a zombie (an orphan killed with its parent waits for
+ * init to reap it). */
+static bool process_alive(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *close = strrchr(buf, ')');
+  return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
+/* A compiler run past BuildOptions.timeout_seconds is killed (its whole
+ * process group: the sleep the fake compiler starts too) and the build
+ * fails with a message that says so; both for one unit and for several
+ * built in parallel. */
+static void test_compiler_timeout(void **state) {
+  (void)state;
+  char dir[] = "/tmp/loom_build_timeout_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char cc[PATH_MAX], pidfile[PATH_MAX];
+  snprintf(cc, sizeof cc, "%s/slowcc", dir);
+  snprintf(pidfile, sizeof pidfile, "%s/sleep.pid", dir);
+  FILE *f = fopen(cc, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\nsleep 30 &\necho $! > %s\nwait\n", pidfile);
+  fclose(f);
+  assert_int_equal(chmod(cc, 0755), 0);
+  for (int units = 1; units <= 3; units += 2) {
+    char *srcs[3];
+    for (int i = 0; i < units; i++) srcs[i] = unique_source("int slow(void) { return 0; }\n");
+    BuildOptions o = harness_build_options();
+    o.cc = cc;
+    o.timeout_seconds = 0.5;
+    BuildResult r;
+    LoomError err = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(build_shared_object_units((const char *const *)srcs, units, &o, &r, &err), LOOM_ERR_BUILD);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!strstr(err.msg, "timed out")) fail_msg("%d unit(s): expected a time-out, got: %s", units, err.msg);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    if (s > 20) fail_msg("%d unit(s): the build returned after %.1f s (hang guard)", units, s);
+    /* The fake compiler's child died with it. */
+    FILE *p = fopen(pidfile, "r");
+    long pid = 0;
+    if (p && fscanf(p, "%ld", &pid) == 1 && pid > 0) {
+      for (int k = 0; k < 100 && process_alive((pid_t)pid); k++) usleep(10000);
+      if (process_alive((pid_t)pid)) fail_msg("the compiler's child %ld outlived the time-out", pid);
+    }
+    if (p) fclose(p);
+    unlink(pidfile);
+    for (int i = 0; i < units; i++) free(srcs[i]);
+  }
+  unlink(cc);
+  rmdir(dir);
+}
+
 static void test_cache_dir_errors(void **state) {
   (void)state;
   BuildOptions o = harness_build_options();
@@ -141,7 +202,7 @@ static void test_fnv(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cache_hit),       cmocka_unit_test(test_compiler_error),
+      cmocka_unit_test(test_cache_hit),       cmocka_unit_test(test_compiler_error), cmocka_unit_test(test_compiler_timeout),
       cmocka_unit_test(test_cache_dir_errors), cmocka_unit_test(test_module_errors),
       cmocka_unit_test(test_fnv),
   };
