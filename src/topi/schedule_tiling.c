@@ -109,8 +109,8 @@ loom_status topi_schedule_multi_level_tiling(Schedule *s, const char *block, con
     if (sch_sample_perfect_tile(s, rd[i], R_LEVELS, 0, rf[i])) return LOOM_ERR_SCHEDULE;
   /* The repairs. S3, unrolled, within the vector registers (an unrolled
    * tile beyond them only spills, and its code can keep the C compiler's
-   * optimizer busy for minutes): S3 factors move to S2, the vector loop's
-   * last. Then the accumulator (S2 x S3) within half of L1d: S2, then S3,
+   * optimizer busy for minutes): the other loops' S3 factors move to S2
+   * (the vector loop's S3, at most four vectors, stays). Then the accumulator (S2 x S3) within half of L1d: S2, then S3,
    * factors move to S1. */
   int64_t regs = (int64_t)topi_vector_registers(target) * lanes;
   for (int i = 0; i < ns && level_elements(sf, ns, 3) > regs; i++)
