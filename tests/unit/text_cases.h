@@ -1,5 +1,6 @@
-/* Reading the text-driven test files (tests/tir/*.tir, *.arith): the file as
- * lines, `# key: value` directives, and a line diff for failures. Shared by
+/* Reading the text-driven test files (.tir in tests/tir/, .arith in
+ * tests/arith/): the file as lines, `# key: value` directives, and a line
+ * diff for failures. Shared by
  * tests/unit/xform/tir_file_runner.c and tests/unit/arith/arith_file_runner.c
  * (static functions only). */
 #ifndef LOOM_TESTS_TEXT_CASES_H
@@ -109,10 +110,10 @@ static inline void text_print_diff(const char *want, const char *got) {
     if (i < nw && j < ng && strcmp(wl[i], gl[j]) == 0) {
       fprintf(stderr, "   %s\n", wl[i++]);
       j++;
-    } else if (j < ng && (i == nw || LCS(i, j + 1) >= LCS(i + 1, j))) {
-      fprintf(stderr, " + %s\n", gl[j++]);
-    } else {
+    } else if (i < nw && (j == ng || LCS(i + 1, j) >= LCS(i, j + 1))) {
       fprintf(stderr, " - %s\n", wl[i++]);
+    } else {
+      fprintf(stderr, " + %s\n", gl[j++]);
     }
   }
 #undef LCS

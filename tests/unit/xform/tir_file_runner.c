@@ -1,4 +1,4 @@
-/* Runs .tir test files (tests/tir/*.tir; the format is in docs/tir.md,
+/* Runs .tir test files (in tests/tir/; the format is in docs/tir.md,
  * "Testing passes as text"): each case is a function in the loop IR's text,
  * the passes to run on it, and what must hold afterwards: the exact text
  * the printer gives, the same results on the reference interpreter, the
