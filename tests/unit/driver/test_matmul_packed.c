@@ -20,7 +20,6 @@
 #include "driver/driver.h"
 #include "runtime/threadpool.h"
 #include "schedule_run.h"
-#include "topi/topi.h"
 #include "topi/topi_ops.h"
 #include "topi/topi_schedule.h"
 
