@@ -84,7 +84,7 @@ static void check_case(const PackedCase *c, int threads) {
 
   const PrimFunc *lowered = driver_lowered(m, 1);
   schedule_check_register_tiles(a, packed, "y", lowered, 64 * 64);
-  AllocBytes bp_caches = {"Bp_", 0, 0, 0, 0, 0, 0};
+  AllocBytes bp_caches = {"Bp_", "", 0, 0, 0, 0, 0, 0};
   schedule_alloc_bytes(lowered->body, false, &bp_caches);
   if (bp_caches.count) fail_msg("B is copied at run time:\n%s", tir_print_func(lowered));
 
