@@ -24,8 +24,8 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
 /* conv2d in the blocked layout (topi_conv2d_nchwc_onnx; block "<name>" or
  * "<name>_conv", optional "<name>_pad" stage): an output-width x
  * output-channel-block register tile (one vector of kb lanes per output
- * point), reduction loops outside the tile, the channel block innermost; parallel over
- * (batch, channel chunk, output row). Any blocks after the conv
+ * point), reduction loops outside the tile, the channel block innermost;
+ * parallel over (batch, channel chunk, output row). Any blocks after the conv
  * (elementwise epilogue) are folded into the tile's copy-out. */
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads);
