@@ -10,7 +10,7 @@
  * the paired differences B - A. */
 #include "bench_timing.h"
 #include "loom/loom_runtime.h"
-#include "runtime/npy.h"
+#include "tensor_data/npy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

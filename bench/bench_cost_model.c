@@ -23,8 +23,8 @@
 #include "autotune/features.h"
 #include "bench_timing.h"
 #include "driver/driver.h"
+#include "fixtures/op_funcs.h"
 #include "runtime/threadpool.h"
-#include "topi/topi.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
 
   Arena *a = arena_new();
   LoomError err = {0};
-  PrimFunc *f = topi_matmul(a, M, N, K, DT_F32, &err);
+  PrimFunc *f = opfunc_matmul(a, M, N, K, DT_F32, &err);
   if (!f) return fprintf(stderr, "%s\n", err.msg), 1;
   /* function 0: the unscheduled reference; 1..n: the candidates */
   const PrimFunc **funcs = calloc((size_t)n + 1, sizeof *funcs);

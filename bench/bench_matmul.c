@@ -11,10 +11,10 @@
  * usage: bench_matmul [--repeat N] [--threads 1,2] [M N K ...] */
 #include "bench_timing.h"
 #include "driver/driver.h"
+#include "fixtures/op_funcs.h"
 #include "runtime/threadpool.h"
 #include "target/target.h"
 #include "tir/schedule/schedule.h"
-#include "topi/topi.h"
 #include "topi/topi_schedule.h"
 
 #include <cblas.h>
@@ -35,7 +35,7 @@ static int bench_one(Shape sh, int threads, int repeat, const Target *target) {
   DriverModule *mod = NULL;
   ThreadPool *pool = NULL;
   DriverTensors t = {0};
-  PrimFunc *f = topi_matmul(a, sh.M, sh.N, sh.K, DT_F32, &err);
+  PrimFunc *f = opfunc_matmul(a, sh.M, sh.N, sh.K, DT_F32, &err);
   if (!f) goto out;
   Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
   if (topi_schedule_matmul_cpu(s, "C", NULL, target, threads)) {

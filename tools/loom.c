@@ -16,11 +16,11 @@
 #include "loom/loom_compile.h"
 #include "loom/loom_runtime.h"
 #include "runtime/artifact.h"
-#include "runtime/atomic_file.h"
 #include "runtime/dl_dtype.h"
-#include "runtime/npy.h"
+#include "support/atomic_file.h"
 #include "support/clock.h"
 #include "support/subprocess.h"
+#include "tensor_data/npy.h"
 #include "target/target.h"
 #include "tune/tune.h"
 

@@ -7,7 +7,7 @@
  * src/autotune/measure_protocol.h. Per request:
  *
  *   1. the reference kernel's expected outputs: loaded, inputs filled with
- *      seeded random values (runtime/tensor_fill.h, as the unit tests'
+ *      seeded random values (tensor_data/tensor_fill.h, as the unit tests'
  *      driver_tensors_alloc), run once; cached by (shared object, kernel,
  *      seed, argument description);
  *   2. the candidate: run twice, its outputs filled first with two
@@ -33,10 +33,10 @@
 #include "loom/loom_kernel.h"
 #include "runtime/dl_dtype.h"
 #include "runtime/module.h"
-#include "runtime/tensor_fill.h"
 #include "runtime/threadpool.h"
 #include "support/clock.h"
 #include "support/error.h"
+#include "tensor_data/tensor_fill.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
 #include "autotune/cost_model.h"
 
 #include "autotune/features.h"
-#include "runtime/atomic_file.h"
+#include "support/atomic_file.h"
 
 #include <xgboost/c_api.h>
 

@@ -15,12 +15,12 @@
  *   artifact (weights, plan, kernels)                  runtime/artifact */
 #include "compile/compile.h"
 
+#include "artifact_write/artifact_write.h"
 #include "driver/driver.h"
 #include "frontend/onnx/onnx.h"
 #include "autotune/records.h"
 #include "autotune/workload.h"
 #include "loom/loom_compile.h"
-#include "runtime/artifact.h"
 #include "tir/flops.h"
 #include "tir/schedule/schedule.h"
 #include "tir/text.h"

@@ -1,7 +1,7 @@
 /* DLTensors for a PrimFunc's parameters, with seeded random contents. */
 #include "driver/driver.h"
 
-#include "runtime/tensor_fill.h"
+#include "tensor_data/tensor_fill.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -121,8 +121,9 @@ typedef struct ArtifactCall {
   const ArtifactArg *args;
 } ArtifactCall;
 
-/* What the compiler hands to artifact_write, and what artifact_parse gives
- * back (then every pointer is into the Artifact's arena or the file image). */
+/* What the compiler hands to artifact_write (src/artifact_write), and what
+ * artifact_parse gives back (then every pointer is into the Artifact's arena
+ * or the file image). */
 typedef struct ArtifactSpec {
   const char *target;       /* NULL: artifact_host_target() */
   const char *loom_version; /* NULL: LOOM_VERSION_STRING (tests set others) */
@@ -146,12 +147,6 @@ typedef struct ArtifactSpec {
   const char *run_entry;
   const uint64_t *run_entry_weight_offsets;
 } ArtifactSpec;
-
-/* Writes `path` atomically (temporary file in the same directory, checked by
- * artifact_parse, then rename). LOOM_ERR_INVALID_ARG naming the field at
- * fault for a malformed spec, LOOM_ERR_IO naming the path. On failure no file
- * is left at `path` (an older one stays untouched) nor a temporary. */
-loom_status artifact_write(const char *path, const ArtifactSpec *spec, LoomError *err);
 
 typedef struct Artifact {
   uint32_t format_version;

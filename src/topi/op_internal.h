@@ -8,6 +8,11 @@
 
 #define TOPI_MAX_RANK 8
 
+/* name[i...] = in-bounds ? data[i - before] : pad_value, extent shape[d] +
+ * before[d] + after[d] along each dimension (op_pad_stage.c): the padding
+ * stage of the windowed ops (conv, pool), schedule rule "pad". */
+TeTensor *topi_pad(Arena *a, const char *name, const TeTensor *data, const int64_t *before,
+                   const int64_t *after, const Expr *pad_value, LoomError *err);
 /* A constant of dtype t with value v (truncated for integers, v != 0 for bool). */
 const Expr *op_const(Arena *a, DType t, double v);
 /* Normalizes axis into [0, rank) (or [0, rank] when inclusive); false with a

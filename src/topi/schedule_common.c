@@ -85,12 +85,8 @@ SchRV topi_find_pad(Schedule *s, const char *block) {
   Arena *a = sch_arena(s);
   size_t n = strlen(block);
   const char *base = n > 5 && !strcmp(block + n - 5, "_conv") ? arena_strndup(a, block, n - 5) : block;
-  const char *names[2] = {arena_printf(a, "%s_pad", base), "pad"};
-  for (int i = 0; i < 2; i++) {
-    const Stmt *r = stmt_find_block(sch_func(s)->body, names[i]);
-    if (r) return sch_get_block(s, names[i]);
-  }
-  return -1;
+  const char *pad = arena_printf(a, "%s_pad", base);
+  return stmt_find_block(sch_func(s)->body, pad) ? sch_get_block(s, pad) : -1;
 }
 
 loom_status topi_tile_accumulator(Schedule *s, SchRV block, const char *epilogue, SchRV tile_loop, SchRV reduce_loop,

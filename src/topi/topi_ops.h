@@ -24,9 +24,11 @@
 #define LOOM_TOPI_TOPI_OPS_H
 
 #include "te/te.h"
-#include "topi/topi.h" /* TopiPoolKind */
 
 #include <stdbool.h>
+
+/* MaxPool or AveragePool: the pools here and in topi_ops_tensor.h. */
+typedef enum TopiPoolKind { TOPI_POOL_MAX, TOPI_POOL_AVG } TopiPoolKind;
 
 /* ---------------- elementwise (op_elemwise.c) ---------------- */
 

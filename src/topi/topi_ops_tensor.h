@@ -6,7 +6,6 @@
 #define LOOM_TOPI_TOPI_OPS_TENSOR_H
 
 #include "te/te.h"
-#include "topi/topi.h" /* TopiPoolKind */
 
 #include <stdbool.h>
 

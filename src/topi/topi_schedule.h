@@ -21,11 +21,11 @@
 loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char *epilogue,
                                      const Target *target, int num_threads);
 
-/* conv2d in the blocked layout (topi_conv2d_nchwc; block "conv2d_NCHWc",
- * optional "pad" stage): an output-width x output-channel-block register
- * tile (one vector of kb lanes per output point), reduction loops
- * outside the tile, the channel block innermost; parallel over
- * (batch, channel chunk, output row). Any blocks after the conv
+/* conv2d in the blocked layout (topi_conv2d_nchwc_onnx; block "<name>" or
+ * "<name>_conv", optional "<name>_pad" stage): an output-width x
+ * output-channel-block register tile (one vector of kb lanes per output
+ * point), reduction loops outside the tile, the channel block innermost;
+ * parallel over (batch, channel chunk, output row). Any blocks after the conv
  * (elementwise epilogue) are folded into the tile's copy-out. */
 loom_status topi_schedule_conv2d_nchwc_cpu(Schedule *s, const char *block, const char *epilogue,
                                            const Target *target, int num_threads);
@@ -110,9 +110,8 @@ void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer);
  * depthwise conv's window is unrolled whole when it is small (3x3, 5x5),
  * row by row or not at all when it is large. */
 loom_status topi_unroll_within_budget(Schedule *s, const SchRV *loops, int n);
-/* The padding stage of conv block `block`: "pad" (topi_conv2d_nchwc) or
- * "<name>_pad" where the conv is "<name>" or "<name>_conv" (the ONNX ops);
- * -1 when there is none. */
+/* The padding stage of conv block `block`: "<name>_pad" where the conv is
+ * "<name>" or "<name>_conv"; -1 when there is none. */
 SchRV topi_find_pad(Schedule *s, const char *block);
 /* The register tile of a reduction: its output cached (cache_write) and
  * written out under tile_loop with the epilogue folded in, its init

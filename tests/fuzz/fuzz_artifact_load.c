@@ -14,7 +14,7 @@
  * glibc's ELF loader is not ours to fuzz. */
 #include "runtime/artifact.h"
 #include "runtime/artifact_checksum.h"
-#include "runtime/npy.h"
+#include "tensor_data/npy.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -29,9 +29,9 @@
 #include "autotune/autotune.h"
 #include "autotune/cost_model.h"
 #include "autotune/features.h"
+#include "fixtures/op_funcs.h"
 #include "support/ptrmap.h"
 #include "tir/transform/transform.h"
-#include "topi/topi.h"
 
 /* ---- the synthetic time ---- */
 
@@ -134,7 +134,7 @@ static Set candidates(int64_t M, int64_t N, int64_t K, uint64_t seed0, int n) {
   LowerOptions lo = lower_options_default();
   for (uint64_t seed = seed0; s.n < n; seed++) {
     Arena *a = arena_new();
-    PrimFunc *f = topi_matmul(a, M, N, K, DT_F32, &err);
+    PrimFunc *f = opfunc_matmul(a, M, N, K, DT_F32, &err);
     assert_non_null(f);
     Schedule *sch = sch_create(f, DECIDE_RANDOM, seed);
     if (random_schedule_apply(sch, NULL, &err)) fail_msg("random schedule %llu: %s", (unsigned long long)seed, err.msg);

@@ -15,10 +15,10 @@
 #include <time.h>
 
 #include "autotune/features.h"
+#include "fixtures/op_funcs.h"
 #include "target/target.h"
 #include "tir/text.h"
 #include "tir/transform/transform.h"
-#include "topi/topi.h"
 #include "topi/topi_schedule.h"
 
 static int feature_index(const char *name) {
@@ -81,7 +81,7 @@ static void keep_free(Keep *k) {
 static const PrimFunc *default_matmul(Arena *a, Keep *keep, int64_t M, int64_t N, int64_t K, const char *target,
                                       int threads) {
   LoomError err = {0};
-  PrimFunc *f = topi_matmul(a, M, N, K, DT_F32, &err);
+  PrimFunc *f = opfunc_matmul(a, M, N, K, DT_F32, &err);
   assert_non_null(f);
   Target t = make_target(target);
   Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
@@ -138,7 +138,7 @@ static void test_refusals(void **state) {
   (void)state;
   Arena *a = arena_new();
   LoomError err = {0};
-  PrimFunc *f = topi_matmul(a, 8, 8, 8, DT_F32, &err);
+  PrimFunc *f = opfunc_matmul(a, 8, 8, 8, DT_F32, &err);
   float v[FEATURES_DIM];
   assert_int_equal(features_extract(f, v, FEATURES_DIM, &err), LOOM_ERR_UNSUPPORTED);
   assert_non_null(strstr(err.msg, "not lowered"));
@@ -374,8 +374,8 @@ static void test_extraction_time(void **state) {
   LoomError err = {0};
   Target t = make_target("x86_64-avx2");
   int64_t lanes = target_lanes(&t, DT_F32);
-  TopiConv2d p = {.N = 1, .C = 64, .H = 56, .W = 56, .K = 64, .R = 3, .S = 3, .stride = 1, .pad = 1};
-  PrimFunc *conv = topi_conv2d_nchwc(a, &p, lanes, lanes, &err);
+  OpfuncConv2d p = {.N = 1, .C = 64, .H = 56, .W = 56, .K = 64, .R = 3, .S = 3, .stride = 1, .pad = 1};
+  PrimFunc *conv = opfunc_conv2d_nchwc(a, &p, lanes, lanes, &err);
   assert_non_null(conv);
   Keep keep = {0};
   Schedule *s = sch_create(conv, DECIDE_DEFAULT, 0);

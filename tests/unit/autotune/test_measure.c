@@ -30,8 +30,8 @@
 
 #include "autotune/autotune.h"
 #include "autotune/measure.h"
+#include "fixtures/op_funcs.h"
 #include "target/target.h"
-#include "topi/topi.h"
 #include "topi/topi_schedule.h"
 
 /* As the random-schedule harness: in a sanitizer build the kernels are
@@ -162,7 +162,7 @@ static int group_setup(void **state) {
   }
   g.arena = arena_new();
   g.build = build_options();
-  PrimFunc *f = topi_matmul(g.arena, M, N, K, DT_F32, &err);
+  PrimFunc *f = opfunc_matmul(g.arena, M, N, K, DT_F32, &err);
   if (!f) return -1;
   Target host = target_host();
   g.sch[0] = sch_create(f, DECIDE_DEFAULT, 0);

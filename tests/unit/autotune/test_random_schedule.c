@@ -14,9 +14,9 @@
 
 #include "autotune/autotune.h"
 #include "driver/driver.h"
+#include "fixtures/op_funcs.h"
 #include "tir/interp.h"
 #include "tir/text.h"
-#include "topi/topi.h"
 
 static char *schedule_text(const PrimFunc *f, uint64_t seed, RandomScheduleStats *st) {
   Schedule *s = sch_create(f, DECIDE_RANDOM, seed);
@@ -33,7 +33,7 @@ static void test_deterministic(void **state) {
   (void)state;
   Arena *a = arena_new();
   LoomError err = {0};
-  PrimFunc *f = topi_softmax(a, 2, (int64_t[]){4, 12}, &err);
+  PrimFunc *f = opfunc_softmax(a, 2, (int64_t[]){4, 12}, &err);
   RandomScheduleStats st1, st2;
   char *t1 = schedule_text(f, 42, &st1), *t2 = schedule_text(f, 42, &st2);
   assert_string_equal(t1, t2);
@@ -59,8 +59,8 @@ static void test_decisions_replay(void **state) {
   (void)state;
   Arena *a = arena_new();
   LoomError err = {0};
-  TopiConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
-  PrimFunc *f = topi_conv2d_nchw(a, &p, &err);
+  OpfuncConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
+  PrimFunc *f = opfunc_conv2d_nchw(a, &p, &err);
   assert_non_null(f);
   for (uint64_t seed = 1; seed <= 10; seed++) {
     Schedule *s = sch_create(f, DECIDE_RANDOM, seed);
@@ -80,7 +80,7 @@ static void test_decisions_replay(void **state) {
   arena_free(a);
 }
 
-/* Harness find (softmax seed 2): T_sum computed at T_softmax's inner loop
+/* Harness find (softmax seed 2): softmax_sum computed at softmax's inner loop
  * re-runs the row sum per column; decompose_reduction above that loop
  * hoisted the init out of it, so later runs accumulated onto earlier ones.
  * It must refuse (program unchanged), and the schedule must stay correct. */
@@ -88,13 +88,13 @@ static void test_decompose_under_repeat_loop(void **state) {
   (void)state;
   Arena *a = arena_new();
   LoomError err = {0};
-  PrimFunc *f = topi_softmax(a, 2, (int64_t[]){3, 5}, &err);
+  PrimFunc *f = opfunc_softmax(a, 2, (int64_t[]){3, 5}, &err);
   Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
-  assert_int_equal(sch_compute_inline(s, sch_get_block(s, "T_exp")), LOOM_OK);
+  assert_int_equal(sch_compute_inline(s, sch_get_block(s, "softmax_exp")), LOOM_OK);
   SchRV loops[4];
-  assert_int_equal(sch_get_loops(s, sch_get_block(s, "T_softmax"), loops, 4), 2);
-  assert_int_equal(sch_compute_at(s, sch_get_block(s, "T_sum"), loops[1]), LOOM_OK);
-  SchRV sum = sch_get_block(s, "T_sum");
+  assert_int_equal(sch_get_loops(s, sch_get_block(s, "softmax"), loops, 4), 2);
+  assert_int_equal(sch_compute_at(s, sch_get_block(s, "softmax_sum"), loops[1]), LOOM_OK);
+  SchRV sum = sch_get_block(s, "softmax_sum");
   assert_int_equal(sch_get_loops(s, sum, loops, 4), 3); /* i, j (binds nothing), k */
   const PrimFunc *before = sch_func(s);
   assert_true(sch_decompose_reduction(s, sum, loops[1]) < 0);

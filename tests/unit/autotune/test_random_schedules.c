@@ -65,28 +65,28 @@
 
 #include "autotune/autotune.h"
 #include "driver/driver.h"
+#include "fixtures/op_funcs.h"
 #include "runtime/artifact.h"
 #include "runtime/threadpool.h"
 #include "target/target.h"
 #include "tir/interp.h"
 #include "tir/text.h"
-#include "topi/topi.h"
 #include "topi/topi_ops.h"
 
 /* ---- the suite (small shapes: each run must be fast) ---- */
 
 typedef PrimFunc *(*MakeFn)(Arena *a, LoomError *err);
 
-static PrimFunc *mk_matmul_f32(Arena *a, LoomError *e) { return topi_matmul(a, 16, 12, 20, DT_F32, e); }
-static PrimFunc *mk_matmul_i32(Arena *a, LoomError *e) { return topi_matmul(a, 9, 8, 10, DT_I32, e); }
-static PrimFunc *mk_batch_matmul(Arena *a, LoomError *e) { return topi_batch_matmul(a, 2, 8, 6, 10, e); }
+static PrimFunc *mk_matmul_f32(Arena *a, LoomError *e) { return opfunc_matmul(a, 16, 12, 20, DT_F32, e); }
+static PrimFunc *mk_matmul_i32(Arena *a, LoomError *e) { return opfunc_matmul(a, 9, 8, 10, DT_I32, e); }
+static PrimFunc *mk_batch_matmul(Arena *a, LoomError *e) { return opfunc_batch_matmul(a, 2, 8, 6, 10, e); }
 static PrimFunc *mk_conv2d(Arena *a, LoomError *e) {
-  TopiConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
-  return topi_conv2d_nchw(a, &p, e);
+  OpfuncConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
+  return opfunc_conv2d_nchw(a, &p, e);
 }
 static PrimFunc *mk_conv2d_nchwc(Arena *a, LoomError *e) {
-  TopiConv2d p = {.N = 1, .C = 4, .H = 6, .W = 6, .K = 4, .R = 3, .S = 3, .stride = 1, .pad = 1};
-  return topi_conv2d_nchwc(a, &p, 2, 2, e);
+  OpfuncConv2d p = {.N = 1, .C = 4, .H = 6, .W = 6, .K = 4, .R = 3, .S = 3, .stride = 1, .pad = 1};
+  return opfunc_conv2d_nchwc(a, &p, 2, 2, e);
 }
 /* Winograd F(2x2, 3x3): batch 2, odd extents (partial tiles), asymmetric
  * pads; its transforms index through floordiv/floormod and selects. */
@@ -97,33 +97,33 @@ static PrimFunc *mk_conv2d_winograd(Arena *a, LoomError *e) {
   return y ? te_create_primfunc(a, "conv2d_winograd", (TeTensor *[]){x, u, y}, 3, e) : NULL;
 }
 static PrimFunc *mk_depthwise(Arena *a, LoomError *e) {
-  TopiConv2d p = {.N = 1, .C = 3, .H = 8, .W = 8, .K = 3, .R = 3, .S = 3, .stride = 1, .pad = 1};
-  return topi_depthwise_conv2d_nchw(a, &p, e);
+  OpfuncConv2d p = {.N = 1, .C = 3, .H = 8, .W = 8, .K = 3, .R = 3, .S = 3, .stride = 1, .pad = 1};
+  return opfunc_depthwise_conv2d_nchw(a, &p, e);
 }
 static PrimFunc *mk_max_pool(Arena *a, LoomError *e) {
-  return topi_pool2d(a, TOPI_POOL_MAX, 1, 3, 8, 8, 3, 2, 1, false, e);
+  return opfunc_pool2d(a, TOPI_POOL_MAX, 1, 3, 8, 8, 3, 2, 1, false, e);
 }
 static PrimFunc *mk_avg_pool(Arena *a, LoomError *e) {
-  return topi_pool2d(a, TOPI_POOL_AVG, 1, 2, 7, 7, 3, 1, 1, false, e);
+  return opfunc_pool2d(a, TOPI_POOL_AVG, 1, 2, 7, 7, 3, 1, 1, false, e);
 }
-static PrimFunc *mk_softmax(Arena *a, LoomError *e) { return topi_softmax(a, 2, (int64_t[]){4, 12}, e); }
+static PrimFunc *mk_softmax(Arena *a, LoomError *e) { return opfunc_softmax(a, 2, (int64_t[]){4, 12}, e); }
 static PrimFunc *mk_layer_norm(Arena *a, LoomError *e) {
-  return topi_layer_norm(a, 2, (int64_t[]){3, 16}, 1e-5, e);
+  return opfunc_layer_norm(a, 2, (int64_t[]){3, 16}, 1e-5, e);
 }
 static PrimFunc *mk_transpose(Arena *a, LoomError *e) {
-  return topi_transpose(a, 3, (int64_t[]){3, 4, 5}, (int[]){2, 0, 1}, e);
+  return opfunc_transpose(a, 3, (int64_t[]){3, 4, 5}, (int[]){2, 0, 1}, e);
 }
 static PrimFunc *mk_broadcast_add(Arena *a, LoomError *e) {
-  return topi_broadcast_add(a, 3, (int64_t[]){4, 1, 6}, (int64_t[]){1, 5, 6}, e);
+  return opfunc_broadcast_add(a, 3, (int64_t[]){4, 1, 6}, (int64_t[]){1, 5, 6}, e);
 }
 static PrimFunc *mk_sum_inner(Arena *a, LoomError *e) {
-  return topi_reduce_sum(a, 2, (int64_t[]){6, 10}, 1, DT_F32, e);
+  return opfunc_reduce_sum(a, 2, (int64_t[]){6, 10}, 1, DT_F32, e);
 }
 static PrimFunc *mk_sum_outer(Arena *a, LoomError *e) {
-  return topi_reduce_sum(a, 2, (int64_t[]){10, 6}, 0, DT_F32, e);
+  return opfunc_reduce_sum(a, 2, (int64_t[]){10, 6}, 0, DT_F32, e);
 }
 static PrimFunc *mk_sum_i32(Arena *a, LoomError *e) {
-  return topi_reduce_sum(a, 3, (int64_t[]){4, 5, 6}, 1, DT_I32, e);
+  return opfunc_reduce_sum(a, 3, (int64_t[]){4, 5, 6}, 1, DT_I32, e);
 }
 
 /* ---- settings ---- */

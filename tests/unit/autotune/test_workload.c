@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "autotune/workload.h"
+#include "fixtures/op_funcs.h"
 #include "te/te.h"
 #include "tir/text.h"
-#include "topi/topi.h"
 
 static void key_of(const PrimFunc *f, char out[AUTOTUNE_WORKLOAD_KEY_LEN + 1]) {
   assert_non_null(f);
@@ -98,16 +98,16 @@ static void test_names_ignored(void **state) {
   /* the same operator built twice */
   LoomError err = {0};
   char k3[33], k4[33];
-  key_of(topi_matmul(a, 8, 16, 32, DT_F32, &err), k3);
-  key_of(topi_matmul(a, 8, 16, 32, DT_F32, &err), k4);
+  key_of(opfunc_matmul(a, 8, 16, 32, DT_F32, &err), k3);
+  key_of(opfunc_matmul(a, 8, 16, 32, DT_F32, &err), k4);
   assert_string_equal(k3, k4);
-  TopiConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
-  key_of(topi_conv2d_nchw(a, &p, &err), k3);
-  key_of(topi_conv2d_nchw(a, &p, &err), k4);
+  OpfuncConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
+  key_of(opfunc_conv2d_nchw(a, &p, &err), k3);
+  key_of(opfunc_conv2d_nchw(a, &p, &err), k4);
   assert_string_equal(k3, k4);
 
   /* a function read back from its anonymous text: one key */
-  PrimFunc *conv = topi_conv2d_nchw(a, &p, &err);
+  PrimFunc *conv = opfunc_conv2d_nchw(a, &p, &err);
   char *anon = tir_print_func_anonymous(conv);
   PrimFunc *back = tir_parse_func(a, anon, &err);
   assert_non_null(back);
@@ -166,24 +166,24 @@ static void test_structure_changes_key(void **state) {
   Arena *a = arena_new();
   LoomError err = {0};
   Names n = {"matmul", "A", "B", "k", "i", "j", "C"}, renamed_block = {"matmul", "A", "B", "k", "i", "j", "D"};
-  TopiConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
-  TopiConv2d p_stride = p, p_pad = p;
+  OpfuncConv2d p = {.N = 1, .C = 3, .H = 9, .W = 9, .K = 4, .R = 3, .S = 3, .stride = 2, .pad = 1};
+  OpfuncConv2d p_stride = p, p_pad = p;
   p_stride.stride = 1;
   p_pad.pad = 0;
   const PrimFunc *fs[] = {
-      topi_matmul(a, 8, 16, 32, DT_F32, &err),
-      topi_matmul(a, 8, 16, 33, DT_F32, &err), /* another K */
-      topi_matmul(a, 16, 8, 32, DT_F32, &err), /* M and N swapped */
-      topi_matmul(a, 8, 16, 32, DT_I32, &err), /* another dtype */
-      topi_batch_matmul(a, 1, 8, 16, 32, &err), /* another operator, same sizes */
-      topi_softmax(a, 2, (int64_t[]){4, 12}, &err),
-      topi_softmax(a, 2, (int64_t[]){12, 4}, &err),
-      topi_layer_norm(a, 2, (int64_t[]){4, 12}, 1e-5, &err),
-      topi_layer_norm(a, 2, (int64_t[]){4, 12}, 1e-6, &err), /* a constant */
-      topi_conv2d_nchw(a, &p, &err),
-      topi_conv2d_nchw(a, &p_stride, &err),
-      topi_conv2d_nchw(a, &p_pad, &err),
-      topi_depthwise_conv2d_nchw(a, &p, &err),
+      opfunc_matmul(a, 8, 16, 32, DT_F32, &err),
+      opfunc_matmul(a, 8, 16, 33, DT_F32, &err), /* another K */
+      opfunc_matmul(a, 16, 8, 32, DT_F32, &err), /* M and N swapped */
+      opfunc_matmul(a, 8, 16, 32, DT_I32, &err), /* another dtype */
+      opfunc_batch_matmul(a, 1, 8, 16, 32, &err), /* another operator, same sizes */
+      opfunc_softmax(a, 2, (int64_t[]){4, 12}, &err),
+      opfunc_softmax(a, 2, (int64_t[]){12, 4}, &err),
+      opfunc_layer_norm(a, 2, (int64_t[]){4, 12}, 1e-5, &err),
+      opfunc_layer_norm(a, 2, (int64_t[]){4, 12}, 1e-6, &err), /* a constant */
+      opfunc_conv2d_nchw(a, &p, &err),
+      opfunc_conv2d_nchw(a, &p_stride, &err),
+      opfunc_conv2d_nchw(a, &p_pad, &err),
+      opfunc_depthwise_conv2d_nchw(a, &p, &err),
       named_matmul(a, &n, DT_F32, 8, 16, 32),
       named_matmul(a, &renamed_block, DT_F32, 8, 16, 32), /* block names are identity */
   };

@@ -20,7 +20,7 @@
 
 #include "loom/loom_compile.h"
 #include "loom/loom_runtime.h"
-#include "runtime/artifact.h"
+#include "artifact_write/artifact_write.h"
 #include "runtime/artifact_checksum.h"
 #include "runtime/artifact_format.h"
 #include "runtime/executor.h"

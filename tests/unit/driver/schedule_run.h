@@ -52,7 +52,8 @@ static inline void schedule_run(Arena *a, const PrimFunc *reference, const PrimF
  * loop, and how many outside loops are bigger than a tile and how big the
  * largest of those is. */
 typedef struct AllocBytes {
-  const char *prefix;
+  const char *prefix; /* the block's caches: "<block>_..." */
+  const char *pad;    /* except its padding stage, "<block>_pad" */
   int64_t max_tile, count, tiles, max_in_loop, big_outside, max_outside;
 } AllocBytes;
 
@@ -77,7 +78,8 @@ static inline void schedule_alloc_bytes(const Stmt *s, bool in_loop, AllocBytes 
     case STMT_ALLOCATE: {
       int64_t bytes = 4, e;
       for (int d = 0; d < s->alloc.buffer->ndim; d++) bytes *= expr_as_int(s->alloc.buffer->shape[d], &e) ? e : 1 << 20;
-      if (!strncmp(s->alloc.buffer->name, out->prefix, strlen(out->prefix))) {
+      const char *name = s->alloc.buffer->name;
+      if (!strncmp(name, out->prefix, strlen(out->prefix)) && strcmp(name, out->pad)) {
         out->count++;
         out->tiles += bytes <= out->max_tile;
         if (in_loop && bytes > out->max_in_loop) out->max_in_loop = bytes;
@@ -104,7 +106,8 @@ static inline void schedule_check_register_tiles(Arena *a, const PrimFunc *f, co
   const Buffer *out = f->params[f->n_params - 1];
   int64_t out_bytes = 4, e;
   for (int d = 0; d < out->ndim; d++) out_bytes *= expr_as_int(out->shape[d], &e) ? e : 1;
-  AllocBytes ab = {arena_printf(a, "%s_", block ? block : out->name), max_tile_bytes, 0, 0, 0, 0, 0};
+  const char *b = block ? block : out->name;
+  AllocBytes ab = {arena_printf(a, "%s_", b), arena_printf(a, "%s_pad", b), max_tile_bytes, 0, 0, 0, 0, 0};
   schedule_alloc_bytes(lowered->body, false, &ab);
   /* Two accumulators: the bands' loop and the partial band partitioning split off it. */
   if (ab.tiles == 0 || ab.max_in_loop > max_tile_bytes || ab.big_outside > 2 || ab.max_outside > out_bytes)

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "driver/driver.h"
+#include "fixtures/op_funcs.h"
 #include "tir/interp.h"
-#include "topi/topi.h"
 
 static BuildOptions test_build_options(void) {
   BuildOptions o = {0};
@@ -71,9 +71,9 @@ static void test_build_many(void **state) {
   Arena *a = arena_new();
   LoomError err = {0};
   const PrimFunc *fs[3];
-  fs[0] = renamed(a, topi_matmul(a, 7, 5, 9, DT_F32, &err), "mm_f32");
-  fs[1] = renamed(a, topi_matmul(a, 4, 6, 3, DT_I32, &err), "mm_i32");
-  fs[2] = renamed(a, topi_softmax(a, 2, (int64_t[]){3, 10}, &err), "softmax");
+  fs[0] = renamed(a, opfunc_matmul(a, 7, 5, 9, DT_F32, &err), "mm_f32");
+  fs[1] = renamed(a, opfunc_matmul(a, 4, 6, 3, DT_I32, &err), "mm_i32");
+  fs[2] = renamed(a, opfunc_softmax(a, 2, (int64_t[]){3, 10}, &err), "softmax");
   BuildOptions bo = test_build_options();
   DriverOptions opt = {.build = &bo};
   DriverModule *m = NULL;
@@ -107,14 +107,14 @@ static void test_identical_kernels(void **state) {
   LoomError err = {0};
   enum { N = 44 };
   const PrimFunc *fs[N];
-  fs[0] = renamed(a, topi_matmul(a, 7, 5, 9, DT_F32, &err), "mm_a");
-  fs[1] = renamed(a, topi_matmul(a, 7, 5, 9, DT_F32, &err), "mm_b"); /* built anew: other buffers, same code */
-  fs[2] = renamed(a, topi_matmul(a, 7, 5, 8, DT_F32, &err), "mm_c");
-  fs[3] = renamed(a, topi_broadcast_add(a, 2, (int64_t[]){4, 6}, (int64_t[]){4, 6}, &err), "add_4x6");
-  fs[4] = renamed(a, topi_broadcast_add(a, 2, (int64_t[]){6, 4}, (int64_t[]){6, 4}, &err), "add_6x4");
-  fs[5] = renamed(a, topi_broadcast_add(a, 2, (int64_t[]){4, 6}, (int64_t[]){4, 6}, &err), "add_4x6_again");
+  fs[0] = renamed(a, opfunc_matmul(a, 7, 5, 9, DT_F32, &err), "mm_a");
+  fs[1] = renamed(a, opfunc_matmul(a, 7, 5, 9, DT_F32, &err), "mm_b"); /* built anew: other buffers, same code */
+  fs[2] = renamed(a, opfunc_matmul(a, 7, 5, 8, DT_F32, &err), "mm_c");
+  fs[3] = renamed(a, opfunc_broadcast_add(a, 2, (int64_t[]){4, 6}, (int64_t[]){4, 6}, &err), "add_4x6");
+  fs[4] = renamed(a, opfunc_broadcast_add(a, 2, (int64_t[]){6, 4}, (int64_t[]){6, 4}, &err), "add_6x4");
+  fs[5] = renamed(a, opfunc_broadcast_add(a, 2, (int64_t[]){4, 6}, (int64_t[]){4, 6}, &err), "add_4x6_again");
   for (int i = 6; i < N; i++)
-    fs[i] = renamed(a, topi_softmax(a, 2, (int64_t[]){3, 40 + i}, &err), arena_printf(a, "softmax_%d", i));
+    fs[i] = renamed(a, opfunc_softmax(a, 2, (int64_t[]){3, 40 + i}, &err), arena_printf(a, "softmax_%d", i));
   BuildOptions bo = test_build_options();
   DriverOptions opt = {.build = &bo};
   DriverModule *m = NULL;
@@ -145,8 +145,8 @@ static void test_refusals(void **state) {
   Arena *a = arena_new();
   LoomError err = {0};
   const PrimFunc *fs[2];
-  fs[0] = topi_matmul(a, 2, 2, 2, DT_F32, &err);
-  fs[1] = topi_matmul(a, 3, 3, 3, DT_F32, &err);
+  fs[0] = opfunc_matmul(a, 2, 2, 2, DT_F32, &err);
+  fs[1] = opfunc_matmul(a, 3, 3, 3, DT_F32, &err);
   DriverModule *m = NULL;
   assert_int_equal(driver_build(a, fs, 2, NULL, &m, &err), LOOM_ERR_INVALID_ARG);
   assert_non_null(strstr(err.msg, "both named"));
@@ -162,8 +162,8 @@ static void test_tensors(void **state) {
   (void)state;
   Arena *a = arena_new();
   LoomError err = {0};
-  PrimFunc *f = topi_matmul(a, 5, 3, 4, DT_F32, &err);
-  PrimFunc *g = topi_matmul(a, 5, 3, 4, DT_I32, &err);
+  PrimFunc *f = opfunc_matmul(a, 5, 3, 4, DT_F32, &err);
+  PrimFunc *g = opfunc_matmul(a, 5, 3, 4, DT_I32, &err);
   DriverTensors x, y, z, w;
   assert_int_equal(driver_tensors_alloc(f, 7, &x, &err), LOOM_OK);
   assert_int_equal(driver_tensors_alloc(f, 7, &y, &err), LOOM_OK);

@@ -20,7 +20,6 @@
 #include "driver/driver.h"
 #include "runtime/threadpool.h"
 #include "schedule_run.h"
-#include "topi/topi.h"
 #include "topi/topi_ops.h"
 #include "topi/topi_schedule.h"
 
@@ -85,7 +84,7 @@ static void check_case(const PackedCase *c, int threads) {
 
   const PrimFunc *lowered = driver_lowered(m, 1);
   schedule_check_register_tiles(a, packed, "y", lowered, 64 * 64);
-  AllocBytes bp_caches = {"Bp_", 0, 0, 0, 0, 0, 0};
+  AllocBytes bp_caches = {"Bp_", "", 0, 0, 0, 0, 0, 0};
   schedule_alloc_bytes(lowered->body, false, &bp_caches);
   if (bp_caches.count) fail_msg("B is copied at run time:\n%s", tir_print_func(lowered));
 

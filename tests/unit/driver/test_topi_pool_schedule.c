@@ -19,7 +19,6 @@
 #include "runtime/threadpool.h"
 #include "schedule_run.h"
 #include "tir/text.h"
-#include "topi/topi.h"
 #include "topi/topi_ops.h"
 #include "topi/topi_schedule.h"
 

@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "driver/driver.h"
+#include "fixtures/op_funcs.h"
 #include "runtime/threadpool.h"
 #include "schedule_run.h"
 #include "tir/text.h"
-#include "topi/topi.h"
 #include "topi/topi_ops.h"
 #include "topi/topi_schedule.h"
 
@@ -63,7 +63,7 @@ static void test_matmul(void **state) {
     for (int threads = 1; threads <= 2; threads++) {
       Arena *a = arena_new();
       LoomError err = {0};
-      PrimFunc *f = topi_matmul(a, shapes[i][0], shapes[i][1], shapes[i][2], DT_F32, &err);
+      PrimFunc *f = opfunc_matmul(a, shapes[i][0], shapes[i][1], shapes[i][2], DT_F32, &err);
       assert_non_null(f);
       check_schedule_tiles(f, "C", NULL, topi_schedule_matmul_cpu, threads, 64 * 64);
       arena_free(a);
@@ -76,7 +76,7 @@ static void test_batch_matmul(void **state) {
   for (int threads = 1; threads <= 2; threads++) {
     Arena *a = arena_new();
     LoomError err = {0};
-    PrimFunc *f = topi_batch_matmul(a, 3, 24, 20, 16, &err);
+    PrimFunc *f = opfunc_batch_matmul(a, 3, 24, 20, 16, &err);
     assert_non_null(f);
     check_schedule_tiles(f, "C", NULL, topi_schedule_matmul_cpu, threads, 64 * 64);
     arena_free(a);
@@ -85,7 +85,7 @@ static void test_batch_matmul(void **state) {
 
 static void test_conv2d_nchwc(void **state) {
   (void)state;
-  static const TopiConv2d convs[] = {
+  static const OpfuncConv2d convs[] = {
       {1, 32, 14, 14, 32, 3, 3, 1, 1}, /* 3x3 same padding */
       {1, 16, 15, 15, 32, 3, 3, 2, 1}, /* stride 2, odd size */
       {1, 32, 7, 7, 16, 1, 1, 1, 0},   /* 1x1, no pad stage */
@@ -103,7 +103,7 @@ static void test_conv2d_nchwc(void **state) {
     for (int threads = 1; threads <= 2; threads++) {
       Arena *a = arena_new();
       LoomError err = {0};
-      PrimFunc *f = topi_conv2d_nchwc(a, &convs[i], 16, 16, &err);
+      PrimFunc *f = opfunc_conv2d_nchwc(a, &convs[i], 16, 16, &err);
       if (!f) fail_msg("%s", err.msg);
       check_schedule_tiles(f, "conv2d_NCHWc", NULL, topi_schedule_conv2d_nchwc_cpu, threads, 32 * 64);
       arena_free(a);

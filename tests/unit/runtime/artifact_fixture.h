@@ -9,7 +9,7 @@
 #ifndef LOOM_TESTS_ARTIFACT_FIXTURE_H
 #define LOOM_TESTS_ARTIFACT_FIXTURE_H
 
-#include "runtime/artifact.h"
+#include "artifact_write/artifact_write.h"
 
 #include <spawn.h>
 #include <stdio.h>

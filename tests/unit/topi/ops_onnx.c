@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "runtime/dl_dtype.h"
-#include "runtime/npy.h"
+#include "tensor_data/npy.h"
 #include "tir/interp.h"
 #include "topi/topi_ops.h"
 

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixtures/op_funcs.h"
 #include "target/target.h"
 #include "tir/schedule/schedule.h"
-#include "topi/topi.h"
 #include "topi/topi_schedule.h"
 
 static Target make_target(const char *name, const char *options) {
@@ -54,7 +54,7 @@ static void test_matmul_tile_fits_registers(void **state) {
     Target t = make_target(cases[i].target, cases[i].options);
     Arena *a = arena_new();
     LoomError err = {0};
-    PrimFunc *f = topi_matmul(a, 128, 768, 768, DT_F32, &err);
+    PrimFunc *f = opfunc_matmul(a, 128, 768, 768, DT_F32, &err);
     assert_non_null(f);
     Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
     assert_int_equal(topi_schedule_matmul_cpu(s, "C", NULL, &t, 1), LOOM_OK);
@@ -82,8 +82,8 @@ static void test_conv_tile_fits_registers(void **state) {
     for (int64_t width = 7; width <= 56; width *= 2) {
       Arena *a = arena_new();
       LoomError err = {0};
-      TopiConv2d p = {.N = 1, .C = 64, .H = width, .W = width, .K = 128, .R = 1, .S = 1, .stride = 1, .pad = 0};
-      PrimFunc *f = topi_conv2d_nchwc(a, &p, lanes, lanes, &err);
+      OpfuncConv2d p = {.N = 1, .C = 64, .H = width, .W = width, .K = 128, .R = 1, .S = 1, .stride = 1, .pad = 0};
+      PrimFunc *f = opfunc_conv2d_nchwc(a, &p, lanes, lanes, &err);
       assert_non_null(f);
       Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
       assert_int_equal(topi_schedule_conv2d_nchwc_cpu(s, "conv2d_NCHWc", NULL, &t, 1), LOOM_OK);

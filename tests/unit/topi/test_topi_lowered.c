@@ -1,6 +1,6 @@
-/* Every topi operator, lowered with the default pipeline (tir_lower: blocks
- * removed, buffers flattened, intermediates as Allocate), must compute what
- * the block-level PrimFunc computes. Both run on the reference interpreter,
+/* The topi operators of tests/fixtures/op_funcs.h, lowered with the default
+ * pipeline (tir_lower: blocks removed, buffers flattened, intermediates as
+ * Allocate), must compute what the block-level PrimFunc computes. Both run on the reference interpreter,
  * so this checks the lowering passes and the interpreter's lowered-IR path
  * against its block-level path. */
 #include <setjmp.h>
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixtures/op_funcs.h"
 #include "tir/interp.h"
 #include "tir/transform/transform.h"
-#include "topi/topi.h"
 
 static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
 
@@ -66,20 +66,20 @@ static void test_all_ops_lowered(void **state) {
   (void)state;
   Arena *a = arena_new();
   LoomError err = {0};
-  check_lowered("matmul", topi_matmul(a, 5, 7, 9, DT_F32, &err));
-  check_lowered("matmul_i32", topi_matmul(a, 4, 3, 6, DT_I32, &err));
-  check_lowered("batch_matmul", topi_batch_matmul(a, 2, 3, 4, 5, &err));
-  check_lowered("conv2d_nchw", topi_conv2d_nchw(a, &(TopiConv2d){1, 3, 6, 5, 4, 3, 3, 1, 1}, &err));
-  check_lowered("conv2d_nchwc", topi_conv2d_nchwc(a, &(TopiConv2d){1, 4, 5, 6, 6, 3, 3, 1, 1}, 2, 3, &err));
-  check_lowered("depthwise", topi_depthwise_conv2d_nchw(a, &(TopiConv2d){1, 3, 7, 6, 0, 3, 3, 2, 1}, &err));
-  check_lowered("max_pool", topi_pool2d(a, TOPI_POOL_MAX, 1, 2, 7, 6, 3, 2, 1, false, &err));
-  check_lowered("avg_pool", topi_pool2d(a, TOPI_POOL_AVG, 1, 2, 7, 6, 3, 2, 1, false, &err));
-  check_lowered("softmax", topi_softmax(a, 2, (int64_t[]){3, 5}, &err));
-  check_lowered("layer_norm", topi_layer_norm(a, 2, (int64_t[]){3, 5}, 1e-5, &err));
-  check_lowered("transpose", topi_transpose(a, 3, (int64_t[]){2, 3, 4}, (int[]){2, 0, 1}, &err));
-  check_lowered("broadcast_add", topi_broadcast_add(a, 4, (int64_t[]){2, 3, 4, 5}, (int64_t[]){1, 3, 1, 1}, &err));
-  check_lowered("reduce_sum_outer", topi_reduce_sum(a, 2, (int64_t[]){6, 9}, 0, DT_F32, &err));
-  check_lowered("reduce_sum_inner_i32", topi_reduce_sum(a, 2, (int64_t[]){6, 9}, 1, DT_I32, &err));
+  check_lowered("matmul", opfunc_matmul(a, 5, 7, 9, DT_F32, &err));
+  check_lowered("matmul_i32", opfunc_matmul(a, 4, 3, 6, DT_I32, &err));
+  check_lowered("batch_matmul", opfunc_batch_matmul(a, 2, 3, 4, 5, &err));
+  check_lowered("conv2d_nchw", opfunc_conv2d_nchw(a, &(OpfuncConv2d){1, 3, 6, 5, 4, 3, 3, 1, 1}, &err));
+  check_lowered("conv2d_nchwc", opfunc_conv2d_nchwc(a, &(OpfuncConv2d){1, 4, 5, 6, 6, 3, 3, 1, 1}, 2, 3, &err));
+  check_lowered("depthwise", opfunc_depthwise_conv2d_nchw(a, &(OpfuncConv2d){1, 3, 7, 6, 0, 3, 3, 2, 1}, &err));
+  check_lowered("max_pool", opfunc_pool2d(a, TOPI_POOL_MAX, 1, 2, 7, 6, 3, 2, 1, false, &err));
+  check_lowered("avg_pool", opfunc_pool2d(a, TOPI_POOL_AVG, 1, 2, 7, 6, 3, 2, 1, false, &err));
+  check_lowered("softmax", opfunc_softmax(a, 2, (int64_t[]){3, 5}, &err));
+  check_lowered("layer_norm", opfunc_layer_norm(a, 2, (int64_t[]){3, 5}, 1e-5, &err));
+  check_lowered("transpose", opfunc_transpose(a, 3, (int64_t[]){2, 3, 4}, (int[]){2, 0, 1}, &err));
+  check_lowered("broadcast_add", opfunc_broadcast_add(a, 4, (int64_t[]){2, 3, 4, 5}, (int64_t[]){1, 3, 1, 1}, &err));
+  check_lowered("reduce_sum_outer", opfunc_reduce_sum(a, 2, (int64_t[]){6, 9}, 0, DT_F32, &err));
+  check_lowered("reduce_sum_inner_i32", opfunc_reduce_sum(a, 2, (int64_t[]){6, 9}, 1, DT_I32, &err));
   arena_free(a);
 }
 

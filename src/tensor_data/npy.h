@@ -2,8 +2,8 @@
  * `loom run`. Little-endian data in C order only; Fortran order and
  * big-endian data are refused with a message saying so (numpy can convert:
  * np.ascontiguousarray(a.astype('<f4'))). */
-#ifndef LOOM_RUNTIME_NPY_H
-#define LOOM_RUNTIME_NPY_H
+#ifndef LOOM_TENSOR_DATA_NPY_H
+#define LOOM_TENSOR_DATA_NPY_H
 
 #include "support/error.h"
 

@@ -1,7 +1,7 @@
-#include "runtime/npy.h"
+#include "tensor_data/npy.h"
 
-#include "runtime/atomic_file.h"
 #include "runtime/dl_dtype.h"
+#include "support/atomic_file.h"
 
 #include <ctype.h>
 #include <errno.h>

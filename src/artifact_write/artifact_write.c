@@ -2,12 +2,12 @@
  * enough to build the JSON safely; the written file is then read back with
  * artifact_parse before it is renamed into place, so the writer can never
  * produce an artifact the loader refuses. */
-#include "runtime/artifact.h"
+#include "artifact_write/artifact_write.h"
 
 #include "runtime/artifact_checksum.h"
 #include "runtime/artifact_format.h"
-#include "runtime/atomic_file.h"
 #include "runtime/dl_dtype.h"
+#include "support/atomic_file.h"
 
 #include <cJSON.h>
 #include <ctype.h>

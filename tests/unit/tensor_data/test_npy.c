@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/dl_dtype.h"
-#include "runtime/npy.h"
+#include "tensor_data/npy.h"
 
 static void assert_contains(const char *msg, const char *part) {
   if (!strstr(msg, part)) fail_msg("expected \"%s\" in the message: %s", part, msg);

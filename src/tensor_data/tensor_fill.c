@@ -1,4 +1,4 @@
-#include "runtime/tensor_fill.h"
+#include "tensor_data/tensor_fill.h"
 
 #include "runtime/dl_dtype.h"
 

@@ -1,8 +1,8 @@
 /* Seeded random tensor contents, shared by the compiler's test helpers
  * (driver_tensors_randomize) and the measurer (tools/loom_measure.c), so a
  * kernel sees the same inputs in a unit test and in a measurement. */
-#ifndef LOOM_RUNTIME_TENSOR_FILL_H
-#define LOOM_RUNTIME_TENSOR_FILL_H
+#ifndef LOOM_TENSOR_DATA_TENSOR_FILL_H
+#define LOOM_TENSOR_DATA_TENSOR_FILL_H
 
 #include <dlpack/dlpack.h>
 #include <stddef.h>

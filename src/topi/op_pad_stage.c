@@ -1,7 +1,10 @@
 /* Constant padding as its own compute stage, as TVM's topi.nn.pad does: the
  * consumer then reads a plain tensor, and compute_inline can fold the select
- * back into it when a schedule prefers that. */
-#include "topi/topi.h"
+ * back into it when a schedule prefers that. The windowed ops (op_nn.c,
+ * op_conv_nd.c, op_pool.c, op_winograd.c) pad their input with it; ONNX's
+ * Pad operator itself is topi_pad_onnx (op_transform.c: modes, negative
+ * pads, no schedule rule). */
+#include "topi/op_internal.h"
 
 #include <string.h>
 

@@ -3,8 +3,8 @@
  * the final path only when everything was written and flushed. A failure at
  * any point removes the temporary: the final path holds either its old
  * content or the complete new file, never a half-written one. */
-#ifndef LOOM_RUNTIME_ATOMIC_FILE_H
-#define LOOM_RUNTIME_ATOMIC_FILE_H
+#ifndef LOOM_SUPPORT_ATOMIC_FILE_H
+#define LOOM_SUPPORT_ATOMIC_FILE_H
 
 #include "support/error.h"
 
