@@ -441,7 +441,7 @@ class LoomCli(unittest.TestCase):
         out = []
         for i, h in enumerate(heads):
             end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-            out.append((h[1], h[2], h[3], int(h[4]), h[5], text[h.end():end]))
+            out.append((h[1], h[2], h[3], int(h[4]), h[5], text[h.end():end].lstrip("\n")))
         return out
 
     def pass_list(self):
@@ -515,7 +515,7 @@ class LoomCli(unittest.TestCase):
             self.assertEqual([s[:4] for s in mine], [("before", "lower_blocks", "lowering", 2),
                                                      ("after", "lower_blocks", "lowering", 2),
                                                      ("after", "vectorize", "lowering", 10)])
-            self.assertTrue(mine[0][5].startswith("func %s(" % k), mine[0][5][:80])
+            self.assertTrue(mine[0][5].startswith("func " + k), mine[0][5][:80])
             self.assertIn("block ", mine[0][5])  # blocks before, plain loops after
             self.assertNotIn("block ", mine[1][5])
             self.assertNotIn(" vectorized", mine[2][5])
