@@ -24,6 +24,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/dl_dtype.h"
 #include "runtime/npy.h"
+#include "support/clock.h"
 #include "support/subprocess.h"
 #include "target/target.h"
 #include "tune/tune.h"
@@ -38,7 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { EXIT_USAGE = 2 };
@@ -333,12 +333,6 @@ static void file_safe_name(const char *name, char *buf, size_t len) {
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 static cJSON *shape_json(int32_t ndim, const int64_t *shape) {
@@ -710,12 +704,12 @@ static int cmd_run(int argc, char **argv) {
   }
   loom_model_set_profiling(m, a.profile);
   for (long r = 0; r < a.repeat; r++) {
-    double t0 = now_ms();
+    double t0 = loom_clock_ms();
     if (loom_model_run(m)) {
       rc = fail(1, "run: %s", loom_model_error(m));
       goto done;
     }
-    times[r] = now_ms() - t0;
+    times[r] = loom_clock_ms() - t0;
   }
   report = cJSON_CreateObject();
   cJSON_AddStringToObject(report, "model", model_name);

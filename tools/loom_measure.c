@@ -35,6 +35,7 @@
 #include "runtime/module.h"
 #include "runtime/tensor_fill.h"
 #include "runtime/threadpool.h"
+#include "support/clock.h"
 #include "support/error.h"
 
 #include <errno.h>
@@ -51,7 +52,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -600,12 +600,6 @@ static bool checked_call(const Request *q, const Kernel *k, Reference *ref, Thre
   return true;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -644,11 +638,11 @@ static void measure(State *st, const Request *q, Response *r) {
             checked_call(q, &k, ref, pool, &ws, POISON_B, "second call", r);
   LoomKernelEnv env = kernel_env(pool, &ws);
   long runs = 0;
-  double start = now_seconds(), elapsed = 0;
+  double start = loom_clock_s(), elapsed = 0;
   while (ok && (runs < MIN_RUNS || elapsed < q->min_seconds) && runs < MAX_RUNS) {
-    double t0 = now_seconds();
+    double t0 = loom_clock_s();
     int32_t rc = k.fn(ref->args.ptr, ref->args.n, &env);
-    double t1 = now_seconds();
+    double t1 = loom_clock_s();
     if (rc != 0) {
       respond_fail(r, "error", "candidate kernel \"%s\" returned %d on timed run %ld", k.name, (int)rc, runs);
       ok = false;

@@ -4,7 +4,7 @@ number of trials, model-guided (evolutionary search + XGBoost cost model)
 against random search, on a few operators, several seeds each.
 
 usage: bench/tune/efficiency.py [--ops OP,...] [--seeds N] [--trials N] [--threads T]
-                                [--target NAME] [--out DIR]
+                                [--target NAME] [--out DIR] [--from-records]
        build/bench/tvm-venv/bin/python bench/tune/efficiency.py --plot [--out DIR]
 
 Each (operator, search, seed) is one fresh tuning run of bench_ops --tune
@@ -13,9 +13,20 @@ records file; the curve is read back from the records in the order they
 were measured (the first is the default schedule, for both searches).
 Writes DIR/efficiency.json and DIR/efficiency.md; --plot draws
 DIR/efficiency.png from the JSON (matplotlib: bench/tune/setup-tvm's venv
-has it). The bar (issue 14): on at
-least 4 of the operators, model-guided search reaches random search's best
-after all trials (mean over seeds) within 96 trials (its mean curve).
+has it); --from-records reads the records files of an earlier run in DIR
+again instead of tuning.
+
+Curves are speedups over the run's own default schedule (the first record,
+measured again in the tuner's final round), shown in GFLOP/s as that
+speedup times the op's mean default GFLOP/s over all its runs. On a shared
+host the machine's speed drifts by about 1% between runs minutes apart,
+as much as the differences being compared; each run's default measures
+that run's machine, so the ratio cancels the drift (the raw GFLOP/s are in
+the JSON too). The runs are interleaved (seed by seed, guided then random)
+so that a slow stretch does not fall on one search only. The bar (issue
+14): on at least 4 of the operators, model-guided search reaches random
+search's best after all trials (mean over seeds) within 96 trials (its
+mean curve).
 """
 import argparse
 import json
@@ -30,6 +41,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEFAULT_OPS = ["resnet50/conv03", "resnet50/conv07", "mobilenetv2/dwconv05", "bert/qkv_out_proj", "bert/attn_qk"]
 
 
+def run_db(out, op, search, seed):
+    return os.path.join(out, f"eff-{op.replace('/', '_')}-{search}-{seed}.db")
+
+
 def tune(bench, op, search, seed, trials, threads, target, db):
     if os.path.exists(db):
         os.remove(db)
@@ -41,15 +56,26 @@ def tune(bench, op, search, seed, trials, threads, target, db):
     m = re.search(r"in ([0-9.]+) s, .* flops (\d+)", r.stderr)
     if not m:
         sys.exit(f"efficiency: no 'tuned' line from bench_ops:\n{r.stderr}")
+    with open(db + ".json", "w") as f:
+        json.dump({"seconds": float(m.group(1)), "flops": int(m.group(2))}, f)
+
+
+def read_run(db):
+    """A run's curve from its records: the best speedup over its default
+    (the first record) after each trial, and the raw best GFLOP/s."""
+    with open(db + ".json") as f:
+        run = json.load(f)
     with sqlite3.connect(db) as c:
         rows = c.execute("select status, median_us from records order by id").fetchall()
-    flops = int(m.group(2))
-    best, curve = 0.0, []
+    if not rows or rows[0][0] != "ok" or not rows[0][1]:
+        sys.exit(f"efficiency: {db}: the first record (the default) did not run")
+    default_us, best_us, curve, raw = rows[0][1], None, [], []
     for status, us in rows:
         if status == "ok" and us and us > 0:
-            best = max(best, flops / (us * 1e3))
-        curve.append(best)
-    return {"curve": curve, "seconds": float(m.group(1)), "flops": flops}
+            best_us = us if best_us is None else min(best_us, us)
+        curve.append(default_us / best_us)
+        raw.append(run["flops"] / (best_us * 1e3))
+    return {"curve": curve, "raw": raw, "default_gflops": run["flops"] / (default_us * 1e3), **run}
 
 
 def mean_curve(runs, n):
@@ -65,40 +91,48 @@ def main():
     ap.add_argument("--target", default=None)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "tune"))
     ap.add_argument("--plot", action="store_true", help="draw DIR/efficiency.png from DIR/efficiency.json")
+    ap.add_argument("--from-records", action="store_true", help="analyse the records of an earlier run in DIR")
     a = ap.parse_args()
     if a.plot:
         return plot(a.out)
     bench = os.environ.get("BENCH_OPS", os.path.join(ROOT, "build", "bench", "bench_ops"))
     os.makedirs(a.out, exist_ok=True)
     ops = a.ops.split(",")
-    results = {}
+    searches = ("evolutionary", "random")
     for op in ops:
-        for search in ("evolutionary", "random"):
-            runs = []
-            for seed in range(1, a.seeds + 1):
-                db = os.path.join(a.out, f"eff-{op.replace('/', '_')}-{search}-{seed}.db")
-                print(f"-- {op} {search} seed {seed}", file=sys.stderr, flush=True)
-                runs.append(tune(bench, op, search, seed, a.trials, a.threads, a.target, db))
-            results.setdefault(op, {})[search] = runs
+        for seed in range(1, a.seeds + 1):
+            for search in searches:
+                if not a.from_records:
+                    print(f"-- {op} seed {seed} {search}", file=sys.stderr, flush=True)
+                    tune(bench, op, search, seed, a.trials, a.threads, a.target, run_db(a.out, op, search, seed))
+    results = {op: {search: [read_run(run_db(a.out, op, search, seed)) for seed in range(1, a.seeds + 1)]
+                    for search in searches} for op in ops}
 
     lines = [f"| op | default GFLOP/s | random best @{a.trials} | guided best @96 | guided best @{a.trials} | "
              f"guided trials to random's best | tuning s (guided / random) |", "|---|--:|--:|--:|--:|--:|--:|"]
     summary, reached = [], 0
     for op in ops:
         g, r = results[op]["evolutionary"], results[op]["random"]
-        gc, rc = mean_curve(g, a.trials), mean_curve(r, a.trials)
+        # Speedup curves in GFLOP/s units: times the op's mean default GFLOP/s.
+        unit = statistics.mean(x["default_gflops"] for x in g + r)
+        gc = [v * unit for v in mean_curve(g, a.trials)]
+        rc = [v * unit for v in mean_curve(r, a.trials)]
         target_best = rc[-1]
         hit = next((i + 1 for i, v in enumerate(gc) if v >= target_best), None)
         reached += hit is not None and hit <= 96
         secs = (statistics.mean(x["seconds"] for x in g), statistics.mean(x["seconds"] for x in r))
-        lines.append(f"| {op} | {gc[0]:.1f} | {target_best:.1f} | {gc[min(95, a.trials - 1)]:.1f} | {gc[-1]:.1f} | "
+        lines.append(f"| {op} | {unit:.1f} | {target_best:.1f} | {gc[min(95, a.trials - 1)]:.1f} | {gc[-1]:.1f} | "
                      f"{hit if hit else f'> {a.trials}'} | {secs[0]:.0f} / {secs[1]:.0f} |")
         summary.append({"op": op, "guided": gc, "random": rc, "trials_to_random_best": hit,
-                        "guided_runs": [x["curve"] for x in g], "random_runs": [x["curve"] for x in r]})
+                        "guided_runs": [[v * unit for v in x["curve"]] for x in g],
+                        "random_runs": [[v * unit for v in x["curve"]] for x in r],
+                        "guided_raw": [x["raw"] for x in g], "random_raw": [x["raw"] for x in r],
+                        "guided_default_gflops": [x["default_gflops"] for x in g],
+                        "random_default_gflops": [x["default_gflops"] for x in r]})
     lines.append("")
     lines.append(f"model-guided reached random search's {a.trials}-trial best within 96 trials on {reached} of "
                  f"{len(ops)} operators (bar: 4 of 5); means over {a.seeds} seeds, {a.threads} thread(s), "
-                 f"target {a.target or 'host'}")
+                 f"target {a.target or 'host'}; speedups over each run's default x the mean default GFLOP/s")
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(a.out, "efficiency.md"), "w") as f:
@@ -128,7 +162,7 @@ def plot(out):
         ax.axvline(96, color="gray", lw=0.8, ls=":")
         ax.set_title(s["op"], fontsize=9)
         ax.set_xlabel("trials")
-        ax.set_ylabel("best GFLOP/s")
+        ax.set_ylabel("best GFLOP/s (drift-corrected)")
     axes[0][0].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"best found vs trials, mean (line) and range (band) over {data['seeds']} seeds, "
                  f"{data['threads']} thread(s)", fontsize=9)

@@ -3,6 +3,7 @@
 #include "autotune/measure.h"
 
 #include "runtime/dl_dtype.h"
+#include "support/clock.h"
 #include "support/strbuf.h"
 #include "support/subprocess.h"
 #include "target/codegen_c.h"
@@ -57,12 +58,6 @@ static void result_set(MeasureResult *r, MeasureStatus status, const char *fmt, 
 }
 
 /* ---- the process ---- */
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* The measurer's executable (measure.h says where it is looked for). */
 static loom_status find_executable(char *buf, size_t cap, LoomError *err) {
@@ -158,7 +153,7 @@ static bool have_line(const Measurer *m, const char *line) {
 static WaitResult wait_for(Measurer *m, const char *line, double deadline_ms) {
   for (;;) {
     if (have_line(m, line)) return WAIT_OK;
-    double left = deadline_ms - now_ms();
+    double left = deadline_ms - loom_clock_ms();
     if (left <= 0) return WAIT_TIMEOUT;
     struct pollfd p[2] = {{.fd = m->io.out, .events = POLLIN}, {.fd = m->io.err, .events = POLLIN}};
     int nfds = m->io.err >= 0 ? 2 : 1;
@@ -197,8 +192,8 @@ static void kill_process(Measurer *m) {
 static int describe_exit(Measurer *m, char *buf, size_t cap) {
   bool done = false;
   int code = 0;
-  double until = now_ms() + STOP_GRACE_MS;
-  while (subprocess_wait(m->pid, false, &done, &code, NULL) == LOOM_OK && !done && now_ms() < until)
+  double until = loom_clock_ms() + STOP_GRACE_MS;
+  while (subprocess_wait(m->pid, false, &done, &code, NULL) == LOOM_OK && !done && loom_clock_ms() < until)
     nanosleep(&(struct timespec){0, 1000000}, NULL);
   if (!done) {
     subprocess_kill(m->pid);
@@ -259,7 +254,7 @@ static loom_status start_process(Measurer *m, LoomError *err) {
   m->starts++;
   char hello[64];
   snprintf(hello, sizeof hello, "%s ", MEASURE_HELLO);
-  WaitResult w = wait_for(m, NULL, now_ms() + START_TIMEOUT_MS);
+  WaitResult w = wait_for(m, NULL, loom_clock_ms() + START_TIMEOUT_MS);
   if (w == WAIT_OK) {
     char *nl = strchr(m->out, '\n');
     *nl = '\0';
@@ -312,8 +307,8 @@ void measurer_stop(Measurer *m) {
     m->io.in = -1;
     bool done = false;
     int code;
-    double until = now_ms() + STOP_GRACE_MS;
-    while (subprocess_wait(m->pid, false, &done, &code, NULL) == LOOM_OK && !done && now_ms() < until) {
+    double until = loom_clock_ms() + STOP_GRACE_MS;
+    while (subprocess_wait(m->pid, false, &done, &code, NULL) == LOOM_OK && !done && loom_clock_ms() < until) {
       /* keep its stderr from filling up (a sanitizer's exit report) */
       while (m->io.err >= 0 && poll(&(struct pollfd){.fd = m->io.err, .events = POLLIN}, 1, 0) > 0 &&
              drain(m, m->io.err)) {
@@ -464,7 +459,7 @@ loom_status measurer_run(Measurer *m, const MeasureRequest *req, MeasureResult *
     err_prefix(err, "measurer_run: sending the request to \"%s\"", m->exe);
     return st;
   }
-  WaitResult w = wait_for(m, "end", now_ms() + limit_s * 1e3);
+  WaitResult w = wait_for(m, "end", loom_clock_ms() + limit_s * 1e3);
   if (w == WAIT_OK) {
     parse_response(m, out);
     return LOOM_OK;

@@ -2,11 +2,11 @@
 
 #include "runtime/dl_dtype.h"
 #include "runtime/threadpool.h"
+#include "support/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct LoomModel {
   Artifact *art;
@@ -279,12 +279,6 @@ loom_status loom_model_set_input_by_name(LoomModel *m, const char *name, const D
   return loom_model_set_input(m, i, t);
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 bool executor_uses_run_entry(const LoomModel *m) { return m->art->run_fn && !m->profiling && !m->entry_disabled; }
 
 void executor_set_run_entry(LoomModel *m, bool enable) { m->entry_disabled = !enable; }
@@ -354,10 +348,10 @@ static loom_status run_plan(LoomModel *m, const LoomKernelEnv *env) {
   for (int32_t c = 0; c < s->num_calls; c++) {
     const ArtifactCall *call = &s->calls[c];
     const Kernel *k = &m->art->kernels[call->kernel];
-    double t0 = m->profiling ? now_ms() : 0;
+    double t0 = m->profiling ? loom_clock_ms() : 0;
     int32_t rc = k->fn(m->arg_ptrs + m->arg_start[c], call->num_args, env);
     if (m->profiling) {
-      m->prof_ms[c] += now_ms() - t0;
+      m->prof_ms[c] += loom_clock_ms() - t0;
       m->prof_runs[c]++;
     }
     if (rc != 0) return kernel_failed(m, c, rc);

@@ -1,6 +1,7 @@
 #include "target/build.h"
 #include "target/target.h"
 
+#include "support/clock.h"
 #include "support/subprocess.h"
 
 #include <errno.h>
@@ -140,7 +141,7 @@ typedef struct CompileJob {
   char source[PATH_MAX], dest[PATH_MAX], tmp[PATH_MAX + 64], log[PATH_MAX + 64];
   pid_t pid;
   bool started, finished;
-  struct timespec started_at;
+  double started_at; /* loom_clock_s() */
 } CompileJob;
 
 
@@ -197,7 +198,7 @@ static loom_status job_start(CompileJob *j, LoomError *err) {
   subprocess_track_file(j->tmp);
   subprocess_track_file(j->log);
   j->started = true;
-  clock_gettime(CLOCK_MONOTONIC, &j->started_at);
+  j->started_at = loom_clock_s();
   loom_status st = subprocess_start(j->argv, j->log, &j->pid, err);
   if (st) j->finished = true;
   return st;
@@ -223,12 +224,6 @@ static loom_status job_finish(CompileJob *j, int code, LoomError *err) {
   if (rename(j->tmp, j->dest) != 0)
     return err_set(err, LOOM_ERR_IO, "cannot move \"%s\" to \"%s\": %s", j->tmp, j->dest, strerror(errno));
   return LOOM_OK;
-}
-
-static double seconds_since(const struct timespec *t0) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
 /* A compiler run past the time limit: killed and reaped, a build error.
@@ -263,7 +258,7 @@ static loom_status run_jobs(CompileJob *jobs, int n, int parallel, double timeou
         j->finished = true;
         break;
       }
-      if (!exited && timeout > 0 && seconds_since(&j->started_at) > timeout) st = job_timed_out(j, timeout, err);
+      if (!exited && timeout > 0 && loom_clock_s() - j->started_at > timeout) st = job_timed_out(j, timeout, err);
       if (!exited) continue;
       running--;
       done++;

@@ -63,16 +63,8 @@ void tir_print_stmt(struct StrBuf *sb, const Stmt *s, int indent);
  * memory it takes is in `a`. */
 PrimFunc *tir_parse_func(Arena *a, const char *text, LoomError *err);
 
-/* Names an expression may refer to: the variables and buffers listed, by
- * their own names (var->var.name, buffer->name). Either list may be empty. */
-typedef struct TirScope {
-  const Expr *const *vars;
-  int n_vars;
-  const Buffer *const *buffers;
-  int n_buffers;
-} TirScope;
-/* Parses one expression in the syntax of expr_print; scope may be NULL. */
-const Expr *tir_parse_expr(Arena *a, const char *text, const TirScope *scope, LoomError *err);
+/* One expression alone: expr_parse (ir/expr_parser.h), which this parser
+ * is built on. */
 
 /* ---- structural equality ---- */
 /* Same program up to renaming of variables and buffers: variables match

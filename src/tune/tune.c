@@ -2,20 +2,14 @@
 #include "tune/tune_internal.h"
 
 #include "compile/compile.h"
+#include "support/clock.h"
 #include "tir/flops.h"
 #include "tir/transform/transform.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 uint64_t tune_next_rand(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
@@ -222,7 +216,7 @@ static void update_progress(Tuner *t, const Task *last) {
   }
   p->task = last ? last->name : NULL;
   p->task_best_gflops = last && last->best_us > 0 && last->flops > 0 ? last->flops / (last->best_us * 1e3) : 0;
-  p->elapsed_s = now_s() - t->t0;
+  p->elapsed_s = loom_clock_s() - t->t0;
   p->trials_total = t->budget;
   p->eta_s = t->budget > 0 && p->trials > 0 ? p->elapsed_s / p->trials * (t->budget - p->trials) : -1;
   if (t->opt->seconds > 0) {
@@ -252,7 +246,7 @@ static Task *next_task(Tuner *t) {
 
 static bool budget_left(const Tuner *t) {
   if (t->budget > 0 && t->prog.trials >= t->budget) return false;
-  return !(t->opt->seconds > 0 && now_s() - t->t0 >= t->opt->seconds);
+  return !(t->opt->seconds > 0 && loom_clock_s() - t->t0 >= t->opt->seconds);
 }
 
 loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgress *out, LoomError *err) {
@@ -298,7 +292,7 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
   Tuner t;
   memset(&t, 0, sizeof t);
   t.opt = &o;
-  t.t0 = now_s();
+  t.t0 = loom_clock_s();
   t.rng = o.seed ^ 0x5eed5eedULL;
   t.arena = arena_new();
   t.meas = meas;

@@ -5,6 +5,7 @@
  * parse again, print identically and compare equal (tir_func_equal), and
  * the verifier must judge both copies the same way. The expression entry
  * point gets the same input. */
+#include "ir/expr_parser.h"
 #include "tir/text.h"
 
 #include <stdint.h>
@@ -42,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(t1);
     free(t2);
   }
-  const Expr *e = tir_parse_expr(a, text, NULL, &err);
+  const Expr *e = expr_parse(a, text, NULL, &err);
   if (!e && err.status != LOOM_ERR_PARSE) die("bad expression error", err.msg, text);
   arena_free(a);
   free(text);

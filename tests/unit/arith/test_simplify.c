@@ -1,5 +1,6 @@
-/* Unit tests of individual simplifier rules: each expected text is what the
- * rule must produce (and the randomized tests check none changes a value). */
+/* The analyzer's symbolic interval evaluation (arith_eval_set) and point
+ * evaluation (arith_eval_int), which take a domain or values per variable.
+ * The simplifier's rules, proofs and bounds are tests/arith/simplify.arith. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,131 +36,6 @@ static Fix fix_new(void) {
 #define MUL(p, q) expr_mul(f.a, (p), (q))
 #define FDIV(p, q) expr_floordiv(f.a, (p), (q))
 #define FMOD(p, q) expr_floormod(f.a, (p), (q))
-
-static void expect(Fix *fp, const Expr *e, const char *want) {
-  const Expr *s = arith_simplify(fp->az, e);
-  assert_string_equal(expr_to_string(fp->a, s), want);
-}
-
-static void test_constant_folding(void **state) {
-  (void)state;
-  Fix f = fix_new();
-  expect(&f, ADD(C(2), MUL(C(3), C(4))), "14");
-  expect(&f, FDIV(C(-7), C(2)), "-4");
-  expect(&f, FMOD(C(-7), C(2)), "1");
-  expect(&f, expr_binary(f.a, EXPR_DIV, C(-7), C(2)), "-3");
-  expect(&f, expr_binary(f.a, EXPR_MOD, C(-7), C(2)), "-1");
-  /* i8 wraps */
-  expect(&f, expr_add(f.a, expr_int(f.a, DT_I8, 100), expr_int(f.a, DT_I8, 100)), "-56i8");
-  expect(&f, expr_mul(f.a, expr_int(f.a, DT_U8, 16), expr_int(f.a, DT_U8, 17)), "16u8");
-  /* f32 folding rounds to single precision */
-  const Expr *tenth = expr_float(f.a, DT_F32, 0.1f);
-  const Expr *s = arith_simplify(f.az, expr_add(f.a, tenth, tenth));
-  assert_int_equal(s->kind, EXPR_FLOAT);
-  assert_true(s->float_value == (double)(0.1f + 0.1f));
-  expect(&f, expr_cast(f.a, DT_I32, expr_float(f.a, DT_F32, -2.75)), "-2i32");
-  expect(&f, expr_cast(f.a, DT_I8, C(300)), "44i8");
-  arena_free(f.a);
-}
-
-static void test_affine_canonical(void **state) {
-  (void)state;
-  Fix f = fix_new();
-  expect(&f, SUB(ADD(MUL(f.i, C(8)), f.j), ADD(f.j, MUL(f.i, C(8)))), "0");
-  const Expr *e1 = arith_simplify(f.az, ADD(ADD(f.j, C(3)), MUL(C(8), f.i)));
-  const Expr *e2 = arith_simplify(f.az, ADD(MUL(f.i, C(8)), ADD(C(1), ADD(f.j, C(2)))));
-  assert_string_equal(expr_to_string(f.a, e1), expr_to_string(f.a, e2));
-  assert_string_equal(expr_to_string(f.a, e1), "(((i * 8) + j) + 3)");
-  expect(&f, SUB(f.x, MUL(f.y, C(2))), "(x - (y * 2))");
-  expect(&f, MUL(ADD(f.x, C(1)), C(4)), "((x * 4) + 4)");
-  expect(&f, SUB(MUL(f.x, f.y), MUL(f.y, f.x)), "0");
-  expect(&f, SUB(C(0), f.x), "(x * -1)");
-  arena_free(f.a);
-}
-
-static void test_div_mod_rules(void **state) {
-  (void)state;
-  Fix f = fix_new();
-  expect(&f, FDIV(ADD(MUL(f.i, C(8)), f.j), C(8)), "i");
-  expect(&f, FMOD(ADD(MUL(f.i, C(8)), f.j), C(8)), "j");
-  expect(&f, FDIV(ADD(MUL(f.x, C(8)), f.y), C(8)), "(x + floordiv(y, 8))");
-  expect(&f, FMOD(ADD(MUL(f.x, C(8)), f.y), C(8)), "floormod(y, 8)");
-  expect(&f, FDIV(FDIV(f.x, C(4)), C(8)), "floordiv(x, 32)");
-  expect(&f, FMOD(FMOD(f.x, C(32)), C(8)), "floormod(x, 8)");
-  expect(&f, FDIV(ADD(ADD(MUL(f.x, C(8)), MUL(f.y, C(4))), C(3)), C(16)), "floordiv(((x * 2) + y), 4)");
-  expect(&f, FMOD(MUL(f.x, C(6)), C(4)), "(floormod((x * 3), 2) * 2)");
-  expect(&f, FDIV(f.x, C(1)), "x");
-  expect(&f, FMOD(f.x, C(1)), "0");
-  expect(&f, FDIV(ADD(MUL(f.i, C(8)), ADD(f.k, C(2))), C(8)), "i");
-  expect(&f, ADD(MUL(FDIV(f.x, C(32)), C(32)), FMOD(f.x, C(32))), "x");
-  /* trunc division only becomes floor division for non-negative operands */
-  expect(&f, expr_binary(f.a, EXPR_DIV, ADD(MUL(f.i, C(8)), f.j), C(8)), "i");
-  expect(&f, expr_binary(f.a, EXPR_DIV, f.x, C(8)), "(x / 8)");
-  arena_free(f.a);
-}
-
-static void test_minmax_compare_bool(void **state) {
-  (void)state;
-  Fix f = fix_new();
-  expect(&f, expr_min(f.a, f.x, ADD(f.x, C(1))), "x");
-  expect(&f, expr_max(f.a, f.x, ADD(f.x, C(1))), "(x + 1)");
-  expect(&f, expr_min(f.a, f.i, C(100)), "i");
-  expect(&f, expr_lt(f.a, f.i, C(16)), "true");
-  expect(&f, expr_lt(f.a, f.i, C(15)), "(i < 15)");
-  expect(&f, expr_binary(f.a, EXPR_GE, ADD(MUL(f.i, C(8)), f.j), C(0)), "true");
-  expect(&f, expr_and(f.a, expr_bool(f.a, true), expr_lt(f.a, f.x, f.y)), "(x < y)");
-  expect(&f, expr_not(f.a, expr_lt(f.a, f.x, f.y)), "(y <= x)");
-  expect(&f, expr_select(f.a, expr_lt(f.a, f.j, C(8)), f.x, f.y), "x");
-  expect(&f, expr_select(f.a, expr_lt(f.a, f.x, f.y), f.i, f.i), "i");
-  assert_true(arith_can_prove(f.az, expr_lt(f.a, ADD(MUL(f.i, C(8)), f.j), C(128))));
-  assert_false(arith_can_prove(f.az, expr_lt(f.a, ADD(MUL(f.i, C(8)), f.j), C(127))));
-  assert_true(arith_can_prove_equal(f.az, ADD(f.x, f.y), ADD(f.y, f.x)));
-  /* symbolic ranges: p in [0, n), q in [p, p + 4) */
-  const Expr *n = expr_var(f.a, "n", DT_I64), *p = expr_var(f.a, "p", DT_I64), *q = expr_var(f.a, "q", DT_I64);
-  arith_bind_range(f.az, p, C(0), n);
-  arith_bind_range(f.az, q, p, C(4));
-  assert_true(arith_can_prove(f.az, expr_lt(f.a, p, n)));
-  assert_false(arith_can_prove(f.az, expr_lt(f.a, p, SUB(n, C(1)))));
-  assert_true(arith_can_prove(f.az, expr_lt(f.a, q, ADD(n, C(3)))));
-  assert_false(arith_can_prove(f.az, expr_lt(f.a, q, ADD(n, C(2)))));
-  assert_true(arith_can_prove(f.az, expr_binary(f.a, EXPR_GE, q, C(0))));
-  arena_free(f.a);
-}
-
-static void test_float_exactness(void **state) {
-  (void)state;
-  Fix f = fix_new();
-  const Expr *v = expr_var(f.a, "v", DT_F32);
-  expect(&f, expr_mul(f.a, v, expr_float(f.a, DT_F32, 1.0)), "v");
-  /* v + 0.0 is not v when v is -0.0: must stay */
-  const Expr *e = expr_add(f.a, v, expr_float(f.a, DT_F32, 0.0));
-  assert_true(expr_equal(arith_simplify(f.az, e), e));
-  /* no reassociation: (v + 1) + 2 stays */
-  const Expr *r = expr_add(f.a, expr_add(f.a, v, expr_float(f.a, DT_F32, 1.0)), expr_float(f.a, DT_F32, 2.0));
-  assert_true(expr_equal(arith_simplify(f.az, r), r));
-  /* !(a < b) is not b <= a for floats (NaN) */
-  const Expr *w = expr_var(f.a, "w", DT_F32);
-  const Expr *n = expr_not(f.a, expr_lt(f.a, v, w));
-  assert_int_equal(arith_simplify(f.az, n)->kind, EXPR_NOT);
-  arena_free(f.a);
-}
-
-static void test_const_bound(void **state) {
-  (void)state;
-  Fix f = fix_new();
-  IntBound b = arith_const_bound(f.az, ADD(MUL(f.i, C(8)), f.j));
-  assert_int_equal(b.min, 0);
-  assert_int_equal(b.max, 127);
-  b = arith_const_bound(f.az, FMOD(f.x, C(8)));
-  assert_int_equal(b.min, 0);
-  assert_int_equal(b.max, 7);
-  b = arith_const_bound(f.az, ADD(f.x, C(1)));
-  assert_true(b.min == INT64_MIN && b.max == INT64_MAX);
-  b = arith_const_bound(f.az, MUL(f.x, C(INT64_MAX)));
-  assert_true(b.min == INT64_MIN && b.max == INT64_MAX);
-  arena_free(f.a);
-}
-
 
 static void test_eval_set(void **state) {
   (void)state;
@@ -238,10 +114,8 @@ static void test_eval_int(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_constant_folding), cmocka_unit_test(test_affine_canonical),
-      cmocka_unit_test(test_div_mod_rules),    cmocka_unit_test(test_minmax_compare_bool),
-      cmocka_unit_test(test_float_exactness),  cmocka_unit_test(test_const_bound),
-      cmocka_unit_test(test_eval_set),         cmocka_unit_test(test_eval_int),
+      cmocka_unit_test(test_eval_set),
+      cmocka_unit_test(test_eval_int),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/expr_parser.h"
 #include "support/strbuf.h"
 #include "tir/text.h"
 #include "unit/tir/tir_fixtures.h"
@@ -279,9 +280,9 @@ static void test_random_expr_round_trip(void **state) {
     sb_init(&sb);
     expr_print(&sb, e);
     const Expr *vars2[2] = {env.vars[1], env.vars[2]}; /* "x" resolves to vars[2] */
-    TirScope scope = {vars2, 2, &env.buf, 1};
+    ExprScope scope = {vars2, 2, &env.buf, 1};
     LoomError err = {0};
-    const Expr *back = tir_parse_expr(a, sb_cstr(&sb), &scope, &err);
+    const Expr *back = expr_parse(a, sb_cstr(&sb), &scope, &err);
     if (!back) fail_msg("%s: %s", sb_cstr(&sb), err.msg);
     if (!expr_uses_var(e, env.vars[0])) assert_true(expr_equal(e, back));
     sb_free(&sb);
@@ -326,33 +327,6 @@ static void test_parse_handwritten(void **state) {
   PrimFunc *m = tir_parse_func(a, fixture_matmul_text, &err);
   assert_non_null(m);
   assert_true(tir_func_equal(m, fixture_matmul(a)));
-  arena_free(a);
-}
-
-static void test_parse_expr_scope(void **state) {
-  (void)state;
-  Arena *a = arena_new();
-  const Expr *i = expr_var(a, "i", DT_I64), *n = expr_var(a, "n", DT_I32);
-  const Expr *c4 = expr_i64(a, 4);
-  Buffer *A = buffer_new(a, "A", DT_F32, 1, &c4);
-  const Expr *vars[2] = {i, n};
-  TirScope scope = {vars, 2, (const Buffer *const[]){A}, 1};
-  LoomError err = {0};
-  const Expr *e = tir_parse_expr(a, "floordiv(i * 4 + 3, 8) - -2", &scope, &err);
-  assert_non_null(e);
-  const Expr *want = expr_sub(a, expr_floordiv(a, expr_add(a, expr_mul(a, i, c4), expr_i64(a, 3)), expr_i64(a, 8)),
-                              expr_i64(a, -2));
-  assert_true(expr_equal(e, want));
-  e = tir_parse_expr(a, "cast(i64, n) < i", &scope, &err);
-  assert_non_null(e);
-  assert_true(expr_equal(e, expr_lt(a, expr_cast(a, DT_I64, n), i)));
-  e = tir_parse_expr(a, "A[i] + 1.5f32", &scope, &err);
-  assert_non_null(e);
-  assert_true(expr_equal(e, expr_add(a, expr_load(a, A, &i, 1), expr_float(a, DT_F32, 1.5))));
-  assert_null(tir_parse_expr(a, "j + 1", &scope, &err));
-  assert_int_equal(err.status, LOOM_ERR_PARSE);
-  assert_string_equal(err.msg, "line 1, column 1: expected a variable in scope, got 'j'");
-  assert_null(tir_parse_expr(a, "i + 1", NULL, &err));
   arena_free(a);
 }
 
@@ -525,7 +499,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_golden),         cmocka_unit_test(test_everything_round_trip),
       cmocka_unit_test(test_random_expr_round_trip), cmocka_unit_test(test_parse_handwritten),
-      cmocka_unit_test(test_parse_expr_scope),       cmocka_unit_test(test_parse_errors),
+      cmocka_unit_test(test_parse_errors),
       cmocka_unit_test(test_func_equal),            cmocka_unit_test(test_print_stmt),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* Shared helpers for the lowering-pass tests: semantic comparison through
  * the reference interpreter, structure counting, and small IR builders.
- * Included by each tests/unit/xform/test_*.c (static functions only). */
+ * Included by the C tests in tests/unit/xform/ and by tir_file_runner.c
+ * (static functions only). */
 #ifndef LOOM_TESTS_XFORM_CHECK_H
 #define LOOM_TESTS_XFORM_CHECK_H
 
@@ -18,13 +19,7 @@
 #include "support/strbuf.h"
 #include "te/te.h"
 #include "tir/interp.h"
-/* The printer lands separately; dumps are optional debugging aids. */
-#if defined(__has_include)
-#if __has_include("tir/text.h")
 #include "tir/text.h"
-#define XC_HAVE_PRINTER 1
-#endif
-#endif
 #include "tir/transform/transform.h"
 
 static inline void xc_print(const char *title, const PrimFunc *f);
@@ -125,14 +120,9 @@ static inline XcCount xc_count(const PrimFunc *f) {
 }
 
 static inline void xc_print(const char *title, const PrimFunc *f) {
-#ifdef XC_HAVE_PRINTER
   char *text = tir_print_func(f);
   fprintf(stderr, "---- %s\n%s\n", title, text);
   free(text);
-#else
-  fprintf(stderr, "---- %s (no printer built)\n", title);
-  (void)f;
-#endif
 }
 
 static inline void xc_dump(const char *title, const PrimFunc *f) {
