@@ -1,13 +1,18 @@
 /* The `loom` command line.
  *
  *   loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512] [--opt-level 0..3]
+ *            [--dump-before=PASS,...] [--dump-after=PASS,...|all] [--dump-list-passes]
  *   loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]
  *            [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]
  *
  * Tensor files are .npy or ONNX TensorProto .pb (by extension). Running an
  * .onnx model compiles it first, specialized to the given inputs (the
  * dynamic-shape path: shapes that depend on input values).
- *   loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json]
+ *   loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--dump-before/--dump-after ...]
+ *
+ * --dump-before / --dump-after print the IR around the named passes: to
+ * stderr for compile (stdout keeps its one "wrote" line), to stdout for
+ * inspect.
  *
  * Exit status 0 on success; otherwise 1 (or 2 for a usage error) with one
  * "loom: error: ..." line on stderr. docs/runtime.md has the details. */
@@ -52,12 +57,15 @@ static int fail(int code, const char *fmt, ...) {
 static const char k_usage[] =
     "usage:\n"
     "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512]\n"
-    "           [--target-opt KEY=VALUE,...] [--opt-level 0..3] [--records FILE]\n"
+    "           [--target-opt KEY=VALUE,...] [--opt-level 0..3] [--records FILE] [DUMPS]\n"
     "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
     "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--records FILE] [--target NAME]\n"
-    "           [--target-opt ...]\n"
+    "           [--target-opt ...] [DUMPS]\n"
+    "  DUMPS: --dump-before=PASS,... --dump-after=PASS,... (repeatable; PASS or all): the graph or each\n"
+    "   kernel's loop IR before/after every run of the pass; to stderr for compile, stdout for inspect.\n"
+    "   --dump-list-passes prints the passes in pipeline order.\n"
     "  loom tune MODEL.onnx --records FILE [--trials N] [--time 30m] [--target NAME] [--target-opt ...]\n"
     "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N] [--cost-model FILE]\n"
     "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
@@ -93,6 +101,68 @@ static bool file_exists(const char *path) {
   return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* ---- --dump-before / --dump-after (compile and inspect) ---- */
+
+typedef struct DumpFlags {
+  char *before, *after; /* comma lists, repeated flags joined (malloc'd), or NULL */
+  bool list_passes;     /* --dump-list-passes */
+} DumpFlags;
+
+static void dump_flags_free(DumpFlags *d) {
+  free(d->before);
+  free(d->after);
+}
+
+/* `list` with ",item" appended (`item` alone when list is NULL). */
+static char *append_item(char *list, const char *item) {
+  size_t n = list ? strlen(list) : 0, k = strlen(item);
+  char *out = realloc(list, n + k + 2);
+  if (!out) {
+    free(list);
+    return NULL;
+  }
+  if (list) out[n++] = ',';
+  memcpy(out + n, item, k + 1);
+  return out;
+}
+
+/* 1 when argv[*i] is one of the dump flags (taken into d), 0 when not,
+ * -1 on failure (a missing value sets *missing; out of memory). */
+static int take_dump_flag(int argc, char **argv, int *i, DumpFlags *d, bool *missing) {
+  const char *v;
+  if (!strcmp(argv[*i], "--dump-list-passes")) {
+    d->list_passes = true;
+    return 1;
+  }
+  char **list = NULL;
+  if ((v = flag_value(argc, argv, i, "--dump-before", missing))) list = &d->before;
+  else if ((v = flag_value(argc, argv, i, "--dump-after", missing))) list = &d->after;
+  if (!list) return *missing ? -1 : 0;
+  return (*list = append_item(*list, v)) ? 1 : -1;
+}
+
+/* Unknown pass names are usage errors listing the valid ones. */
+static int check_dump_flags(const char *cmd, const DumpFlags *d) {
+  char err[1024];
+  if (loom_compile_check_pass_list(d->before, err, sizeof err))
+    return fail(EXIT_USAGE, "%s: --dump-before: %s", cmd, err);
+  if (loom_compile_check_pass_list(d->after, err, sizeof err))
+    return fail(EXIT_USAGE, "%s: --dump-after: %s", cmd, err);
+  return 0;
+}
+
+static void print_pass_list(void) {
+  LoomPassInfo info;
+  const char *level = "";
+  for (int i = 0; loom_compile_pass_info(i, &info); i++) {
+    if (strcmp(level, info.level))
+      printf("%s passes (once per %s, in order):\n", info.level, !strcmp(info.level, "graph") ? "model" : "kernel");
+    level = info.level;
+    if (info.condition) printf("  %-22s (%s)\n", info.name, info.condition);
+    else printf("  %s\n", info.name);
+  }
+}
+
 /* ---- compile ---- */
 
 static int compile_call(const char *model, const char *out, const LoomCompileOptions *opt) {
@@ -103,12 +173,16 @@ static int compile_call(const char *model, const char *out, const LoomCompileOpt
   return 0;
 }
 
-static int cmd_compile(int argc, char **argv) {
+static int compile_with_dumps(int argc, char **argv, DumpFlags *dumps) {
   const char *model = NULL, *out = NULL;
   LoomCompileOptions opt = {.target = NULL, .opt_level = 2};
   for (int i = 0; i < argc; i++) {
     bool missing = false;
     const char *v;
+    int took = take_dump_flag(argc, argv, &i, dumps, &missing);
+    if (took > 0) continue;
+    if (took < 0 && !missing) return fail(1, "out of memory");
+    if (missing) return fail(EXIT_USAGE, "compile: %s needs a value", argv[i]);
     if ((v = flag_value(argc, argv, &i, "-o", &missing)) || (v = flag_value(argc, argv, &i, "--output", &missing))) {
       out = v;
     } else if ((v = flag_value(argc, argv, &i, "--target", &missing))) {
@@ -131,10 +205,25 @@ static int cmd_compile(int argc, char **argv) {
       return fail(EXIT_USAGE, "compile: unexpected argument \"%s\" (one model only)", argv[i]);
     }
   }
+  if (dumps->list_passes) {
+    print_pass_list();
+    return 0;
+  }
+  int rc = check_dump_flags("compile", dumps);
+  if (rc) return rc;
   if (!model) return fail(EXIT_USAGE, "compile: missing MODEL.onnx\n%s", k_usage);
   if (!out) return fail(EXIT_USAGE, "compile: missing -o OUT.loom");
   if (!file_exists(model)) return fail(1, "compile: cannot open \"%s\": %s", model, strerror(errno ? errno : ENOENT));
+  opt.dump_before = dumps->before;
+  opt.dump_after = dumps->after;
   return compile_call(model, out, &opt);
+}
+
+static int cmd_compile(int argc, char **argv) {
+  DumpFlags dumps = {0};
+  int rc = compile_with_dumps(argc, argv, &dumps);
+  dump_flags_free(&dumps);
+  return rc;
 }
 
 /* ---- run ---- */
@@ -817,11 +906,15 @@ static int cmd_target(int argc, char **argv) {
   return 0;
 }
 
-static int cmd_inspect(int argc, char **argv) {
+static int inspect_with_dumps(int argc, char **argv, DumpFlags *dumps) {
   const char *file = NULL, *dump = NULL, *records = NULL, *target = NULL, *target_options = NULL;
   for (int i = 0; i < argc; i++) {
     bool missing = false;
     const char *v;
+    int took = take_dump_flag(argc, argv, &i, dumps, &missing);
+    if (took > 0) continue;
+    if (took < 0 && !missing) return fail(1, "out of memory");
+    if (missing) return fail(EXIT_USAGE, "inspect: %s needs a value", argv[i]);
     if ((v = flag_value(argc, argv, &i, "--target", &missing))) {
       target = v;
     } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
@@ -842,25 +935,42 @@ static int cmd_inspect(int argc, char **argv) {
       return fail(EXIT_USAGE, "inspect: unexpected argument \"%s\" (one file only)", argv[i]);
     }
   }
+  if (dumps->list_passes) {
+    print_pass_list();
+    return 0;
+  }
+  int rc = check_dump_flags("inspect", dumps);
+  if (rc) return rc;
   if (!file) return fail(EXIT_USAGE, "inspect: missing MODEL.onnx or OUT.loom\n%s", k_usage);
   uint8_t *b;
   size_t len;
   if (!file_exists(file) || !read_whole(file, &b, &len))
     return fail(1, "inspect: cannot read \"%s\": %s", file, strerror(errno ? errno : EIO));
-  int rc;
   /* The content decides, not the extension. */
   if (len >= 8 && !memcmp(b, ARTIFACT_MAGIC, 8)) {
-    rc = records || target || target_options
-             ? fail(EXIT_USAGE, "inspect: --records, --target and --target-opt need an ONNX model (an artifact is "
-                                "compiled already)")
-                 : inspect_artifact(file, b, len, dump);
+    rc = records || target || target_options || dumps->before || dumps->after
+             ? fail(EXIT_USAGE, "inspect: --records, --target, --target-opt, --dump-before and --dump-after need an "
+                                "ONNX model (an artifact is compiled already)")
+             : inspect_artifact(file, b, len, dump);
   } else {
     char err[2048] = "";
-    LoomCompileOptions opt = {.target = target, .target_options = target_options, .opt_level = 2, .records = records};
+    LoomCompileOptions opt = {.target = target,
+                              .target_options = target_options,
+                              .opt_level = 2,
+                              .records = records,
+                              .dump_before = dumps->before,
+                              .dump_after = dumps->after};
     rc = loom_inspect_onnx(file, dump, &opt, stdout, err, sizeof err) == LOOM_OK ? 0
                                                                               : fail(1, "inspect: %s", err);
   }
   free(b);
+  return rc;
+}
+
+static int cmd_inspect(int argc, char **argv) {
+  DumpFlags dumps = {0};
+  int rc = inspect_with_dumps(argc, argv, &dumps);
+  dump_flags_free(&dumps);
   return rc;
 }
 

@@ -49,7 +49,38 @@ typedef struct LoomCompileOptions {
    * no longer replays (another Loom version's) is skipped with a note on
    * stderr; a file that is not a records database is an error. */
   const char *records;
+  /* NULL, or a comma list of pass names (loom_compile_pass_info) or "all":
+   * the IR is printed before (dump_before) / after (dump_after) every run of
+   * each named pass. A graph pass prints the graph (from fuse on with the
+   * fused groups, from plan_memory on with the arena offsets); a lowering
+   * pass prints each kernel's loop IR, once per kernel. Each dump opens with
+   * a `#` line naming the pass, its step and, for lowering, the kernel.
+   * loom_compile_onnx prints them to stderr, loom_inspect_onnx to its `out`.
+   * An unknown name is LOOM_ERR_INVALID_ARG listing the valid ones. */
+  const char *dump_before;
+  const char *dump_after;
 } LoomCompileOptions;
+
+/* One step of the compiler's pipeline that dump_before / dump_after can
+ * name. */
+typedef struct LoomPassInfo {
+  const char *name;
+  const char *level; /* "graph" (runs once per model) or "lowering" (once per kernel) */
+  /* NULL when the step always runs, else when it does: "opt level >= 2",
+   * or the lowering option that turns it on ("partition_loops"). */
+  const char *condition;
+} LoomPassInfo;
+
+/* Step `index` (from 0) of the pipeline, in the order the steps run: the
+ * graph passes, then the lowering passes. A pass that runs more than once
+ * (dce, simplify) has a step per run. Returns 0 past the last step, else 1
+ * with *out filled (static strings). */
+int loom_compile_pass_info(int index, LoomPassInfo *out);
+
+/* Checks a dump_before / dump_after list: LOOM_OK (NULL is fine), else
+ * LOOM_ERR_INVALID_ARG with a message in errbuf naming the unknown (or
+ * empty) name and listing the valid ones. */
+loom_status loom_compile_check_pass_list(const char *list, char *errbuf, size_t errlen);
 
 /* Compiles an ONNX model into an artifact written atomically at out_path
  * (runtime/artifact.h: artifact_write). On failure returns the status and
@@ -61,7 +92,10 @@ loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const
 /* Prints a summary of an ONNX model to `out`, or with dump = "graph",
  * "fused", "tir" or "c" the IR after that stage (dump NULL: the summary).
  * The summary includes the planned arena size next to the sum of all
- * intermediate tensor sizes. */
+ * intermediate tensor sizes. opt's dump_before / dump_after print to `out`
+ * too, ahead of that: the pipeline runs as far as `dump` needs, and through
+ * lowering (no C compiler) when a lowering pass is named, except that
+ * dump = "graph" stops after the graph pass infer. */
 loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
                               char *errbuf, size_t errlen);
 

@@ -2,18 +2,23 @@
  * order, in one place.
  *
  *   import (+ fold constants, drop identities, DCE)   frontend/onnx
- *   fold BatchNorm, canonicalize, split GEMVs,         graph/passes
- *   pack constant matmul weights (opt level >= 2),
- *   CSE, DCE
- *   NCHWc layout (opt level >= 2)                      graph/pass_layout
- *   extents of data-dependent outputs                  compile/dynamic
- *   fuse into groups                                   graph/pass_fuse
- *   plan the arena                                     graph/plan_memory
+ *   the graph steps (k_graph_pipeline below):          graph/passes
+ *     fold empty ops, fold BatchNorm, canonicalize,
+ *     split GEMVs, pack constant matmul weights,
+ *     CSE, DCE, NCHWc layout, Winograd, DCE, infer,
+ *     extents of data-dependent outputs                compile/dynamic
+ *     materialize outputs, fuse into groups,
+ *     plan the arena
  *   group -> PrimFunc -> default schedule              compile/lower_group, schedule_group
  *   artifact plan + generated run entry                compile/run_entry
- *   lower + C (kernels, then the entry) + one .so      driver
- *   artifact (weights, plan, kernels)                  runtime/artifact */
+ *   lower (tir_lower's steps) + C (kernels, then       driver, tir/transform/lower.c
+ *     the entry) + one .so
+ *   artifact (weights, plan, kernels)                  runtime/artifact
+ *
+ * Both step lists are tables, so the list of passes is also the list that
+ * --dump-before / --dump-after name (loom_compile_pass_info, pass_dump.c). */
 #include "compile/compile.h"
+#include "compile/pass_dump.h"
 
 #include "artifact_write/artifact_write.h"
 #include "driver/driver.h"
@@ -40,6 +45,9 @@ typedef struct Compiled {
   ArtifactSpec spec; /* plan_artifact: everything but the shared object */
   Target target;     /* what the kernels are scheduled and built for */
   int threads;       /* the thread count the schedules are made for */
+  int opt_level;
+  bool fused, planned; /* plan and mem are made */
+  PassDump dump;
 } Compiled;
 
 static void compiled_free(Compiled *c) {
@@ -48,37 +56,6 @@ static void compiled_free(Compiled *c) {
   if (c->graph) graph_free(c->graph);
   arena_free(c->arena);
   memset(c, 0, sizeof *c);
-}
-
-/* target: the machine the kernels are scheduled for (the GEMV split's
- * part count, the packed panels' width). */
-static loom_status run_graph_passes(Graph *g, int opt_level, const Target *target, LoomError *err) {
-  loom_status st;
-  /* Packed weights are a layout choice, like NCHWc: opt level 2. Panels
-   * one vector wide, the matmul schedule's column unit. Before CSE and
-   * DCE, which merge equal panels and drop the unpacked weights. */
-  int panel_width = opt_level >= 2 ? target_lanes(target, DT_F32) : 0;
-  if (opt_level >= 1) {
-    if ((st = graph_pass_fold_batchnorm(g, err)) || (st = graph_pass_canonicalize(g, err)) ||
-        (st = graph_pass_split_gemv(g, target->num_cores, err)) || (st = graph_pass_pack_matmul(g, panel_width, err)) ||
-        (st = graph_pass_cse(g, err)) || (st = graph_pass_dce(g, err)))
-      return st;
-  }
-  /* A channel block is one vector register: wider blocks split into
-   * several registers and crowd the conv's register tile. */
-  GraphLayoutOptions layout = {.max_block = target_lanes(target, DT_F32)};
-  if (opt_level >= 2 && ((st = graph_pass_layout_nchwc(g, &layout, err)) || (st = graph_pass_winograd(g, err)) ||
-                         (st = graph_pass_dce(g, err))))
-    return st;
-  if ((st = graph_pass_infer(g, err)) || (st = graph_verify(g, err))) return st;
-  for (int i = 0; i < g->nvalues; i++) {
-    const GraphValue *v = &g->values[i];
-    bool used = v->producer >= 0 || v->constant;
-    if (used && !graph_value_is_static(v))
-      return err_set(err, LOOM_ERR_UNSUPPORTED, "value \"%s\" has no static shape (dynamic shapes are not supported yet)",
-                     v->name);
-  }
-  return LOOM_OK;
 }
 
 /* A graph output that no node computes (a folded constant such as Shape's
@@ -102,6 +79,139 @@ static void materialize_outputs(Graph *g) {
         if (g->nodes[n].inputs[k] == out) g->nodes[n].inputs[k] = src;
     graph_add_node(g, GRAPH_OP_IDENTITY, g->values[out].name, &src, 1, &out, 1);
   }
+}
+
+/* ---- the graph pipeline: every step behind one signature ---- */
+
+static loom_status step_fold_empty(Compiled *c, LoomError *err) { return graph_pass_fold_empty(c->graph, err); }
+static loom_status step_fold_batchnorm(Compiled *c, LoomError *err) { return graph_pass_fold_batchnorm(c->graph, err); }
+static loom_status step_canonicalize(Compiled *c, LoomError *err) { return graph_pass_canonicalize(c->graph, err); }
+
+/* One part per core the kernels are scheduled for. */
+static loom_status step_split_gemv(Compiled *c, LoomError *err) {
+  return graph_pass_split_gemv(c->graph, c->target.num_cores, err);
+}
+
+/* Panels one vector wide, the matmul schedule's column unit. */
+static loom_status step_pack_matmul(Compiled *c, LoomError *err) {
+  return graph_pass_pack_matmul(c->graph, target_lanes(&c->target, DT_F32), err);
+}
+
+static loom_status step_cse(Compiled *c, LoomError *err) { return graph_pass_cse(c->graph, err); }
+static loom_status step_dce(Compiled *c, LoomError *err) { return graph_pass_dce(c->graph, err); }
+
+/* A channel block is one vector register: wider blocks split into
+ * several registers and crowd the conv's register tile. */
+static loom_status step_layout_nchwc(Compiled *c, LoomError *err) {
+  GraphLayoutOptions layout = {.max_block = target_lanes(&c->target, DT_F32)};
+  return graph_pass_layout_nchwc(c->graph, &layout, err);
+}
+
+static loom_status step_winograd(Compiled *c, LoomError *err) { return graph_pass_winograd(c->graph, err); }
+
+/* Inference, then the checks every later step relies on: a verified graph
+ * whose every value has a static shape. */
+static loom_status step_infer(Compiled *c, LoomError *err) {
+  Graph *g = c->graph;
+  loom_status st;
+  if ((st = graph_pass_infer(g, err)) || (st = graph_verify(g, err))) return st;
+  for (int i = 0; i < g->nvalues; i++) {
+    const GraphValue *v = &g->values[i];
+    bool used = v->producer >= 0 || v->constant;
+    if (used && !graph_value_is_static(v))
+      return err_set(err, LOOM_ERR_UNSUPPORTED, "value \"%s\" has no static shape (dynamic shapes are not supported yet)",
+                     v->name);
+  }
+  return LOOM_OK;
+}
+
+static loom_status step_attach_extents(Compiled *c, LoomError *err) { return compile_attach_extents(c->graph, err); }
+
+static loom_status step_materialize_outputs(Compiled *c, LoomError *err) {
+  (void)err;
+  materialize_outputs(c->graph);
+  return LOOM_OK;
+}
+
+/* Opt level 0: every node its own kernel. */
+static loom_status step_fuse(Compiled *c, LoomError *err) {
+  GraphFuseOptions fo = {.max_group_size = c->opt_level >= 1 ? 0 : 1, .reduce_epilogue = false};
+  loom_status st = graph_pass_fuse(c->graph, &fo, c->arena, &c->plan, err);
+  c->fused = st == LOOM_OK;
+  return st;
+}
+
+static loom_status step_plan_memory(Compiled *c, LoomError *err) {
+  loom_status st = graph_plan_memory(c->graph, &c->plan, c->arena, &c->mem, err);
+  c->planned = st == LOOM_OK;
+  return st;
+}
+
+typedef struct GraphStep {
+  const char *name; /* for --dump-before / --dump-after */
+  int min_opt_level;
+  loom_status (*run)(Compiled *c, LoomError *err);
+} GraphStep;
+
+/* In order. Packed weights are a layout choice, like NCHWc: opt level 2,
+ * before CSE and DCE, which merge equal panels and drop the unpacked
+ * weights. */
+static const GraphStep k_graph_pipeline[] = {
+    {"fold_empty", 0, step_fold_empty},
+    {"fold_batchnorm", 1, step_fold_batchnorm},
+    {"canonicalize", 1, step_canonicalize},
+    {"split_gemv", 1, step_split_gemv},
+    {"pack_matmul", 2, step_pack_matmul},
+    {"cse", 1, step_cse},
+    {"dce", 1, step_dce},
+    {"layout_nchwc", 2, step_layout_nchwc},
+    {"winograd", 2, step_winograd},
+    {"dce", 2, step_dce},
+    {"infer", 0, step_infer},
+    {"attach_extents", 0, step_attach_extents},
+    {"materialize_outputs", 0, step_materialize_outputs},
+    {"fuse", 0, step_fuse},
+    {"plan_memory", 0, step_plan_memory},
+};
+
+enum { GRAPH_STEP_COUNT = (int)(sizeof k_graph_pipeline / sizeof k_graph_pipeline[0]) };
+
+int loom_compile_pass_info(int index, LoomPassInfo *out) {
+  static const char *const opt_levels[] = {NULL, "opt level >= 1", "opt level >= 2", "opt level >= 3"};
+  if (index < 0) return 0;
+  if (index < GRAPH_STEP_COUNT) {
+    const GraphStep *s = &k_graph_pipeline[index];
+    *out = (LoomPassInfo){s->name, "graph", opt_levels[s->min_opt_level]};
+    return 1;
+  }
+  const char *option;
+  const TirPass *p = tir_lower_step(index - GRAPH_STEP_COUNT, &option);
+  if (!p) return 0;
+  *out = (LoomPassInfo){p->name, "lowering", option};
+  return 1;
+}
+
+/* The graph steps in order; `stop_after` (NULL: none) ends the run after
+ * the step of that name. */
+static loom_status run_graph_pipeline(Compiled *c, const char *stop_after, LoomError *err) {
+  for (int i = 0; i < GRAPH_STEP_COUNT; i++) {
+    const GraphStep *s = &k_graph_pipeline[i];
+    if (c->opt_level < s->min_opt_level) continue;
+    pass_dump_graph(&c->dump, s->name, i + 1, false, c->graph, c->fused ? &c->plan : NULL,
+                    c->planned ? &c->mem : NULL);
+    loom_status st = s->run(c, err);
+    if (st) return st;
+    pass_dump_graph(&c->dump, s->name, i + 1, true, c->graph, c->fused ? &c->plan : NULL,
+                    c->planned ? &c->mem : NULL);
+    if (stop_after && !strcmp(stop_after, s->name)) break;
+  }
+  return LOOM_OK;
+}
+
+static loom_status check_pass_list(const char *option, const char *list, LoomError *err) {
+  char msg[sizeof err->msg - 64];
+  if (loom_compile_check_pass_list(list, msg, sizeof msg) == LOOM_OK) return LOOM_OK;
+  return err_set(err, LOOM_ERR_INVALID_ARG, "%s: %s", option, msg);
 }
 
 const PrimFunc *compile_schedule_from_records(RecordStore *rec, const GroupFunc *gf, const Target *target,
@@ -134,15 +244,21 @@ const PrimFunc *compile_schedule_from_records(RecordStore *rec, const GroupFunc 
 }
 
 /* Front half: everything up to scheduled PrimFuncs. `upto` stops early for
- * inspect ("graph", "fused"); NULL runs it all. */
-static loom_status compile_front(const char *path, const LoomCompileOptions *opt, const char *upto, Compiled *c,
-                                 LoomError *err) {
+ * inspect: "graph" (after the graph step infer), "fused" (after the graph
+ * steps), "lowered" (PrimFuncs, not scheduled); NULL runs it all. The dumps
+ * opt asks for go to dump_out. */
+static loom_status compile_front(const char *path, const LoomCompileOptions *opt, FILE *dump_out, const char *upto,
+                                 Compiled *c, LoomError *err) {
   memset(c, 0, sizeof *c);
   c->arena = arena_new();
-  int opt_level = opt ? opt->opt_level : 2;
+  int opt_level = c->opt_level = opt ? opt->opt_level : 2;
   if (opt_level < 0 || opt_level > 3)
     return err_set(err, LOOM_ERR_INVALID_ARG, "--opt-level %d: expected 0, 1, 2 or 3", opt_level);
   loom_status st = LOOM_OK;
+  if (opt && ((st = check_pass_list("dump_before", opt->dump_before, err)) ||
+              (st = check_pass_list("dump_after", opt->dump_after, err))))
+    return st;
+  c->dump = (PassDump){opt ? opt->dump_before : NULL, opt ? opt->dump_after : NULL, dump_out};
   if (opt && opt->num_inputs > 0) {
     st = compile_import_specialized(path, opt->inputs, opt->num_inputs, &c->graph, err);
   } else {
@@ -150,19 +266,12 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
     if (!c->graph) return err->status ? err->status : LOOM_ERR_INTERNAL;
     st = onnx_prepare_graph(c->graph, path, err);
   }
-  if (!st) st = graph_pass_fold_empty(c->graph, err);
   if (!st) st = target_parse(opt ? opt->target : NULL, &c->target, err);
   if (!st && opt) st = target_apply_options(&c->target, opt->target_options, err);
   const Target *target = &c->target;
-  if (!st) st = run_graph_passes(c->graph, opt_level, target, err);
-  if (st || (upto && !strcmp(upto, "graph"))) return st;
-  if ((st = compile_attach_extents(c->graph, err))) return st;
-  materialize_outputs(c->graph);
-
-  GraphFuseOptions fo = {.max_group_size = opt_level >= 1 ? 0 : 1, .reduce_epilogue = false};
-  if ((st = graph_pass_fuse(c->graph, &fo, c->arena, &c->plan, err))) return st;
-  if ((st = graph_plan_memory(c->graph, &c->plan, c->arena, &c->mem, err))) return st;
-  if (upto && !strcmp(upto, "fused")) return LOOM_OK;
+  bool graph_only = upto && !strcmp(upto, "graph");
+  if (!st) st = run_graph_pipeline(c, graph_only ? "infer" : NULL, err);
+  if (st || graph_only || (upto && !strcmp(upto, "fused"))) return st;
 
   int threads = target->num_cores > 1 ? target->num_cores : 1;
   c->threads = threads;
@@ -312,7 +421,9 @@ static loom_status compile_build(Compiled *c, LoomError *err) {
   st = compile_run_entry_source(&c->spec, &entry, err);
   c->spec.target = c->target.artifact_target; /* NULL: the host's features */
   BuildOptions build = {.cflags = c->target.cflags};
-  DriverOptions opt = {.epilogue = sb_cstr(&entry), .build = &build};
+  LowerOptions lower = lower_options_default();
+  pass_dump_set_hook(&c->dump, &lower);
+  DriverOptions opt = {.epilogue = sb_cstr(&entry), .build = &build, .lower = &lower};
   if (!st) st = driver_build(c->arena, c->funcs, c->ngroups, &opt, &c->module, err);
   sb_free(&entry);
   return st;
@@ -335,7 +446,7 @@ loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const
   if (!onnx_path || !out_path) {
     st = err_set(&err, LOOM_ERR_INVALID_ARG, "compile: a model path and an output path are required");
   } else {
-    st = compile_front(onnx_path, opt, NULL, &c, &err);
+    st = compile_front(onnx_path, opt, stderr, NULL, &c, &err);
     if (!st) st = compile_build(&c, &err);
     if (!st) st = write_artifact(&c, out_path, &err);
     compiled_free(&c);
@@ -348,7 +459,7 @@ loom_status compile_model_tasks(const char *onnx_path, const LoomCompileOptions 
                                 LoomError *err) {
   memset(out, 0, sizeof *out);
   Compiled c;
-  loom_status st = compile_front(onnx_path, opt, "lowered", &c, err);
+  loom_status st = compile_front(onnx_path, opt, stderr, "lowered", &c, err);
   if (st) {
     compiled_free(&c);
     return st;
@@ -445,8 +556,20 @@ loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const Loo
                                                                                   : "fused";
   LoomCompileOptions front = opt ? *opt : (LoomCompileOptions){.opt_level = 2};
   front.records = NULL; /* inspect reads the records itself */
-  loom_status st = compile_front(onnx_path, &front, upto, &c, &err);
-  if (!st && dump && !strcmp(dump, "c")) st = compile_build(&c, &err);
+  /* Dumps of lowering passes need scheduled kernels (not --dump graph's
+   * stage: that one stops after infer whatever the dumps name). */
+  PassDump wanted = {front.dump_before, front.dump_after, out};
+  bool lower_for_dumps = pass_dump_wants_lowering(&wanted) && !(dump && !strcmp(dump, "graph"));
+  if (lower_for_dumps) upto = NULL;
+  loom_status st = compile_front(onnx_path, &front, out, upto, &c, &err);
+  if (!st && dump && !strcmp(dump, "c")) {
+    st = compile_build(&c, &err);
+  } else if (!st && lower_for_dumps) {
+    LowerOptions lower = lower_options_default();
+    pass_dump_set_hook(&c.dump, &lower);
+    for (int i = 0; !st && i < c.ngroups; i++)
+      if (!tir_lower(c.arena, c.funcs[i], &lower, &err)) st = err.status ? err.status : LOOM_ERR_INTERNAL;
+  }
   if (!st) {
     StrBuf sb;
     sb_init(&sb);

@@ -6,7 +6,9 @@
  *
  * Every pass expects an inferred graph (graph_pass_infer) in topological
  * order and leaves it inferred, verified and in topological order. Errors
- * are values naming the node at fault. */
+ * are values naming the node at fault. The compiler runs them in the order
+ * of its one table, k_graph_pipeline (src/compile/compile_model.c), which is
+ * also the list `--dump-before` / `--dump-after` name them from. */
 #ifndef LOOM_GRAPH_PASSES_H
 #define LOOM_GRAPH_PASSES_H
 

@@ -7,6 +7,7 @@ another target and another Loom version). CTest sets both (tests/CMakeLists.txt)
 """
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -406,6 +407,129 @@ class LoomCli(unittest.TestCase):
         self.err("inspect", self.model, "--dump", "bogus", expect=["--dump"], code=2)
         self.err("compile", "m.onnx", "-o", "x.loom", "--opt-level", "5", expect=["--opt-level"], code=2)
         self.err("compile", "m.onnx", "-o", "x.loom", "--what", expect=['unknown flag "--what"'], code=2)
+
+    # ---- --dump-before / --dump-after ----
+
+    DUMP_HEADER = re.compile(r"^# ---- (before|after) (\w+) \((graph|lowering) step (\d+)\)(?: kernel (\S+))? ----$", re.M)
+
+    def conv_bn_model(self):
+        """y = relu(batchnorm(conv(x))): fold_batchnorm folds the BN into the conv."""
+        try:
+            from onnx import TensorProto, helper, numpy_helper
+            import onnx
+        except ImportError:
+            self.skipTest("the onnx package is not installed (scripts/setup)")
+        path = os.path.join(self.dir, "conv_bn.onnx")
+        if os.path.exists(path):
+            return path
+        rng = np.random.default_rng(0)
+        inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")]
+        for name, v in (("scale", 1.5), ("shift", 0.25), ("mean", 0.1), ("var", 2.0)):
+            inits.append(numpy_helper.from_array(np.full(4, v, dtype=np.float32), name))
+        graph = helper.make_graph(
+            [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "var"], ["b"], name="bn"),
+             helper.make_node("Relu", ["b"], ["y"], name="relu")], "conv_bn",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], inits)
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+        return path
+
+    def dump_sections(self, text):
+        """[(side, pass, level, step, kernel, body)] in the order printed."""
+        heads = list(self.DUMP_HEADER.finditer(text))
+        out = []
+        for i, h in enumerate(heads):
+            end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+            out.append((h[1], h[2], h[3], int(h[4]), h[5], text[h.end():end].lstrip("\n")))
+        return out
+
+    def pass_list(self):
+        """[(level, name)] as --dump-list-passes prints them."""
+        passes, level = [], None
+        for line in self.ok("inspect", "--dump-list-passes").stdout.splitlines():
+            if line.endswith("in order):"):
+                level = line.split()[0]
+            elif line.startswith("  "):
+                passes.append((level, line.split()[0]))
+        return passes
+
+    def test_dump_list_passes(self):
+        passes = self.pass_list()
+        names = [n for _, n in passes]
+        self.assertEqual(names[:3], ["fold_empty", "fold_batchnorm", "canonicalize"])
+        self.assertEqual(names[-2:], ["storage_rewrite", "simplify"])
+        self.assertEqual(names.index("fuse") + 2, names.index("simplify"))
+        self.assertEqual(passes[names.index("fuse")][0], "graph")
+        self.assertEqual(passes[names.index("vectorize")][0], "lowering")
+        self.assertEqual(self.ok("compile", "--dump-list-passes").stdout, self.ok("inspect", "--dump-list-passes").stdout)
+
+    def test_dump_around_graph_pass(self):
+        m = self.conv_bn_model()
+        r = self.ok("inspect", m, "--dump-before=fold_batchnorm", "--dump-after", "fold_batchnorm")
+        secs = self.dump_sections(r.stdout)
+        self.assertEqual([s[:4] for s in secs], [("before", "fold_batchnorm", "graph", 2),
+                                                 ("after", "fold_batchnorm", "graph", 2)])
+        self.assertIn("= BatchNormalization(", secs[0][5])
+        self.assertNotIn("BatchNormalization", secs[1][5])
+        self.assertIn("= Conv(", secs[1][5])
+        self.assertIn("kernels (fused groups):", r.stdout)  # the summary follows the dumps
+        # compile: dumps on stderr, stdout keeps its one line
+        art = os.path.join(self.dir, "conv_bn.loom")
+        r = self.ok("compile", m, "-o", art, "--dump-after=fold_batchnorm,fuse")
+        self.assertEqual(r.stdout, "wrote %s\n" % art)
+        secs = self.dump_sections(r.stderr)
+        self.assertEqual([s[1] for s in secs], ["fold_batchnorm", "fuse"])
+        self.assertNotIn("BatchNormalization", secs[0][5])
+        self.assertIn("group 0 anchor", secs[1][5])  # from fuse on, the fused groups too
+
+    def test_dump_after_all(self):
+        m = self.conv_bn_model()
+        passes = self.pass_list()
+        graph = [n for lvl, n in passes if lvl == "graph"]
+        lowering = [n for lvl, n in passes if lvl == "lowering"]
+        secs = self.dump_sections(self.ok("inspect", m, "--dump-after=all").stdout)
+        self.assertTrue(all(s[0] == "after" for s in secs))
+        # opt level 2: every graph step runs, once, in the listed order
+        self.assertEqual([(s[1], s[3]) for s in secs if s[2] == "graph"],
+                         [(n, i + 1) for i, n in enumerate(graph)])
+        kernels = list(dict.fromkeys(s[4] for s in secs if s[2] == "lowering"))
+        self.assertGreaterEqual(len(kernels), 1)
+        for k in kernels:  # every lowering step, once per kernel, kernel after kernel
+            self.assertEqual([(s[1], s[3]) for s in secs if s[4] == k], [(n, i + 1) for i, n in enumerate(lowering)])
+        self.assertEqual([s[4] for s in secs if s[2] == "lowering"], [k for k in kernels for _ in lowering])
+        # opt level 0 skips the steps that need a higher one
+        art = os.path.join(self.dir, "conv_bn0.loom")
+        r = self.ok("compile", m, "-o", art, "--opt-level", "0", "--dump-after=all")
+        self.assertEqual([s[1] for s in self.dump_sections(r.stderr) if s[2] == "graph"],
+                         ["fold_empty", "infer", "attach_extents", "materialize_outputs", "fuse", "plan_memory"])
+
+    def test_dump_around_lowering_pass(self):
+        m = self.conv_bn_model()
+        r = self.ok("inspect", m, "--dump-before=lower_blocks", "--dump-after=lower_blocks,vectorize")
+        secs = self.dump_sections(r.stdout)
+        kernels = list(dict.fromkeys(s[4] for s in secs))
+        self.assertGreaterEqual(len(kernels), 1)
+        for k in kernels:
+            mine = [s for s in secs if s[4] == k]
+            self.assertEqual([s[:4] for s in mine], [("before", "lower_blocks", "lowering", 2),
+                                                     ("after", "lower_blocks", "lowering", 2),
+                                                     ("after", "vectorize", "lowering", 10)])
+            self.assertTrue(mine[0][5].startswith("func " + k), mine[0][5][:80])
+            self.assertIn("block ", mine[0][5])  # blocks before, plain loops after
+            self.assertNotIn("block ", mine[1][5])
+            self.assertNotIn(" vectorized", mine[2][5])
+
+    def test_dump_unknown_pass(self):
+        m = self.conv_bn_model()
+        for args in (("inspect", m), ("compile", m, "-o", os.path.join(self.dir, "never.loom"))):
+            self.err(*args, "--dump-after=fusion", code=2,
+                     expect=['--dump-after: unknown pass "fusion"', "fold_batchnorm", "plan_memory", "vectorize",
+                             "storage_rewrite", "all"])
+            self.err(*args, "--dump-before", "dce,,cse", code=2, expect=["--dump-before", "empty pass name"])
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "never.loom")))
+        self.err("inspect", m, "--dump-after", code=2, expect=["needs a value"])
+        self.err("inspect", self.model, "--dump-after=fuse", code=2, expect=["need an ONNX model"])
 
     # ---- inspect ----
 

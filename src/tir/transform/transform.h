@@ -1,41 +1,57 @@
 /* Lowering passes: PrimFunc of blocks -> flat, simplified program ready for
  * code generation. Each pass is a function IR -> IR (new nodes in `a`).
  *
- * Pipeline (tir_lower runs it in this order):
- *   tir_simplify          arith_simplify on every expression, with loop ranges bound
- *   tir_lower_blocks      blocks -> plain loops: iterators replaced by their
- *                         bindings, predicates -> if, init -> if (all reduction
- *                         iterators at their minimum), alloc_buffers -> Allocate
- *   tir_simplify          fold the substituted bindings
- *   tir_compact_buffers   move each temporary's Allocate down to where it is
- *                         used and shrink it to the region used there
- *   tir_loop_partition    split a loop whose body is guarded by a predicate on
- *                         the loop variable into a guard-free main part and a tail
- *   tir_flatten_buffers   N-d buffers -> 1-d (row-major, honouring storage_align);
- *                         PrimFunc.orig_params keeps the N-d parameters
- *   tir_legalize_narrow   f16/bf16/fp8/fp4/int4 are stored, not computed: loads
- *                         widen to f32 (i32), stores round back
- *   tir_simplify          fold flat indices (vectorize needs constant strides)
- *   tir_vectorize         FOR_VECTORIZED loops -> ramp/broadcast vector
- *                         expressions; what cannot be vectorized falls back
- *                         to a serial loop (correct, just slower)
- *   tir_unroll            FOR_UNROLLED loops with constant extent -> copies,
- *                         as many as the code-size budget allows
- *   tir_storage_rewrite   reuse the memory of temporaries whose lifetimes
- *                         do not overlap
- *   tir_simplify          again, to clean up
- * docs/lowering.md has the details and an example. */
+ * Pipeline (tir_lower runs it in this order; lower.c's k_pipeline is the
+ * one list, which tir_lower_step reads back):
+ *   simplify          arith_simplify on every expression, with loop ranges bound
+ *   lower_blocks      blocks -> plain loops: iterators replaced by their
+ *                     bindings, predicates -> if, init -> if (all reduction
+ *                     iterators at their minimum), alloc_buffers -> Allocate
+ *   simplify          fold the substituted bindings
+ *   loop_partition    split a loop whose body is guarded by a predicate on
+ *                     the loop variable into a guard-free main part and a
+ *                     tail (LowerOptions.partition_loops)
+ *   simplify          drop the guards proven false in tails (partition_loops)
+ *   compact_buffers   move each temporary's Allocate down to where it is
+ *                     used and shrink it to the region used there
+ *                     (compact_buffers)
+ *   flatten_buffers   N-d buffers -> 1-d (row-major, honouring storage_align);
+ *                     PrimFunc.orig_params keeps the N-d parameters
+ *   legalize_narrow   f16/bf16/fp8/fp4/int4 are stored, not computed: loads
+ *                     widen to f32 (i32), stores round back
+ *   simplify          fold flat indices (vectorize needs constant strides)
+ *   vectorize         FOR_VECTORIZED loops -> ramp/broadcast vector
+ *                     expressions; what cannot be vectorized falls back
+ *                     to a serial loop (correct, just slower)
+ *   unroll            FOR_UNROLLED loops with constant extent -> copies,
+ *                     as many as the code-size budget allows
+ *   storage_rewrite   reuse the memory of temporaries whose lifetimes
+ *                     do not overlap (storage_rewrite)
+ *   simplify          again, to clean up
+ * Pass NAME is the function tir_NAME. docs/lowering.md has the details and
+ * an example. */
 #ifndef LOOM_TIR_TRANSFORM_H
 #define LOOM_TIR_TRANSFORM_H
 
 #include "support/error.h"
 #include "tir/stmt.h"
 
+/* Called by tir_lower around every step it runs: before it (after =
+ * false) with the function the pass receives, after it with what the pass
+ * returned. step: the step's position in the pipeline, from 1 (simplify has
+ * several); the hook decides what to print (`--dump-before` /
+ * `--dump-after`: compile/pass_dump.c). */
+typedef void (*TirDumpHook)(void *user, const char *pass, int step, bool after, const PrimFunc *f);
+
 typedef struct LowerOptions {
   bool partition_loops;  /* default true */
   bool storage_rewrite;  /* default true */
   bool compact_buffers;  /* default true */
   int max_unroll_extent; /* unrolled loops longer than this stay loops; default 64 */
+  /* NULL (the default, and what the tuner uses): no dumps, one NULL check
+   * per step. */
+  TirDumpHook dump;
+  void *dump_user;
 } LowerOptions;
 
 LowerOptions lower_options_default(void);
@@ -88,6 +104,26 @@ const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_unroll(Arena *a, const PrimFunc *f, int max_extent);
 const PrimFunc *tir_storage_rewrite(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_legalize_narrow(Arena *a, const PrimFunc *f);
+
+/* One lowering pass behind a uniform signature (lower.c's table). opt may
+ * be NULL (lower_options_default); only unroll reads it. NULL with a message
+ * in err on failure. The flags that turn a step of tir_lower off do not
+ * apply: run alone, a pass always runs. */
+typedef const PrimFunc *(*TirPassFn)(Arena *a, const PrimFunc *f, const LowerOptions *opt, LoomError *err);
+typedef struct TirPass {
+  const char *name;
+  TirPassFn run;
+} TirPass;
+/* The pass named `name` ("simplify", "lower_blocks", "loop_partition",
+ * "compact_buffers", "flatten_buffers", "legalize_narrow", "vectorize",
+ * "unroll", "storage_rewrite"), or NULL. */
+const TirPass *tir_pass_find(const char *name);
+/* All passes in pipeline order (of their first step), *n set to the count. */
+const TirPass *tir_pass_list(int *n);
+/* Step i (from 0) of tir_lower's pipeline, NULL past the last. *option
+ * (when option is non-NULL) is set to the LowerOptions flag the step runs
+ * under ("partition_loops", ...), or NULL when it always runs. */
+const TirPass *tir_lower_step(int i, const char **option);
 
 /* The whole pipeline; NULL with a message in err on failure. */
 const PrimFunc *tir_lower(Arena *a, const PrimFunc *f, const LowerOptions *opt, LoomError *err);

@@ -13,7 +13,6 @@
 
 #include "tir/text.h"
 #include "unit/text_cases.h"
-#include "unit/xform/tir_pass_standin.h" /* TODO(merge): tir_pass_find; delete this line with the file */
 
 typedef struct TirCase {
   const char *file;
