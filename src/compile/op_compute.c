@@ -127,33 +127,32 @@ static const GraphValue *in_value(const Graph *g, const GraphNode *n, int i) {
   return i < n->ninputs && n->inputs[i] != GRAPH_NO_VALUE ? &g->values[n->inputs[i]] : NULL;
 }
 
+/* The unary elementwise node's attributes as topi parameters. */
+static TopiUnaryParams unary_params(const GraphNode *n) {
+  TopiUnaryParams p = {.lo = -INFINITY, .hi = INFINITY};
+  double alpha = n->op == GRAPH_OP_LEAKY_RELU ? 0.01 : n->op == GRAPH_OP_HARD_SIGMOID ? 0.2 : 1.0;
+  if (n->op == GRAPH_OP_SELU) alpha = 1.67326319217681884765625;
+  p.alpha = graph_attr_float(n, "alpha", alpha);
+  p.beta = graph_attr_float(n, "beta", 0.5);
+  p.gamma = graph_attr_float(n, "gamma", n->op == GRAPH_OP_SELU ? 1.05070102214813232421875 : 1.0);
+  p.lambd = graph_attr_float(n, "lambd", 0.5);
+  p.bias = graph_attr_float(n, "bias", 0.0);
+  p.gelu_tanh = !strcmp(graph_attr_string(n, "approximate", "none"), "tanh");
+  p.detect_positive = graph_attr_int(n, "detect_positive", 1) != 0;
+  p.detect_negative = graph_attr_int(n, "detect_negative", 1) != 0;
+  return p;
+}
+
 static loom_status unary(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                         TopiUnaryOp op, const TopiUnaryParams *p, LoomError *err) {
-  outs[0] = topi_unary(a, name, op, ins[0], p, err);
+                         TopiUnaryOp op, LoomError *err) {
+  TopiUnaryParams p = unary_params(n);
+  outs[0] = topi_unary(a, name, op, ins[0], &p, err);
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
 static loom_status binary(Arena *a, TeTensor *const *ins, const char *name, TeTensor **outs, TopiBinaryOp op,
                           LoomError *err) {
   outs[0] = topi_binary(a, name, op, ins[0], ins[1], err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-}
-
-static loom_status math(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                        TopiMathOp op, TopiMathParams *p, LoomError *err) {
-  p->alpha = graph_attr_float(n, "alpha", p->alpha);
-  p->gamma = graph_attr_float(n, "gamma", p->gamma);
-  p->lambd = graph_attr_float(n, "lambd", p->lambd);
-  p->bias = graph_attr_float(n, "bias", p->bias);
-  p->detect_positive = graph_attr_int(n, "detect_positive", 1) != 0;
-  p->detect_negative = graph_attr_int(n, "detect_negative", 1) != 0;
-  outs[0] = topi_math_unary(a, name, op, ins[0], p, err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-}
-
-static loom_status math_binary(Arena *a, TeTensor *const *ins, const char *name, TeTensor **outs, TopiMathBinaryOp op,
-                               LoomError *err) {
-  outs[0] = topi_math_binary(a, name, op, ins[0], ins[1], err);
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
@@ -266,47 +265,58 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
                                  const char *name, TeTensor **outs, LoomError *err) {
   int64_t v[MAX_INTS], w[MAX_INTS], x[MAX_INTS], y[MAX_INTS];
   int cnt;
-  TopiUnaryParams up;
-  TopiMathParams mp;
   if (compile_tensor_op(n->op)) return compile_tensor_node_compute(a, g, n, ins, name, outs, err);
   if (compile_seq_op(n->op)) return compile_seq_node_compute(a, g, n, ins, name, outs, err);
   if (compile_quant_op(n->op)) return compile_quant_node_compute(a, g, n, ins, name, outs, err);
   switch (n->op) {
-#define UNARY(OP, TOPI)                                                  \
-  case GRAPH_OP_##OP:                                                    \
-    up = topi_unary_defaults(TOPI);                                      \
-    return unary(a, n, ins, name, outs, TOPI, &up, err);
-    UNARY(RELU, TOPI_RELU)
-    UNARY(SQRT, TOPI_SQRT)
-    UNARY(RECIPROCAL, TOPI_RECIPROCAL)
-    UNARY(EXP, TOPI_EXP)
-    UNARY(LOG, TOPI_LOG)
-    UNARY(NEG, TOPI_NEG)
-    UNARY(ABS, TOPI_ABS)
-    UNARY(FLOOR, TOPI_FLOOR)
-    UNARY(CEIL, TOPI_CEIL)
-    UNARY(NOT, TOPI_NOT)
-    UNARY(ERF, TOPI_ERF)
-    UNARY(TANH, TOPI_TANH)
-    UNARY(SIGMOID, TOPI_SIGMOID)
-    UNARY(HARD_SWISH, TOPI_HARD_SWISH)
-    UNARY(IDENTITY, TOPI_IDENTITY)
+#define UNARY(OP) \
+  case GRAPH_OP_##OP: return unary(a, n, ins, name, outs, TOPI_##OP, err);
+    UNARY(RELU)
+    UNARY(LEAKY_RELU)
+    UNARY(SQRT)
+    UNARY(RECIPROCAL)
+    UNARY(EXP)
+    UNARY(LOG)
+    UNARY(NEG)
+    UNARY(ABS)
+    UNARY(FLOOR)
+    UNARY(CEIL)
+    UNARY(NOT)
+    UNARY(ERF)
+    UNARY(TANH)
+    UNARY(SIGMOID)
+    UNARY(HARD_SIGMOID)
+    UNARY(HARD_SWISH)
+    UNARY(GELU)
+    UNARY(IDENTITY)
+    UNARY(SIN)
+    UNARY(COS)
+    UNARY(TAN)
+    UNARY(ASIN)
+    UNARY(ACOS)
+    UNARY(ATAN)
+    UNARY(SINH)
+    UNARY(COSH)
+    UNARY(ASINH)
+    UNARY(ACOSH)
+    UNARY(ATANH)
+    UNARY(ROUND)
+    UNARY(SIGN)
+    UNARY(IS_NAN)
+    UNARY(IS_INF)
+    UNARY(ELU)
+    UNARY(SELU)
+    UNARY(CELU)
+    UNARY(SOFTPLUS)
+    UNARY(SOFTSIGN)
+    UNARY(SWISH)
+    UNARY(MISH)
+    UNARY(SHRINK)
+    UNARY(THRESHOLDED_RELU)
+    UNARY(BITWISE_NOT)
 #undef UNARY
-    case GRAPH_OP_LEAKY_RELU:
-      up = topi_unary_defaults(TOPI_LEAKY_RELU);
-      up.alpha = graph_attr_float(n, "alpha", up.alpha);
-      return unary(a, n, ins, name, outs, TOPI_LEAKY_RELU, &up, err);
-    case GRAPH_OP_HARD_SIGMOID:
-      up = topi_unary_defaults(TOPI_HARD_SIGMOID);
-      up.alpha = graph_attr_float(n, "alpha", up.alpha);
-      up.beta = graph_attr_float(n, "beta", up.beta);
-      return unary(a, n, ins, name, outs, TOPI_HARD_SIGMOID, &up, err);
-    case GRAPH_OP_GELU:
-      up = topi_unary_defaults(TOPI_GELU);
-      up.gelu_tanh = !strcmp(graph_attr_string(n, "approximate", "none"), "tanh");
-      return unary(a, n, ins, name, outs, TOPI_GELU, &up, err);
     case GRAPH_OP_CLIP: {
-      up = topi_unary_defaults(TOPI_CLIP);
+      TopiUnaryParams up = {.lo = -INFINITY, .hi = INFINITY};
       double b;
       TeTensor *rt[3] = {NULL, NULL, NULL}; /* bounds read at run time */
       for (int k = 1; k < 3 && k < n->ninputs; k++) {
@@ -315,7 +325,10 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
         else if (k == 1) up.lo = b;
         else up.hi = b;
       }
-      if (!rt[1] && !rt[2]) return unary(a, n, ins, name, outs, TOPI_CLIP, &up, err);
+      if (!rt[1] && !rt[2]) {
+        outs[0] = topi_unary(a, name, TOPI_CLIP, ins[0], &up, err);
+        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+      }
       const TeTensor *x0 = ins[0];
       if (up.lo > -INFINITY || up.hi < INFINITY) {
         x0 = topi_unary(a, arena_printf(a, "%s_c", name), TOPI_CLIP, ins[0], &up, err);
@@ -324,49 +337,19 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       outs[0] = topi_clip_tensors(a, name, x0, rt[1], rt[2], err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
-#define MATH(OP, TOPI)                                                   \
-  case GRAPH_OP_##OP:                                                    \
-    mp = topi_math_defaults(TOPI);                                       \
-    return math(a, n, ins, name, outs, TOPI, &mp, err);
-    MATH(SIN, TOPI_SIN)
-    MATH(COS, TOPI_COS)
-    MATH(TAN, TOPI_TAN)
-    MATH(ASIN, TOPI_ASIN)
-    MATH(ACOS, TOPI_ACOS)
-    MATH(ATAN, TOPI_ATAN)
-    MATH(SINH, TOPI_SINH)
-    MATH(COSH, TOPI_COSH)
-    MATH(ASINH, TOPI_ASINH)
-    MATH(ACOSH, TOPI_ACOSH)
-    MATH(ATANH, TOPI_ATANH)
-    MATH(ROUND, TOPI_ROUND)
-    MATH(SIGN, TOPI_SIGN)
-    MATH(IS_NAN, TOPI_IS_NAN)
-    MATH(IS_INF, TOPI_IS_INF)
-    MATH(ELU, TOPI_ELU)
-    MATH(SELU, TOPI_SELU)
-    MATH(CELU, TOPI_CELU)
-    MATH(SOFTPLUS, TOPI_SOFTPLUS)
-    MATH(SOFTSIGN, TOPI_SOFTSIGN)
-    MATH(SWISH, TOPI_SWISH)
-    MATH(MISH, TOPI_MISH)
-    MATH(SHRINK, TOPI_SHRINK)
-    MATH(THRESHOLDED_RELU, TOPI_THRESHOLDED_RELU)
-    MATH(BITWISE_NOT, TOPI_BITWISE_NOT)
-#undef MATH
-    case GRAPH_OP_GREATER_OR_EQUAL: return math_binary(a, ins, name, outs, TOPI_GREATER_EQUAL, err);
-    case GRAPH_OP_LESS_OR_EQUAL: return math_binary(a, ins, name, outs, TOPI_LESS_EQUAL, err);
-    case GRAPH_OP_XOR: return math_binary(a, ins, name, outs, TOPI_XOR, err);
+    case GRAPH_OP_GREATER_OR_EQUAL: return binary(a, ins, name, outs, TOPI_GREATER_EQUAL, err);
+    case GRAPH_OP_LESS_OR_EQUAL: return binary(a, ins, name, outs, TOPI_LESS_EQUAL, err);
+    case GRAPH_OP_XOR: return binary(a, ins, name, outs, TOPI_XOR, err);
     case GRAPH_OP_MOD:
-      return math_binary(a, ins, name, outs, graph_attr_int(n, "fmod", 0) ? TOPI_FMOD : TOPI_MOD, err);
-    case GRAPH_OP_BITWISE_AND: return math_binary(a, ins, name, outs, TOPI_BITWISE_AND, err);
-    case GRAPH_OP_BITWISE_OR: return math_binary(a, ins, name, outs, TOPI_BITWISE_OR, err);
-    case GRAPH_OP_BITWISE_XOR: return math_binary(a, ins, name, outs, TOPI_BITWISE_XOR, err);
+      return binary(a, ins, name, outs, graph_attr_int(n, "fmod", 0) ? TOPI_FMOD : TOPI_MOD, err);
+    case GRAPH_OP_BITWISE_AND: return binary(a, ins, name, outs, TOPI_BITWISE_AND, err);
+    case GRAPH_OP_BITWISE_OR: return binary(a, ins, name, outs, TOPI_BITWISE_OR, err);
+    case GRAPH_OP_BITWISE_XOR: return binary(a, ins, name, outs, TOPI_BITWISE_XOR, err);
     case GRAPH_OP_BIT_SHIFT: {
       const char *dir = graph_attr_string(n, "direction", "");
       if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
         return node_fail(n, err, "%s (node \"%s\"): direction \"%s\" is not LEFT or RIGHT", dir);
-      return math_binary(a, ins, name, outs, !strcmp(dir, "LEFT") ? TOPI_SHIFT_LEFT : TOPI_SHIFT_RIGHT, err);
+      return binary(a, ins, name, outs, !strcmp(dir, "LEFT") ? TOPI_SHIFT_LEFT : TOPI_SHIFT_RIGHT, err);
     }
     case GRAPH_OP_MEAN:
       outs[0] = topi_mean(a, name, (const TeTensor *const *)ins, n->ninputs, err);

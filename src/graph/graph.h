@@ -76,7 +76,7 @@ typedef enum GraphOpPattern {
   X(HARD_SIGMOID, "HardSigmoid", ELEMWISE, unary)             \
   X(HARD_SWISH, "HardSwish", ELEMWISE, unary)                 \
   X(GELU, "Gelu", ELEMWISE, unary)                            \
-  /* elementwise math, logic and bitwise ops (topi/op_math.c, graph/infer_math.c) */ \
+  /* elementwise math, logic and bitwise ops (topi/op_elemwise.c, graph/infer_math.c) */ \
   X(SIN, "Sin", ELEMWISE, unary)                            \
   X(COS, "Cos", ELEMWISE, unary)                            \
   X(TAN, "Tan", ELEMWISE, unary)                            \

@@ -43,7 +43,7 @@ static const AttrSpec attr_specs[] = {
     DEF_F("Gemm", "alpha", 1.0), DEF_F("Gemm", "beta", 1.0), DEF_I("Gemm", "transA", 0), DEF_I("Gemm", "transB", 0),
     DEF_F("LeakyRelu", "alpha", 0.01), DEF_F("HardSigmoid", "alpha", 0.2), DEF_F("HardSigmoid", "beta", 0.5),
     DEF_S("Gelu", "approximate", "none"),
-    /* elementwise math (topi/op_math.c) */
+    /* elementwise math (topi/op_elemwise.c) */
     DEF_F("Elu", "alpha", 1.0), DEF_F("Selu", "alpha", 1.67326319217681884765625),
     DEF_F("Selu", "gamma", 1.05070102214813232421875), DEF_F("Celu", "alpha", 1.0),
     DEF_F("ThresholdedRelu", "alpha", 1.0), DEF_F("Shrink", "bias", 0.0), DEF_F("Shrink", "lambd", 0.5),
