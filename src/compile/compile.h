@@ -16,11 +16,11 @@
 
 /* ---- op_compute.c: the compute half of the op strategy ---- */
 /* False for the operands whose value the compiler needs to build the
- * program: those that decide shapes, axes, counts or which nodes run
- * (Reshape's shape, Slice's starts, Resize's scales, TopK's K, If's
- * condition...). Every other operand is data, which a runtime value may
- * feed; specialization (specialize.c) compiles in only the inputs the
- * former depend on. */
+ * program: the op's compile-time inputs in the graph op table (Reshape's
+ * shape, Slice's starts, Resize's scales, TopK's K, If's condition...).
+ * Every other operand is data, which a runtime value may feed;
+ * specialization (specialize.c) compiles in only the inputs the former
+ * depend on. */
 bool compile_input_is_data(const GraphNode *n, int input);
 /* Whether the kernel of n reads operand `input` at run time: a data operand,
  * except the parameters that the compute bakes in when g has them as
@@ -42,7 +42,6 @@ int compile_attr_ints(const GraphNode *n, const char *name, int64_t *out);
 
 /* ---- op_compute_tensor.c: indexing, rearrangements, N-D windows, Pad, Dropout ---- */
 bool compile_tensor_op(GraphOp op);
-bool compile_tensor_input_is_data(const GraphNode *n, int input);
 loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                         const char *name, TeTensor **outs, LoomError *err);
 
@@ -64,7 +63,6 @@ loom_status compile_quant_node_compute(Arena *a, const Graph *g, const GraphNode
 
 /* ---- op_compute_seq.c: attention, recurrent and signal-processing ops ---- */
 bool compile_seq_op(GraphOp op);
-bool compile_seq_input_is_data(const GraphNode *n, int input);
 loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                      const char *name, TeTensor **outs, LoomError *err);
 

@@ -16,63 +16,14 @@ static loom_status node_fail(const GraphNode *n, LoomError *err, const char *fmt
   return err_set(err, LOOM_ERR_UNSUPPORTED, fmt, graph_op_info(n->op)->name, n->name ? n->name : "?", detail);
 }
 
-/* The operands whose VALUE the compiler needs (compile_input_is_data
- * false) are exactly those that decide shapes, axes, counts or which nodes
- * run: specialization (specialize.c) compiles in the inputs they depend on
- * and nothing else, so a parameter that decides no shape (Clip's bounds,
- * Pad's constant_value, Resize's roi, Dropout's ratio) is data here even
- * where the compute bakes it in when it is constant (baked_when_constant). */
-bool compile_input_is_data(const GraphNode *n, int input) {
-  switch (n->op) {
-    case GRAPH_OP_RESHAPE:
-    case GRAPH_OP_EXPAND:
-    case GRAPH_OP_TILE:
-    case GRAPH_OP_SQUEEZE:
-    case GRAPH_OP_UNSQUEEZE:
-    case GRAPH_OP_SPLIT:
-    case GRAPH_OP_SLICE:
-    case GRAPH_OP_REDUCE_MEAN:
-    case GRAPH_OP_REDUCE_SUM:
-    case GRAPH_OP_REDUCE_MAX:
-    case GRAPH_OP_REDUCE_MIN:
-    case GRAPH_OP_REDUCE_PROD:
-    case GRAPH_OP_REDUCE_L1:
-    case GRAPH_OP_REDUCE_L2:
-    case GRAPH_OP_REDUCE_LOG_SUM:
-    case GRAPH_OP_REDUCE_LOG_SUM_EXP:
-    case GRAPH_OP_REDUCE_SUM_SQUARE:
-    case GRAPH_OP_CUMSUM: /* the axis */
-    case GRAPH_OP_CUMPROD:
-      return input == 0;
-    case GRAPH_OP_PAD: /* pads and axes; constant_value is data */
-      return input == 0 || input == 2;
-    case GRAPH_OP_RESIZE: /* scales and sizes; roi is data */
-      return input < 2;
-    case GRAPH_OP_CLIP: /* min and max are data */
-      return true;
-    case GRAPH_OP_DROPOUT: /* the ratio is data; training_mode would decide what runs */
-      return input < 2;
-    case GRAPH_OP_AFFINE_GRID: /* the size */
-    case GRAPH_OP_TOP_K:       /* K */
-      return input == 0;
-    case GRAPH_OP_CONSTANT_OF_SHAPE:
-    case GRAPH_OP_RANGE:
-      return false;
-    case GRAPH_OP_BLACKMAN_WINDOW: /* sizes, axes, frame lengths (op_compute_seq.c) */
-    case GRAPH_OP_HAMMING_WINDOW:
-    case GRAPH_OP_HANN_WINDOW:
-    case GRAPH_OP_DFT:
-    case GRAPH_OP_STFT:
-    case GRAPH_OP_MEL_WEIGHT_MATRIX:
-      return compile_seq_input_is_data(n, input);
-    case GRAPH_OP_IF: /* the condition, the trip count decide what is compiled */
-      return input != 0;
-    case GRAPH_OP_LOOP:
-      return input > 1;
-    default:
-      return compile_tensor_input_is_data(n, input);
-  }
-}
+/* The operands whose VALUE the compiler needs are the op's compile-time
+ * inputs (GraphOpInfo.const_inputs): those that decide shapes, axes,
+ * counts or which nodes run. Specialization (specialize.c) compiles in the
+ * inputs they depend on and nothing else, so a parameter that decides no
+ * shape (Clip's bounds, Pad's constant_value, Resize's roi, Dropout's
+ * ratio) is data there even where the compute bakes it in when it is
+ * constant (baked_when_constant). */
+bool compile_input_is_data(const GraphNode *n, int input) { return !graph_op_input_is_const(n->op, input); }
 
 /* Data operands the compute folds into the kernel when they are constants
  * (a bound known at compile time simplifies the code) and otherwise reads
@@ -88,8 +39,8 @@ bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input) {
   if (graph_value_constant(g, n->inputs[input])) return false;
   /* Resize reads its roi only to crop; Pad its constant_value only in constant mode. */
   if (n->op == GRAPH_OP_RESIZE)
-    return !strcmp(graph_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "tf_crop_and_resize");
-  if (n->op == GRAPH_OP_PAD) return !strcmp(graph_attr_string(n, "mode", "constant"), "constant");
+    return !strcmp(graph_node_string(n, "coordinate_transformation_mode"), "tf_crop_and_resize");
+  if (n->op == GRAPH_OP_PAD) return !strcmp(graph_node_string(n, "mode"), "constant");
   return true;
 }
 
@@ -127,19 +78,21 @@ static const GraphValue *in_value(const Graph *g, const GraphNode *n, int i) {
   return i < n->ninputs && n->inputs[i] != GRAPH_NO_VALUE ? &g->values[n->inputs[i]] : NULL;
 }
 
-/* The unary elementwise node's attributes as topi parameters. */
+/* The unary elementwise node's attributes as topi parameters: each one the
+ * op declares (graph/ops.c), with the default from there when absent. */
 static TopiUnaryParams unary_params(const GraphNode *n) {
   TopiUnaryParams p = {.lo = -INFINITY, .hi = INFINITY};
-  double alpha = n->op == GRAPH_OP_LEAKY_RELU ? 0.01 : n->op == GRAPH_OP_HARD_SIGMOID ? 0.2 : 1.0;
-  if (n->op == GRAPH_OP_SELU) alpha = 1.67326319217681884765625;
-  p.alpha = graph_attr_float(n, "alpha", alpha);
-  p.beta = graph_attr_float(n, "beta", 0.5);
-  p.gamma = graph_attr_float(n, "gamma", n->op == GRAPH_OP_SELU ? 1.05070102214813232421875 : 1.0);
-  p.lambd = graph_attr_float(n, "lambd", 0.5);
-  p.bias = graph_attr_float(n, "bias", 0.0);
-  p.gelu_tanh = !strcmp(graph_attr_string(n, "approximate", "none"), "tanh");
-  p.detect_positive = graph_attr_int(n, "detect_positive", 1) != 0;
-  p.detect_negative = graph_attr_int(n, "detect_negative", 1) != 0;
+  for (const GraphAttrDef *d = graph_op_info(n->op)->attrs; d->name; d++) {
+    const char *at = d->name;
+    if (!strcmp(at, "alpha")) p.alpha = graph_node_float(n, at);
+    else if (!strcmp(at, "beta")) p.beta = graph_node_float(n, at);
+    else if (!strcmp(at, "gamma")) p.gamma = graph_node_float(n, at);
+    else if (!strcmp(at, "lambd")) p.lambd = graph_node_float(n, at);
+    else if (!strcmp(at, "bias")) p.bias = graph_node_float(n, at);
+    else if (!strcmp(at, "approximate")) p.gelu_tanh = !strcmp(graph_node_string(n, at), "tanh");
+    else if (!strcmp(at, "detect_positive")) p.detect_positive = graph_node_int(n, at) != 0;
+    else if (!strcmp(at, "detect_negative")) p.detect_negative = graph_node_int(n, at) != 0;
+  }
   return p;
 }
 
@@ -166,7 +119,7 @@ static loom_status conv(Arena *a, const GraphNode *n, TeTensor *const *ins, cons
   if ((c = attr_ints(n, "dilations", v)) == 2) memcpy(p.dilations, v, sizeof p.dilations);
   if ((c = attr_ints(n, "pads", v)) == 4) memcpy(p.pads, v, sizeof p.pads);
   else if (c >= 0) return node_fail(n, err, "%s (node \"%s\"): %s", "only 2-D convolutions are supported");
-  p.group = graph_attr_int(n, "group", 1);
+  p.group = graph_node_int(n, "group");
   TeTensor *bias = n->ninputs > 2 ? ins[2] : NULL;
   outs[0] = blocked ? topi_conv2d_nchwc_onnx(a, name, ins[0], ins[1], bias, &p, err)
                     : topi_conv2d_onnx(a, name, ins[0], ins[1], bias, &p, err);
@@ -184,8 +137,8 @@ static loom_status pool(Arena *a, const GraphNode *n, TeTensor *const *ins, cons
   if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
   if (attr_ints(n, "dilations", v) == 2) memcpy(p.dilations, v, sizeof p.dilations);
   if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
-  p.ceil_mode = graph_attr_int(n, "ceil_mode", 0) != 0;
-  p.count_include_pad = graph_attr_int(n, "count_include_pad", 0) != 0;
+  p.ceil_mode = graph_node_int(n, "ceil_mode") != 0;
+  p.count_include_pad = kind == TOPI_POOL_AVG && graph_node_int(n, "count_include_pad") != 0;
   bool blocked = n->op == GRAPH_OP_MAX_POOL_NCHWC || n->op == GRAPH_OP_AVERAGE_POOL_NCHWC;
   outs[0] = blocked ? topi_pool2d_nchwc_onnx(a, name, kind, ins[0], &p, err) : topi_pool2d_onnx(a, name, kind, ins[0], &p, err);
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
@@ -198,8 +151,8 @@ static loom_status reduce(Arena *a, const Graph *g, const GraphNode *n, TeTensor
   if (na == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "axes must be a compile-time constant");
   if (na < 0) na = attr_ints(n, "axes", axes);
   if (na < 0) na = 0;
-  outs[0] = topi_reduce(a, name, op, ins[0], axes, na, graph_attr_int(n, "keepdims", 1) != 0,
-                        graph_attr_int(n, "noop_with_empty_axes", 0) != 0, err);
+  outs[0] = topi_reduce(a, name, op, ins[0], axes, na, graph_node_int(n, "keepdims") != 0,
+                        graph_node_int(n, "noop_with_empty_axes") != 0, err);
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
@@ -211,7 +164,7 @@ static loom_status softmax_family(Arena *a, const Graph *g, const GraphNode *n, 
   Fn fn = n->op == GRAPH_OP_LOG_SOFTMAX ? topi_log_softmax_axis
           : n->op == GRAPH_OP_HARDMAX   ? topi_hardmax_axis
                                         : topi_softmax_axis;
-  int64_t axis = graph_attr_int(n, "axis", -1);
+  int64_t axis = graph_node_int(n, "axis");
   if (!graph_attr_int(n, "coerce_2d", 0)) {
     outs[0] = fn(a, name, ins[0], axis, err);
     return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
@@ -228,8 +181,8 @@ static loom_status softmax_family(Arena *a, const Graph *g, const GraphNode *n, 
 static loom_status layer_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
                               TeTensor **outs, LoomError *err) {
   TeTensor *stats[2] = {NULL, NULL};
-  outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_attr_int(n, "axis", -1),
-                                 graph_attr_float(n, "epsilon", 1e-5), false, &stats[0], &stats[1], err);
+  outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_node_int(n, "axis"),
+                                 graph_node_float(n, "epsilon"), false, &stats[0], &stats[1], err);
   if (!outs[0]) return LOOM_ERR_INVALID_ARG;
   static const char *const what[2] = {"mean_out", "inv_std_out"};
   for (int k = 1; k < n->noutputs && k < 3; k++) {
@@ -246,7 +199,7 @@ static loom_status layer_norm(Arena *a, const Graph *g, const GraphNode *n, TeTe
 static loom_status loss(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
                         TeTensor **outs, LoomError *err) {
   (void)g;
-  const char *red = graph_attr_string(n, "reduction", "mean");
+  const char *red = graph_node_string(n, "reduction");
   TopiLossReduction r = !strcmp(red, "none") ? TOPI_LOSS_NONE : !strcmp(red, "sum") ? TOPI_LOSS_SUM : TOPI_LOSS_MEAN;
   if (r == TOPI_LOSS_MEAN && strcmp(red, "mean"))
     return node_fail(n, err, "%s (node \"%s\"): reduction \"%s\" is not supported", red);
@@ -341,7 +294,7 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
     case GRAPH_OP_LESS_OR_EQUAL: return binary(a, ins, name, outs, TOPI_LESS_EQUAL, err);
     case GRAPH_OP_XOR: return binary(a, ins, name, outs, TOPI_XOR, err);
     case GRAPH_OP_MOD:
-      return binary(a, ins, name, outs, graph_attr_int(n, "fmod", 0) ? TOPI_FMOD : TOPI_MOD, err);
+      return binary(a, ins, name, outs, graph_node_int(n, "fmod") ? TOPI_FMOD : TOPI_MOD, err);
     case GRAPH_OP_BITWISE_AND: return binary(a, ins, name, outs, TOPI_BITWISE_AND, err);
     case GRAPH_OP_BITWISE_OR: return binary(a, ins, name, outs, TOPI_BITWISE_OR, err);
     case GRAPH_OP_BITWISE_XOR: return binary(a, ins, name, outs, TOPI_BITWISE_XOR, err);
@@ -358,9 +311,9 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       DType to;
       if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
         return node_fail(n, err, "%s (node \"%s\"): %s", "attribute \"to\" is not a dtype");
-      if (to.code == DT_F8E8M0 && (strcmp(graph_attr_string(n, "round_mode", "up"), "up") || !graph_attr_int(n, "saturate", 1)))
+      if (to.code == DT_F8E8M0 && (strcmp(graph_node_string(n, "round_mode"), "up") || !graph_node_int(n, "saturate")))
         return node_fail(n, err, "%s (node \"%s\"): %s", "a cast to f8e8m0 other than round_mode \"up\" with saturate is not supported");
-      outs[0] = topi_cast_saturate(a, name, ins[0], to, graph_attr_int(n, "saturate", 1) != 0, err);
+      outs[0] = topi_cast_saturate(a, name, ins[0], to, graph_node_int(n, "saturate") != 0, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
     case GRAPH_OP_ADD: return binary(a, ins, name, outs, TOPI_ADD, err);
@@ -386,13 +339,13 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_BATCH_NORM:
       outs[0] = topi_batch_norm(a, name, ins[0], ins[1], ins[2], ins[3], ins[4],
-                                graph_attr_float(n, "epsilon", 1e-5), err);
+                                graph_node_float(n, "epsilon"), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_CONV_NCHWC:
       /* Depthwise: one input channel per group (infer_nchwc.c); other
        * groups take the grouped blocked conv. */
-      if (graph_attr_int(n, "group", 1) > 1 && ins[1]->ndim == 6 && ins[1]->shape[1] == 1 && ins[1]->shape[4] == 1 &&
-          graph_attr_int(n, "group", 1) == ins[0]->shape[1] * ins[0]->shape[4]) {
+      if (graph_node_int(n, "group") > 1 && ins[1]->ndim == 6 && ins[1]->shape[1] == 1 && ins[1]->shape[4] == 1 &&
+          graph_node_int(n, "group") == ins[0]->shape[1] * ins[0]->shape[4]) {
         TopiConvParams p;
         memset(&p, 0, sizeof p);
         if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
@@ -401,7 +354,7 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
         outs[0] = topi_depthwise_conv2d_nchwc_onnx(a, name, ins[0], ins[1], &p, err);
         return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
       }
-      if (graph_attr_int(n, "winograd_tile", 0)) {
+      if (graph_node_int(n, "winograd_tile")) {
         int64_t pads[4] = {0, 0, 0, 0};
         if (attr_ints(n, "pads", v) == 4) memcpy(pads, v, sizeof pads);
         outs[0] = topi_conv2d_nchwc_winograd(a, name, ins[0], ins[1], pads, err);
@@ -421,9 +374,9 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
     case GRAPH_OP_GEMM:
-      outs[0] = topi_gemm(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_attr_float(n, "alpha", 1.0),
-                          graph_attr_float(n, "beta", 1.0), graph_attr_int(n, "transA", 0) != 0,
-                          graph_attr_int(n, "transB", 0) != 0, err);
+      outs[0] = topi_gemm(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_node_float(n, "alpha"),
+                          graph_node_float(n, "beta"), graph_node_int(n, "transA") != 0,
+                          graph_node_int(n, "transB") != 0, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_MATMUL:
       outs[0] = topi_matmul_nd(a, name, ins[0], ins[1], err);
@@ -449,8 +402,8 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
     case GRAPH_OP_REDUCE_SUM_SQUARE: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_SUM_SQUARE, err);
     case GRAPH_OP_ARG_MAX:
     case GRAPH_OP_ARG_MIN:
-      outs[0] = topi_arg_reduce(a, name, n->op == GRAPH_OP_ARG_MIN, ins[0], graph_attr_int(n, "axis", 0),
-                                graph_attr_int(n, "keepdims", 1) != 0, graph_attr_int(n, "select_last_index", 0) != 0,
+      outs[0] = topi_arg_reduce(a, name, n->op == GRAPH_OP_ARG_MIN, ins[0], graph_node_int(n, "axis"),
+                                graph_node_int(n, "keepdims") != 0, graph_node_int(n, "select_last_index") != 0,
                                 err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_LOG_SOFTMAX:
@@ -462,39 +415,39 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       if (const_ints(g, n, 1, v) != 1)
         return node_fail(n, err, "%s (node \"%s\"): %s", "axis must be a compile-time constant scalar");
       axis = v[0];
-      outs[0] = topi_cumulative(a, name, n->op == GRAPH_OP_CUMPROD, ins[0], axis, graph_attr_int(n, "exclusive", 0) != 0,
-                                graph_attr_int(n, "reverse", 0) != 0, err);
+      outs[0] = topi_cumulative(a, name, n->op == GRAPH_OP_CUMPROD, ins[0], axis, graph_node_int(n, "exclusive") != 0,
+                                graph_node_int(n, "reverse") != 0, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
     case GRAPH_OP_RMS_NORM:
-      outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], NULL, graph_attr_int(n, "axis", -1),
-                                     graph_attr_float(n, "epsilon", 1e-5), true, NULL, NULL, err);
+      outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], NULL, graph_node_int(n, "axis"),
+                                     graph_node_float(n, "epsilon"), true, NULL, NULL, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_GROUP_NORM:
     case GRAPH_OP_INSTANCE_NORM: {
       const GraphValue *xv = in_value(g, n, 0);
       int64_t groups = n->op == GRAPH_OP_GROUP_NORM ? graph_attr_int(n, "num_groups", 0) : xv->rank >= 2 ? xv->dims[1] : 1;
       if (n->ninputs < 3) return node_fail(n, err, "%s (node \"%s\"): %s", "expected inputs X, scale and bias");
-      outs[0] = topi_group_norm(a, name, ins[0], ins[1], ins[2], groups, graph_attr_float(n, "epsilon", 1e-5), err);
+      outs[0] = topi_group_norm(a, name, ins[0], ins[1], ins[2], groups, graph_node_float(n, "epsilon"), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
     case GRAPH_OP_LP_NORM:
-      outs[0] = topi_lp_norm(a, name, ins[0], graph_attr_int(n, "axis", -1), graph_attr_int(n, "p", 2), err);
+      outs[0] = topi_lp_norm(a, name, ins[0], graph_node_int(n, "axis"), graph_node_int(n, "p"), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_MVN:
       cnt = attr_ints(n, "axes", v);
       outs[0] = topi_mvn(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_LRN:
-      outs[0] = topi_lrn(a, name, ins[0], graph_attr_int(n, "size", 0), graph_attr_float(n, "alpha", 1e-4),
-                         graph_attr_float(n, "beta", 0.75), graph_attr_float(n, "bias", 1.0), err);
+      outs[0] = topi_lrn(a, name, ins[0], graph_attr_int(n, "size", 0), graph_node_float(n, "alpha"),
+                         graph_node_float(n, "beta"), graph_node_float(n, "bias"), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_NLL_LOSS:
     case GRAPH_OP_SCE_LOSS: return loss(a, g, n, ins, name, outs, err);
     case GRAPH_OP_SOFTMAX: return softmax_family(a, g, n, ins, name, outs, err);
     case GRAPH_OP_LAYER_NORM: return layer_norm(a, g, n, ins, name, outs, err);
     case GRAPH_OP_FLATTEN:
-      outs[0] = topi_flatten(a, name, ins[0], graph_attr_int(n, "axis", 1), err);
+      outs[0] = topi_flatten(a, name, ins[0], graph_node_int(n, "axis"), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_RESHAPE: {
       /* Inference resolved 0 and -1: the output's extents are the shape. */
@@ -514,12 +467,12 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "split sizes must be compile-time constants");
       if (cnt < 0) {
         /* Inferred output extents give the sizes. */
-        int64_t axis = graph_attr_int(n, "axis", 0);
+        int64_t axis = graph_node_int(n, "axis");
         const GraphValue *xv = in_value(g, n, 0);
         if (axis < 0) axis += xv->rank;
         for (int i = 0; i < n->noutputs; i++) v[i] = g->values[n->outputs[i]].dims[axis];
       }
-      return topi_split(a, name, ins[0], graph_attr_int(n, "axis", 0), v, n->noutputs, outs, err)
+      return topi_split(a, name, ins[0], graph_node_int(n, "axis"), v, n->noutputs, outs, err)
                  ? LOOM_OK
                  : LOOM_ERR_INVALID_ARG;
     }
@@ -532,7 +485,7 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
     case GRAPH_OP_GATHER:
-      outs[0] = topi_gather(a, name, ins[0], ins[1], graph_attr_int(n, "axis", 0), err);
+      outs[0] = topi_gather(a, name, ins[0], ins[1], graph_node_int(n, "axis"), err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     case GRAPH_OP_SQUEEZE:
     case GRAPH_OP_UNSQUEEZE: {
