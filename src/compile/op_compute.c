@@ -96,19 +96,6 @@ static TopiUnaryParams unary_params(const GraphNode *n) {
   return p;
 }
 
-static loom_status unary(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                         TopiUnaryOp op, LoomError *err) {
-  TopiUnaryParams p = unary_params(n);
-  outs[0] = topi_unary(a, name, op, ins[0], &p, err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-}
-
-static loom_status binary(Arena *a, TeTensor *const *ins, const char *name, TeTensor **outs, TopiBinaryOp op,
-                          LoomError *err) {
-  outs[0] = topi_binary(a, name, op, ins[0], ins[1], err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-}
-
 static loom_status conv(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
                         bool blocked, LoomError *err) {
   TopiConvParams p;
@@ -214,96 +201,101 @@ static loom_status loss(Arena *a, const Graph *g, const GraphNode *n, TeTensor *
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
-loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
-                                 const char *name, TeTensor **outs, LoomError *err) {
+/* ---- the compute of each graph op ---- */
+
+typedef loom_status (*ComputeFn)(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                 TeTensor **outs, LoomError *err);
+
+/* One row per graph op: the function that builds its compute and, for the
+ * rows that share one, the topi op it builds (a TopiUnaryOp, TopiBinaryOp
+ * or TopiReduceOp). */
+typedef struct ComputeRule {
+  ComputeFn build;
+  int topi;
+} ComputeRule;
+
+/* The row's topi op (compute_rules is at the end of the file). */
+static int topi_op_of(GraphOp op);
+
+static loom_status done(TeTensor *t) { return t ? LOOM_OK : LOOM_ERR_INVALID_ARG; }
+
+/* Clip's bounds are inputs: constant ones compile in as parameters, the
+ * others are read at run time (topi_clip_tensors). */
+static loom_status clip(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                        TeTensor **outs, LoomError *err) {
+  TopiUnaryParams up = {.lo = -INFINITY, .hi = INFINITY};
+  double b;
+  TeTensor *rt[3] = {NULL, NULL, NULL}; /* bounds read at run time */
+  for (int k = 1; k < 3 && k < n->ninputs; k++) {
+    if (n->inputs[k] == GRAPH_NO_VALUE) continue;
+    if (!const_scalar(g, n, k, &b)) rt[k] = ins[k];
+    else if (k == 1) up.lo = b;
+    else up.hi = b;
+  }
+  if (!rt[1] && !rt[2]) {
+    outs[0] = topi_unary(a, name, TOPI_CLIP, ins[0], &up, err);
+    return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+  }
+  const TeTensor *x0 = ins[0];
+  if (up.lo > -INFINITY || up.hi < INFINITY) {
+    x0 = topi_unary(a, arena_printf(a, "%s_c", name), TOPI_CLIP, ins[0], &up, err);
+    if (!x0) return LOOM_ERR_INVALID_ARG;
+  }
+  outs[0] = topi_clip_tensors(a, name, x0, rt[1], rt[2], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+/* Every TOPI_UNARY_OPS row, the graph op of the same name. */
+static loom_status compute_unary(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                 TeTensor **outs, LoomError *err) {
+  if (n->op == GRAPH_OP_CLIP) return clip(a, g, n, ins, name, outs, err);
+  TopiUnaryParams p = unary_params(n);
+  return done(outs[0] = topi_unary(a, name, (TopiUnaryOp)topi_op_of(n->op), ins[0], &p, err));
+}
+
+static loom_status compute_binary(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                  TeTensor **outs, LoomError *err) {
+  (void)g;
+  return done(outs[0] = topi_binary(a, name, (TopiBinaryOp)topi_op_of(n->op), ins[0], ins[1], err));
+}
+
+/* Mod: fmod picks the remainder's sign rule. */
+static loom_status compute_mod(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                               TeTensor **outs, LoomError *err) {
+  (void)g;
+  TopiBinaryOp op = graph_node_int(n, "fmod") ? TOPI_FMOD : TOPI_MOD;
+  return done(outs[0] = topi_binary(a, name, op, ins[0], ins[1], err));
+}
+
+static loom_status compute_bit_shift(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                     const char *name, TeTensor **outs, LoomError *err) {
+  (void)g;
+  const char *dir = graph_attr_string(n, "direction", "");
+  if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+    return node_fail(n, err, "%s (node \"%s\"): direction \"%s\" is not LEFT or RIGHT", dir);
+  TopiBinaryOp op = !strcmp(dir, "LEFT") ? TOPI_SHIFT_LEFT : TOPI_SHIFT_RIGHT;
+  return done(outs[0] = topi_binary(a, name, op, ins[0], ins[1], err));
+}
+
+/* Sum, Max, Min of any number of operands. */
+static loom_status compute_variadic(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                    const char *name, TeTensor **outs, LoomError *err) {
+  (void)g;
+  TopiBinaryOp op = (TopiBinaryOp)topi_op_of(n->op);
+  return done(outs[0] = topi_variadic(a, name, op, (const TeTensor *const *)ins, n->ninputs, err));
+}
+
+static loom_status compute_reduce(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  return reduce(a, g, n, ins, name, outs, (TopiReduceOp)topi_op_of(n->op), err);
+}
+
+/* The ops of this file that have a compute of their own. */
+static loom_status compute_nn(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                              TeTensor **outs, LoomError *err) {
   int64_t v[MAX_INTS], w[MAX_INTS], x[MAX_INTS], y[MAX_INTS];
   int cnt;
-  if (compile_tensor_op(n->op)) return compile_tensor_node_compute(a, g, n, ins, name, outs, err);
-  if (compile_seq_op(n->op)) return compile_seq_node_compute(a, g, n, ins, name, outs, err);
-  if (compile_quant_op(n->op)) return compile_quant_node_compute(a, g, n, ins, name, outs, err);
   switch (n->op) {
-#define UNARY(OP) \
-  case GRAPH_OP_##OP: return unary(a, n, ins, name, outs, TOPI_##OP, err);
-    UNARY(RELU)
-    UNARY(LEAKY_RELU)
-    UNARY(SQRT)
-    UNARY(RECIPROCAL)
-    UNARY(EXP)
-    UNARY(LOG)
-    UNARY(NEG)
-    UNARY(ABS)
-    UNARY(FLOOR)
-    UNARY(CEIL)
-    UNARY(NOT)
-    UNARY(ERF)
-    UNARY(TANH)
-    UNARY(SIGMOID)
-    UNARY(HARD_SIGMOID)
-    UNARY(HARD_SWISH)
-    UNARY(GELU)
-    UNARY(IDENTITY)
-    UNARY(SIN)
-    UNARY(COS)
-    UNARY(TAN)
-    UNARY(ASIN)
-    UNARY(ACOS)
-    UNARY(ATAN)
-    UNARY(SINH)
-    UNARY(COSH)
-    UNARY(ASINH)
-    UNARY(ACOSH)
-    UNARY(ATANH)
-    UNARY(ROUND)
-    UNARY(SIGN)
-    UNARY(IS_NAN)
-    UNARY(IS_INF)
-    UNARY(ELU)
-    UNARY(SELU)
-    UNARY(CELU)
-    UNARY(SOFTPLUS)
-    UNARY(SOFTSIGN)
-    UNARY(SWISH)
-    UNARY(MISH)
-    UNARY(SHRINK)
-    UNARY(THRESHOLDED_RELU)
-    UNARY(BITWISE_NOT)
-#undef UNARY
-    case GRAPH_OP_CLIP: {
-      TopiUnaryParams up = {.lo = -INFINITY, .hi = INFINITY};
-      double b;
-      TeTensor *rt[3] = {NULL, NULL, NULL}; /* bounds read at run time */
-      for (int k = 1; k < 3 && k < n->ninputs; k++) {
-        if (n->inputs[k] == GRAPH_NO_VALUE) continue;
-        if (!const_scalar(g, n, k, &b)) rt[k] = ins[k];
-        else if (k == 1) up.lo = b;
-        else up.hi = b;
-      }
-      if (!rt[1] && !rt[2]) {
-        outs[0] = topi_unary(a, name, TOPI_CLIP, ins[0], &up, err);
-        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-      }
-      const TeTensor *x0 = ins[0];
-      if (up.lo > -INFINITY || up.hi < INFINITY) {
-        x0 = topi_unary(a, arena_printf(a, "%s_c", name), TOPI_CLIP, ins[0], &up, err);
-        if (!x0) return LOOM_ERR_INVALID_ARG;
-      }
-      outs[0] = topi_clip_tensors(a, name, x0, rt[1], rt[2], err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_GREATER_OR_EQUAL: return binary(a, ins, name, outs, TOPI_GREATER_EQUAL, err);
-    case GRAPH_OP_LESS_OR_EQUAL: return binary(a, ins, name, outs, TOPI_LESS_EQUAL, err);
-    case GRAPH_OP_XOR: return binary(a, ins, name, outs, TOPI_XOR, err);
-    case GRAPH_OP_MOD:
-      return binary(a, ins, name, outs, graph_node_int(n, "fmod") ? TOPI_FMOD : TOPI_MOD, err);
-    case GRAPH_OP_BITWISE_AND: return binary(a, ins, name, outs, TOPI_BITWISE_AND, err);
-    case GRAPH_OP_BITWISE_OR: return binary(a, ins, name, outs, TOPI_BITWISE_OR, err);
-    case GRAPH_OP_BITWISE_XOR: return binary(a, ins, name, outs, TOPI_BITWISE_XOR, err);
-    case GRAPH_OP_BIT_SHIFT: {
-      const char *dir = graph_attr_string(n, "direction", "");
-      if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
-        return node_fail(n, err, "%s (node \"%s\"): direction \"%s\" is not LEFT or RIGHT", dir);
-      return binary(a, ins, name, outs, !strcmp(dir, "LEFT") ? TOPI_SHIFT_LEFT : TOPI_SHIFT_RIGHT, err);
-    }
     case GRAPH_OP_MEAN:
       outs[0] = topi_mean(a, name, (const TeTensor *const *)ins, n->ninputs, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
@@ -314,24 +306,6 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       if (to.code == DT_F8E8M0 && (strcmp(graph_node_string(n, "round_mode"), "up") || !graph_node_int(n, "saturate")))
         return node_fail(n, err, "%s (node \"%s\"): %s", "a cast to f8e8m0 other than round_mode \"up\" with saturate is not supported");
       outs[0] = topi_cast_saturate(a, name, ins[0], to, graph_node_int(n, "saturate") != 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_ADD: return binary(a, ins, name, outs, TOPI_ADD, err);
-    case GRAPH_OP_SUB: return binary(a, ins, name, outs, TOPI_SUB, err);
-    case GRAPH_OP_MUL: return binary(a, ins, name, outs, TOPI_MUL, err);
-    case GRAPH_OP_DIV: return binary(a, ins, name, outs, TOPI_DIV, err);
-    case GRAPH_OP_POW: return binary(a, ins, name, outs, TOPI_POW, err);
-    case GRAPH_OP_EQUAL: return binary(a, ins, name, outs, TOPI_EQUAL, err);
-    case GRAPH_OP_LESS: return binary(a, ins, name, outs, TOPI_LESS, err);
-    case GRAPH_OP_GREATER: return binary(a, ins, name, outs, TOPI_GREATER, err);
-    case GRAPH_OP_AND: return binary(a, ins, name, outs, TOPI_AND, err);
-    case GRAPH_OP_OR: return binary(a, ins, name, outs, TOPI_OR, err);
-    case GRAPH_OP_PRELU: return binary(a, ins, name, outs, TOPI_PRELU, err);
-    case GRAPH_OP_MAX:
-    case GRAPH_OP_MIN:
-    case GRAPH_OP_SUM: {
-      TopiBinaryOp op = n->op == GRAPH_OP_MAX ? TOPI_MAX : n->op == GRAPH_OP_MIN ? TOPI_MIN : TOPI_ADD;
-      outs[0] = topi_variadic(a, name, op, (const TeTensor *const *)ins, n->ninputs, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
     }
     case GRAPH_OP_WHERE:
@@ -390,16 +364,6 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
     case GRAPH_OP_GLOBAL_MAX_POOL:
       outs[0] = topi_global_pool(a, name, n->op == GRAPH_OP_GLOBAL_MAX_POOL ? TOPI_POOL_MAX : TOPI_POOL_AVG, ins[0], err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_REDUCE_MEAN: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MEAN, err);
-    case GRAPH_OP_REDUCE_SUM: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_SUM, err);
-    case GRAPH_OP_REDUCE_MAX: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MAX, err);
-    case GRAPH_OP_REDUCE_MIN: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MIN, err);
-    case GRAPH_OP_REDUCE_PROD: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_PROD, err);
-    case GRAPH_OP_REDUCE_L1: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_L1, err);
-    case GRAPH_OP_REDUCE_L2: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_L2, err);
-    case GRAPH_OP_REDUCE_LOG_SUM: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_LOG_SUM, err);
-    case GRAPH_OP_REDUCE_LOG_SUM_EXP: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_LOG_SUM_EXP, err);
-    case GRAPH_OP_REDUCE_SUM_SQUARE: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_SUM_SQUARE, err);
     case GRAPH_OP_ARG_MAX:
     case GRAPH_OP_ARG_MIN:
       outs[0] = topi_arg_reduce(a, name, n->op == GRAPH_OP_ARG_MIN, ins[0], graph_node_int(n, "axis"),
@@ -505,18 +469,72 @@ loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, T
       if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "repeats must be compile-time constants");
       outs[0] = topi_tile(a, name, ins[0], v, err);
       return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_GRID_SAMPLE: /* op_compute_vision.c */
-    case GRAPH_OP_AFFINE_GRID:
-    case GRAPH_OP_ROI_ALIGN:
-    case GRAPH_OP_DEFORM_CONV:
-    case GRAPH_OP_BIT_CAST:
-    case GRAPH_OP_TOP_K:
-    case GRAPH_OP_NON_ZERO:
-    case GRAPH_OP_COMPRESS:
-    case GRAPH_OP_UNIQUE:
-    case GRAPH_OP_NON_MAX_SUPPRESSION:
-      return compile_vision_compute(a, g, n, ins, name, outs, err);
     default: break;
   }
-  return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");
+  return err_set(err, LOOM_ERR_INTERNAL, "compute_nn: %s is not one of its ops", graph_op_info(n->op)->name);
+}
+
+#define UNARY(e, nm, dtypes, builder) [GRAPH_OP_##e] = {compute_unary, TOPI_##e},
+#define BINARY(e) [GRAPH_OP_##e] = {compute_binary, TOPI_##e},
+#define REDUCE(e) [GRAPH_OP_##e] = {compute_reduce, TOPI_##e},
+#define NN(e) [GRAPH_OP_##e] = {compute_nn, 0},
+#define TENSOR(e) [GRAPH_OP_##e] = {compile_tensor_node_compute, 0},
+#define SEQ(e) [GRAPH_OP_##e] = {compile_seq_node_compute, 0},
+#define QUANT(e) [GRAPH_OP_##e] = {compile_quant_node_compute, 0},
+#define VISION(e) [GRAPH_OP_##e] = {compile_vision_compute, 0},
+/* Ops without a row are folded away before lowering (Shape, Size,
+ * ConstantOfShape, Range, CastLike) or inlined by the importer (If, Loop,
+ * Scan). The unary rows come from topi's own table: a TOPI_UNARY_OPS row
+ * needs a graph op of the same name, and nothing else here. */
+static const ComputeRule compute_rules[] = {
+    TOPI_UNARY_OPS(UNARY)
+    BINARY(ADD) BINARY(SUB) BINARY(MUL) BINARY(DIV) BINARY(POW) BINARY(EQUAL) BINARY(LESS) BINARY(GREATER)
+    BINARY(GREATER_OR_EQUAL) BINARY(LESS_OR_EQUAL) BINARY(AND) BINARY(OR) BINARY(XOR) BINARY(PRELU)
+    BINARY(BITWISE_AND) BINARY(BITWISE_OR) BINARY(BITWISE_XOR)
+    [GRAPH_OP_MOD] = {compute_mod, 0},
+    [GRAPH_OP_BIT_SHIFT] = {compute_bit_shift, 0},
+    [GRAPH_OP_SUM] = {compute_variadic, TOPI_ADD},
+    [GRAPH_OP_MAX] = {compute_variadic, TOPI_MAX},
+    [GRAPH_OP_MIN] = {compute_variadic, TOPI_MIN},
+    REDUCE(REDUCE_MEAN) REDUCE(REDUCE_SUM) REDUCE(REDUCE_MAX) REDUCE(REDUCE_MIN) REDUCE(REDUCE_PROD) REDUCE(REDUCE_L1)
+    REDUCE(REDUCE_L2) REDUCE(REDUCE_LOG_SUM) REDUCE(REDUCE_LOG_SUM_EXP) REDUCE(REDUCE_SUM_SQUARE)
+    NN(MEAN) NN(CAST) NN(WHERE) NN(BATCH_NORM) NN(CONV_NCHWC) NN(LAYOUT_TRANSFORM) NN(GEMM) NN(MATMUL)
+    NN(MATMUL_PACKED) NN(MAX_POOL_NCHWC) NN(AVERAGE_POOL_NCHWC) NN(GLOBAL_AVERAGE_POOL) NN(GLOBAL_MAX_POOL)
+    NN(ARG_MAX) NN(ARG_MIN) NN(SOFTMAX) NN(LOG_SOFTMAX) NN(HARDMAX) NN(CUMSUM) NN(CUMPROD) NN(RMS_NORM)
+    NN(GROUP_NORM) NN(INSTANCE_NORM) NN(LP_NORM) NN(MVN) NN(LRN) NN(NLL_LOSS) NN(SCE_LOSS) NN(LAYER_NORM)
+    NN(FLATTEN) NN(RESHAPE) NN(TRANSPOSE) NN(CONCAT) NN(SPLIT) NN(SLICE) NN(GATHER) NN(SQUEEZE) NN(UNSQUEEZE)
+    NN(EXPAND) NN(TILE)
+    TENSOR(DROPOUT) TENSOR(CONV) TENSOR(CONV_TRANSPOSE) TENSOR(CONV_INTEGER) TENSOR(COL2IM) TENSOR(MAX_POOL)
+    TENSOR(AVERAGE_POOL) TENSOR(LP_POOL) TENSOR(MAX_UNPOOL) TENSOR(PAD) TENSOR(RESIZE) TENSOR(GATHER_ELEMENTS)
+    TENSOR(GATHER_ND) TENSOR(SCATTER_ELEMENTS) TENSOR(SCATTER_ND) TENSOR(ONE_HOT) TENSOR(TRILU) TENSOR(EYE_LIKE)
+    TENSOR(DEPTH_TO_SPACE) TENSOR(SPACE_TO_DEPTH) TENSOR(REVERSE_SEQUENCE) TENSOR(CENTER_CROP_PAD) TENSOR(EINSUM)
+    SEQ(ATTENTION) SEQ(ROTARY_EMBEDDING) SEQ(SWIGLU) SEQ(LINEAR_ATTENTION) SEQ(CAUSAL_CONV_WITH_STATE)
+    SEQ(TENSOR_SCATTER) SEQ(RNN) SEQ(GRU) SEQ(LSTM) SEQ(DET) SEQ(BLACKMAN_WINDOW) SEQ(HAMMING_WINDOW)
+    SEQ(HANN_WINDOW) SEQ(DFT) SEQ(STFT) SEQ(MEL_WEIGHT_MATRIX)
+    QUANT(QUANTIZE_LINEAR) QUANT(DEQUANTIZE_LINEAR) QUANT(DYNAMIC_QUANTIZE_LINEAR) QUANT(MATMUL_INTEGER)
+    QUANT(QLINEAR_MATMUL) QUANT(QLINEAR_CONV)
+    VISION(GRID_SAMPLE) VISION(AFFINE_GRID) VISION(ROI_ALIGN) VISION(DEFORM_CONV) VISION(BIT_CAST) VISION(TOP_K)
+    VISION(NON_ZERO) VISION(COMPRESS) VISION(UNIQUE) VISION(NON_MAX_SUPPRESSION)
+};
+/* Catches a table that stops short; tests/unit/compiler/test_op_compute.c
+ * checks that no op in between lacks a row. */
+_Static_assert(sizeof compute_rules / sizeof compute_rules[0] == GRAPH_OP_COUNT, "one compute row per GraphOp");
+#undef UNARY
+#undef BINARY
+#undef REDUCE
+#undef NN
+#undef TENSOR
+#undef SEQ
+#undef QUANT
+#undef VISION
+
+static int topi_op_of(GraphOp op) { return compute_rules[op].topi; }
+
+bool compile_op_has_compute(GraphOp op) { return op >= 0 && op < GRAPH_OP_COUNT && compute_rules[op].build; }
+
+loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *name, TeTensor **outs, LoomError *err) {
+  if (!compile_op_has_compute(n->op))
+    return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");
+  return compute_rules[n->op].build(a, g, n, ins, name, outs, err);
 }

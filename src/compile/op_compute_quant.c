@@ -7,18 +7,6 @@
 
 #include <string.h>
 
-bool compile_quant_op(GraphOp op) {
-  switch (op) {
-    case GRAPH_OP_QUANTIZE_LINEAR:
-    case GRAPH_OP_DEQUANTIZE_LINEAR:
-    case GRAPH_OP_DYNAMIC_QUANTIZE_LINEAR:
-    case GRAPH_OP_MATMUL_INTEGER:
-    case GRAPH_OP_QLINEAR_MATMUL:
-    case GRAPH_OP_QLINEAR_CONV: return true;
-    default: return false;
-  }
-}
-
 static TeTensor *opt_in(const GraphNode *n, TeTensor *const *ins, int k) {
   return k < n->ninputs && n->inputs[k] != GRAPH_NO_VALUE ? ins[k] : NULL;
 }

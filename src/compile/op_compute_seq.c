@@ -29,28 +29,6 @@ static bool const_int(const Graph *g, const GraphNode *n, int k, int64_t *out) {
 
 static bool present(const GraphNode *n, int k) { return k < n->ninputs && n->inputs[k] != GRAPH_NO_VALUE; }
 
-bool compile_seq_op(GraphOp op) {
-  switch (op) {
-  case GRAPH_OP_ATTENTION:
-  case GRAPH_OP_ROTARY_EMBEDDING:
-  case GRAPH_OP_SWIGLU:
-  case GRAPH_OP_LINEAR_ATTENTION:
-  case GRAPH_OP_CAUSAL_CONV_WITH_STATE:
-  case GRAPH_OP_TENSOR_SCATTER:
-  case GRAPH_OP_RNN:
-  case GRAPH_OP_GRU:
-  case GRAPH_OP_LSTM:
-  case GRAPH_OP_DET:
-  case GRAPH_OP_BLACKMAN_WINDOW:
-  case GRAPH_OP_HAMMING_WINDOW:
-  case GRAPH_OP_HANN_WINDOW:
-  case GRAPH_OP_DFT:
-  case GRAPH_OP_STFT:
-  case GRAPH_OP_MEL_WEIGHT_MATRIX: return true;
-  default: return false;
-  }
-}
-
 /* The RNN family's attributes: direction, layout, clip, activations with
  * their alpha/beta lists (consumed in order by the activations that take
  * them, as ONNX Runtime does). */

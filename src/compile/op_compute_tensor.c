@@ -261,31 +261,3 @@ loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNod
   }
 }
 
-bool compile_tensor_op(GraphOp op) {
-  switch (op) {
-    case GRAPH_OP_DROPOUT:
-    case GRAPH_OP_CONV:
-    case GRAPH_OP_CONV_TRANSPOSE:
-    case GRAPH_OP_CONV_INTEGER:
-    case GRAPH_OP_COL2IM:
-    case GRAPH_OP_MAX_POOL:
-    case GRAPH_OP_AVERAGE_POOL:
-    case GRAPH_OP_LP_POOL:
-    case GRAPH_OP_MAX_UNPOOL:
-    case GRAPH_OP_PAD:
-    case GRAPH_OP_RESIZE:
-    case GRAPH_OP_GATHER_ELEMENTS:
-    case GRAPH_OP_GATHER_ND:
-    case GRAPH_OP_SCATTER_ELEMENTS:
-    case GRAPH_OP_SCATTER_ND:
-    case GRAPH_OP_ONE_HOT:
-    case GRAPH_OP_TRILU:
-    case GRAPH_OP_EYE_LIKE:
-    case GRAPH_OP_DEPTH_TO_SPACE:
-    case GRAPH_OP_SPACE_TO_DEPTH:
-    case GRAPH_OP_REVERSE_SEQUENCE:
-    case GRAPH_OP_CENTER_CROP_PAD:
-    case GRAPH_OP_EINSUM: return true;
-    default: return false;
-  }
-}

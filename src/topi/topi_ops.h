@@ -147,8 +147,8 @@ TeTensor *topi_cast_saturate(Arena *a, const char *name, const TeTensor *x, DTyp
   X(EQUAL, "Equal", ANY, equal)                  /* bool result */                 \
   X(LESS, "Less", NOT_BOOL, less)                /* bool result */                 \
   X(GREATER, "Greater", NOT_BOOL, greater)       /* bool result */                 \
-  X(GREATER_EQUAL, "GreaterOrEqual", ANY, greater_equal) /* bool result */         \
-  X(LESS_EQUAL, "LessOrEqual", ANY, less_equal)  /* bool result */                 \
+  X(GREATER_OR_EQUAL, "GreaterOrEqual", ANY, greater_equal) /* bool result */         \
+  X(LESS_OR_EQUAL, "LessOrEqual", ANY, less_equal) /* bool result */                 \
   X(AND, "And", BOOL, logical_and)                                                        \
   X(OR, "Or", BOOL, logical_or)                                                          \
   X(XOR, "Xor", BOOL, logical_xor)                                                        \

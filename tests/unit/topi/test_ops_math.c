@@ -160,8 +160,8 @@ static void test_math_binary_int(void **state) {
   TeTensor *A = topi_binary(a, "A", TOPI_BITWISE_AND, X, Y, &err);
   TeTensor *O = topi_binary(a, "O", TOPI_BITWISE_OR, X, Y, &err);
   TeTensor *Xr = topi_binary(a, "Xr", TOPI_BITWISE_XOR, X, Y, &err);
-  TeTensor *Ge = topi_binary(a, "Ge", TOPI_GREATER_EQUAL, X, Y, &err);
-  TeTensor *Le = topi_binary(a, "Le", TOPI_LESS_EQUAL, X, Y, &err);
+  TeTensor *Ge = topi_binary(a, "Ge", TOPI_GREATER_OR_EQUAL, X, Y, &err);
+  TeTensor *Le = topi_binary(a, "Le", TOPI_LESS_OR_EQUAL, X, Y, &err);
   TeTensor *P = topi_binary(a, "P", TOPI_POW, Y, Y, &err);
   assert_non_null(M), assert_non_null(F), assert_non_null(A), assert_non_null(O), assert_non_null(Xr);
   assert_non_null(Ge), assert_non_null(Le), assert_non_null(P);
