@@ -290,194 +290,263 @@ static loom_status compute_reduce(Arena *a, const Graph *g, const GraphNode *n, 
   return reduce(a, g, n, ins, name, outs, (TopiReduceOp)topi_op_of(n->op), err);
 }
 
-/* The ops of this file that have a compute of their own. */
-static loom_status compute_nn(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
-                              TeTensor **outs, LoomError *err) {
-  int64_t v[MAX_INTS], w[MAX_INTS], x[MAX_INTS], y[MAX_INTS];
-  int cnt;
-  switch (n->op) {
-    case GRAPH_OP_MEAN:
-      outs[0] = topi_mean(a, name, (const TeTensor *const *)ins, n->ninputs, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_CAST: {
-      DType to;
-      if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
-        return node_fail(n, err, "%s (node \"%s\"): %s", "attribute \"to\" is not a dtype");
-      if (to.code == DT_F8E8M0 && (strcmp(graph_node_string(n, "round_mode"), "up") || !graph_node_int(n, "saturate")))
-        return node_fail(n, err, "%s (node \"%s\"): %s", "a cast to f8e8m0 other than round_mode \"up\" with saturate is not supported");
-      outs[0] = topi_cast_saturate(a, name, ins[0], to, graph_node_int(n, "saturate") != 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_WHERE:
-      outs[0] = topi_where(a, name, ins[0], ins[1], ins[2], err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_BATCH_NORM:
-      outs[0] = topi_batch_norm(a, name, ins[0], ins[1], ins[2], ins[3], ins[4],
-                                graph_node_float(n, "epsilon"), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_CONV_NCHWC:
-      /* Depthwise: one input channel per group (infer_nchwc.c); other
-       * groups take the grouped blocked conv. */
-      if (graph_node_int(n, "group") > 1 && ins[1]->ndim == 6 && ins[1]->shape[1] == 1 && ins[1]->shape[4] == 1 &&
-          graph_node_int(n, "group") == ins[0]->shape[1] * ins[0]->shape[4]) {
-        TopiConvParams p;
-        memset(&p, 0, sizeof p);
-        if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
-        if (attr_ints(n, "dilations", v) == 2) memcpy(p.dilations, v, sizeof p.dilations);
-        if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
-        outs[0] = topi_depthwise_conv2d_nchwc_onnx(a, name, ins[0], ins[1], &p, err);
-        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-      }
-      if (graph_node_int(n, "winograd_tile")) {
-        int64_t pads[4] = {0, 0, 0, 0};
-        if (attr_ints(n, "pads", v) == 4) memcpy(pads, v, sizeof pads);
-        outs[0] = topi_conv2d_nchwc_winograd(a, name, ins[0], ins[1], pads, err);
-        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-      }
-      return conv(a, n, ins, name, outs, true, err);
-    case GRAPH_OP_LAYOUT_TRANSFORM: {
-      int sb = graph_layout_block(graph_attr_string(n, "src_layout", NULL));
-      int db = graph_layout_block(graph_attr_string(n, "dst_layout", NULL));
-      if (sb < 0 || db < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "unknown layouts");
-      const TeTensor *x0 = ins[0];
-      if (sb > 0) {
-        x0 = topi_nchwc_to_nchw(a, db > 0 ? arena_printf(a, "%s_nchw", name) : name, ins[0], err);
-        if (!x0) return LOOM_ERR_INVALID_ARG;
-      }
-      outs[0] = db > 0 ? topi_nchw_to_nchwc(a, name, x0, db, err) : (TeTensor *)x0;
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_GEMM:
-      outs[0] = topi_gemm(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_node_float(n, "alpha"),
-                          graph_node_float(n, "beta"), graph_node_int(n, "transA") != 0,
-                          graph_node_int(n, "transB") != 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MATMUL:
-      outs[0] = topi_matmul_nd(a, name, ins[0], ins[1], err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MATMUL_PACKED:
-      outs[0] = topi_matmul_packed(a, name, ins[0], ins[1], graph_attr_int(n, "n", -1), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MAX_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
-    case GRAPH_OP_AVERAGE_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
-    case GRAPH_OP_GLOBAL_AVERAGE_POOL:
-    case GRAPH_OP_GLOBAL_MAX_POOL:
-      outs[0] = topi_global_pool(a, name, n->op == GRAPH_OP_GLOBAL_MAX_POOL ? TOPI_POOL_MAX : TOPI_POOL_AVG, ins[0], err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_ARG_MAX:
-    case GRAPH_OP_ARG_MIN:
-      outs[0] = topi_arg_reduce(a, name, n->op == GRAPH_OP_ARG_MIN, ins[0], graph_node_int(n, "axis"),
-                                graph_node_int(n, "keepdims") != 0, graph_node_int(n, "select_last_index") != 0,
-                                err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_LOG_SOFTMAX:
-    case GRAPH_OP_HARDMAX:
-      return softmax_family(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_CUMSUM:
-    case GRAPH_OP_CUMPROD: {
-      int64_t axis;
-      if (const_ints(g, n, 1, v) != 1)
-        return node_fail(n, err, "%s (node \"%s\"): %s", "axis must be a compile-time constant scalar");
-      axis = v[0];
-      outs[0] = topi_cumulative(a, name, n->op == GRAPH_OP_CUMPROD, ins[0], axis, graph_node_int(n, "exclusive") != 0,
-                                graph_node_int(n, "reverse") != 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_RMS_NORM:
-      outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], NULL, graph_node_int(n, "axis"),
-                                     graph_node_float(n, "epsilon"), true, NULL, NULL, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_GROUP_NORM:
-    case GRAPH_OP_INSTANCE_NORM: {
-      const GraphValue *xv = in_value(g, n, 0);
-      int64_t groups = n->op == GRAPH_OP_GROUP_NORM ? graph_attr_int(n, "num_groups", 0) : xv->rank >= 2 ? xv->dims[1] : 1;
-      if (n->ninputs < 3) return node_fail(n, err, "%s (node \"%s\"): %s", "expected inputs X, scale and bias");
-      outs[0] = topi_group_norm(a, name, ins[0], ins[1], ins[2], groups, graph_node_float(n, "epsilon"), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_LP_NORM:
-      outs[0] = topi_lp_norm(a, name, ins[0], graph_node_int(n, "axis"), graph_node_int(n, "p"), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MVN:
-      cnt = attr_ints(n, "axes", v);
-      outs[0] = topi_mvn(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_LRN:
-      outs[0] = topi_lrn(a, name, ins[0], graph_attr_int(n, "size", 0), graph_node_float(n, "alpha"),
-                         graph_node_float(n, "beta"), graph_node_float(n, "bias"), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_NLL_LOSS:
-    case GRAPH_OP_SCE_LOSS: return loss(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_SOFTMAX: return softmax_family(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_LAYER_NORM: return layer_norm(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_FLATTEN:
-      outs[0] = topi_flatten(a, name, ins[0], graph_node_int(n, "axis"), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_RESHAPE: {
-      /* Inference resolved 0 and -1: the output's extents are the shape. */
-      const GraphValue *out = &g->values[n->outputs[0]];
-      outs[0] = topi_reshape(a, name, ins[0], out->dims, out->rank, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_TRANSPOSE:
-      cnt = attr_ints(n, "perm", v);
-      outs[0] = topi_transpose_perm(a, name, ins[0], cnt >= 0 ? v : NULL, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_CONCAT:
-      outs[0] = topi_concat(a, name, (const TeTensor *const *)ins, n->ninputs, graph_attr_int(n, "axis", 0), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_SPLIT: {
-      cnt = const_ints(g, n, 1, v);
-      if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "split sizes must be compile-time constants");
-      if (cnt < 0) {
-        /* Inferred output extents give the sizes. */
-        int64_t axis = graph_node_int(n, "axis");
-        const GraphValue *xv = in_value(g, n, 0);
-        if (axis < 0) axis += xv->rank;
-        for (int i = 0; i < n->noutputs; i++) v[i] = g->values[n->outputs[i]].dims[axis];
-      }
-      return topi_split(a, name, ins[0], graph_node_int(n, "axis"), v, n->noutputs, outs, err)
-                 ? LOOM_OK
-                 : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_SLICE: {
-      int ns = const_ints(g, n, 1, v), ne = const_ints(g, n, 2, w), na = const_ints(g, n, 3, x),
-          nst = const_ints(g, n, 4, y);
-      if (ns < 0 || ne != ns || na == -2 || nst == -2 || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
-        return node_fail(n, err, "%s (node \"%s\"): %s", "starts/ends/axes/steps must be compile-time constants of one length");
-      outs[0] = topi_slice(a, name, ins[0], v, w, na >= 0 ? x : NULL, nst >= 0 ? y : NULL, ns, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_GATHER:
-      outs[0] = topi_gather(a, name, ins[0], ins[1], graph_node_int(n, "axis"), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_SQUEEZE:
-    case GRAPH_OP_UNSQUEEZE: {
-      cnt = const_ints(g, n, 1, v);
-      if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "axes must be compile-time constants");
-      outs[0] = n->op == GRAPH_OP_SQUEEZE ? topi_squeeze(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err)
-                                          : topi_unsqueeze(a, name, ins[0], v, cnt >= 0 ? cnt : 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_EXPAND: {
-      const GraphValue *out = &g->values[n->outputs[0]];
-      outs[0] = topi_expand(a, name, ins[0], out->dims, out->rank, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_TILE:
-      cnt = const_ints(g, n, 1, v);
-      if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "repeats must be compile-time constants");
-      outs[0] = topi_tile(a, name, ins[0], v, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    default: break;
+static loom_status compute_mean(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_mean(a, name, (const TeTensor *const *)ins, n->ninputs, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_cast(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                const char *name, TeTensor **outs, LoomError *err) {
+  DType to;
+  if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
+    return node_fail(n, err, "%s (node \"%s\"): %s", "attribute \"to\" is not a dtype");
+  if (to.code == DT_F8E8M0 && (strcmp(graph_node_string(n, "round_mode"), "up") || !graph_node_int(n, "saturate")))
+    return node_fail(n, err, "%s (node \"%s\"): %s", "a cast to f8e8m0 other than round_mode \"up\" with saturate is not supported");
+  outs[0] = topi_cast_saturate(a, name, ins[0], to, graph_node_int(n, "saturate") != 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_where(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_where(a, name, ins[0], ins[1], ins[2], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_batch_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_batch_norm(a, name, ins[0], ins[1], ins[2], ins[3], ins[4],
+                            graph_node_float(n, "epsilon"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_conv_nchwc(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  /* Depthwise: one input channel per group (infer_nchwc.c); other
+   * groups take the grouped blocked conv. */
+  if (graph_node_int(n, "group") > 1 && ins[1]->ndim == 6 && ins[1]->shape[1] == 1 && ins[1]->shape[4] == 1 &&
+      graph_node_int(n, "group") == ins[0]->shape[1] * ins[0]->shape[4]) {
+    TopiConvParams p;
+    memset(&p, 0, sizeof p);
+    if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
+    if (attr_ints(n, "dilations", v) == 2) memcpy(p.dilations, v, sizeof p.dilations);
+    if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
+    outs[0] = topi_depthwise_conv2d_nchwc_onnx(a, name, ins[0], ins[1], &p, err);
+    return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
   }
-  return err_set(err, LOOM_ERR_INTERNAL, "compute_nn: %s is not one of its ops", graph_op_info(n->op)->name);
+  if (graph_node_int(n, "winograd_tile")) {
+    int64_t pads[4] = {0, 0, 0, 0};
+    if (attr_ints(n, "pads", v) == 4) memcpy(pads, v, sizeof pads);
+    outs[0] = topi_conv2d_nchwc_winograd(a, name, ins[0], ins[1], pads, err);
+    return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+  }
+  return conv(a, n, ins, name, outs, true, err);
+}
+
+static loom_status compute_layout_transform(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                            const char *name, TeTensor **outs, LoomError *err) {
+  int sb = graph_layout_block(graph_attr_string(n, "src_layout", NULL));
+  int db = graph_layout_block(graph_attr_string(n, "dst_layout", NULL));
+  if (sb < 0 || db < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "unknown layouts");
+  const TeTensor *x0 = ins[0];
+  if (sb > 0) {
+    x0 = topi_nchwc_to_nchw(a, db > 0 ? arena_printf(a, "%s_nchw", name) : name, ins[0], err);
+    if (!x0) return LOOM_ERR_INVALID_ARG;
+  }
+  outs[0] = db > 0 ? topi_nchw_to_nchwc(a, name, x0, db, err) : (TeTensor *)x0;
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_gemm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_gemm(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_node_float(n, "alpha"),
+                      graph_node_float(n, "beta"), graph_node_int(n, "transA") != 0,
+                      graph_node_int(n, "transB") != 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_matmul(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_matmul_nd(a, name, ins[0], ins[1], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_matmul_packed(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                         const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_matmul_packed(a, name, ins[0], ins[1], graph_attr_int(n, "n", -1), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_max_pool_nchwc(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                          const char *name, TeTensor **outs, LoomError *err) {
+  return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
+}
+
+static loom_status compute_average_pool_nchwc(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                              const char *name, TeTensor **outs, LoomError *err) {
+  return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
+}
+
+static loom_status compute_global_pool(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                       const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_global_pool(a, name, n->op == GRAPH_OP_GLOBAL_MAX_POOL ? TOPI_POOL_MAX : TOPI_POOL_AVG, ins[0], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_arg_reduce(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_arg_reduce(a, name, n->op == GRAPH_OP_ARG_MIN, ins[0], graph_node_int(n, "axis"),
+                            graph_node_int(n, "keepdims") != 0, graph_node_int(n, "select_last_index") != 0,
+                            err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_cumulative(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int64_t axis;
+  if (const_ints(g, n, 1, v) != 1)
+    return node_fail(n, err, "%s (node \"%s\"): %s", "axis must be a compile-time constant scalar");
+  axis = v[0];
+  outs[0] = topi_cumulative(a, name, n->op == GRAPH_OP_CUMPROD, ins[0], axis, graph_node_int(n, "exclusive") != 0,
+                            graph_node_int(n, "reverse") != 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_rms_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                    const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], NULL, graph_node_int(n, "axis"),
+                                 graph_node_float(n, "epsilon"), true, NULL, NULL, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_group_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  const GraphValue *xv = in_value(g, n, 0);
+  int64_t groups = n->op == GRAPH_OP_GROUP_NORM ? graph_attr_int(n, "num_groups", 0) : xv->rank >= 2 ? xv->dims[1] : 1;
+  if (n->ninputs < 3) return node_fail(n, err, "%s (node \"%s\"): %s", "expected inputs X, scale and bias");
+  outs[0] = topi_group_norm(a, name, ins[0], ins[1], ins[2], groups, graph_node_float(n, "epsilon"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_lp_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                   const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_lp_norm(a, name, ins[0], graph_node_int(n, "axis"), graph_node_int(n, "p"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_mvn(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                               const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = attr_ints(n, "axes", v);
+  outs[0] = topi_mvn(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_lrn(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                               const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_lrn(a, name, ins[0], graph_attr_int(n, "size", 0), graph_node_float(n, "alpha"),
+                     graph_node_float(n, "beta"), graph_node_float(n, "bias"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_flatten(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                   const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_flatten(a, name, ins[0], graph_node_int(n, "axis"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_reshape(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                   const char *name, TeTensor **outs, LoomError *err) {
+  /* Inference resolved 0 and -1: the output's extents are the shape. */
+  const GraphValue *out = &g->values[n->outputs[0]];
+  outs[0] = topi_reshape(a, name, ins[0], out->dims, out->rank, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_transpose(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                     const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = attr_ints(n, "perm", v);
+  outs[0] = topi_transpose_perm(a, name, ins[0], cnt >= 0 ? v : NULL, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_concat(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_concat(a, name, (const TeTensor *const *)ins, n->ninputs, graph_attr_int(n, "axis", 0), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_split(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = const_ints(g, n, 1, v);
+  if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "split sizes must be compile-time constants");
+  if (cnt < 0) {
+    /* Inferred output extents give the sizes. */
+    int64_t axis = graph_node_int(n, "axis");
+    const GraphValue *xv = in_value(g, n, 0);
+    if (axis < 0) axis += xv->rank;
+    for (int i = 0; i < n->noutputs; i++) v[i] = g->values[n->outputs[i]].dims[axis];
+  }
+  return topi_split(a, name, ins[0], graph_node_int(n, "axis"), v, n->noutputs, outs, err)
+             ? LOOM_OK
+             : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_slice(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS], w[MAX_INTS], x[MAX_INTS], y[MAX_INTS];
+  int ns = const_ints(g, n, 1, v), ne = const_ints(g, n, 2, w), na = const_ints(g, n, 3, x),
+      nst = const_ints(g, n, 4, y);
+  if (ns < 0 || ne != ns || na == -2 || nst == -2 || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+    return node_fail(n, err, "%s (node \"%s\"): %s", "starts/ends/axes/steps must be compile-time constants of one length");
+  outs[0] = topi_slice(a, name, ins[0], v, w, na >= 0 ? x : NULL, nst >= 0 ? y : NULL, ns, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_gather(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_gather(a, name, ins[0], ins[1], graph_node_int(n, "axis"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_squeeze_unsqueeze(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                             const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = const_ints(g, n, 1, v);
+  if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "axes must be compile-time constants");
+  outs[0] = n->op == GRAPH_OP_SQUEEZE ? topi_squeeze(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err)
+                                      : topi_unsqueeze(a, name, ins[0], v, cnt >= 0 ? cnt : 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_expand(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  const GraphValue *out = &g->values[n->outputs[0]];
+  outs[0] = topi_expand(a, name, ins[0], out->dims, out->rank, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_tile(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = const_ints(g, n, 1, v);
+  if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "repeats must be compile-time constants");
+  outs[0] = topi_tile(a, name, ins[0], v, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
 #define UNARY(e, nm, dtypes, builder) [GRAPH_OP_##e] = {compute_unary, TOPI_##e},
 #define BINARY(e) [GRAPH_OP_##e] = {compute_binary, TOPI_##e},
 #define REDUCE(e) [GRAPH_OP_##e] = {compute_reduce, TOPI_##e},
-#define NN(e) [GRAPH_OP_##e] = {compute_nn, 0},
 #define TENSOR(e) [GRAPH_OP_##e] = {compile_tensor_node_compute, 0},
 #define SEQ(e) [GRAPH_OP_##e] = {compile_seq_node_compute, 0},
 #define QUANT(e) [GRAPH_OP_##e] = {compile_quant_node_compute, 0},
@@ -498,12 +567,46 @@ static const ComputeRule compute_rules[] = {
     [GRAPH_OP_MIN] = {compute_variadic, TOPI_MIN},
     REDUCE(REDUCE_MEAN) REDUCE(REDUCE_SUM) REDUCE(REDUCE_MAX) REDUCE(REDUCE_MIN) REDUCE(REDUCE_PROD) REDUCE(REDUCE_L1)
     REDUCE(REDUCE_L2) REDUCE(REDUCE_LOG_SUM) REDUCE(REDUCE_LOG_SUM_EXP) REDUCE(REDUCE_SUM_SQUARE)
-    NN(MEAN) NN(CAST) NN(WHERE) NN(BATCH_NORM) NN(CONV_NCHWC) NN(LAYOUT_TRANSFORM) NN(GEMM) NN(MATMUL)
-    NN(MATMUL_PACKED) NN(MAX_POOL_NCHWC) NN(AVERAGE_POOL_NCHWC) NN(GLOBAL_AVERAGE_POOL) NN(GLOBAL_MAX_POOL)
-    NN(ARG_MAX) NN(ARG_MIN) NN(SOFTMAX) NN(LOG_SOFTMAX) NN(HARDMAX) NN(CUMSUM) NN(CUMPROD) NN(RMS_NORM)
-    NN(GROUP_NORM) NN(INSTANCE_NORM) NN(LP_NORM) NN(MVN) NN(LRN) NN(NLL_LOSS) NN(SCE_LOSS) NN(LAYER_NORM)
-    NN(FLATTEN) NN(RESHAPE) NN(TRANSPOSE) NN(CONCAT) NN(SPLIT) NN(SLICE) NN(GATHER) NN(SQUEEZE) NN(UNSQUEEZE)
-    NN(EXPAND) NN(TILE)
+    [GRAPH_OP_MEAN] = {compute_mean, 0},
+    [GRAPH_OP_CAST] = {compute_cast, 0},
+    [GRAPH_OP_WHERE] = {compute_where, 0},
+    [GRAPH_OP_BATCH_NORM] = {compute_batch_norm, 0},
+    [GRAPH_OP_CONV_NCHWC] = {compute_conv_nchwc, 0},
+    [GRAPH_OP_LAYOUT_TRANSFORM] = {compute_layout_transform, 0},
+    [GRAPH_OP_GEMM] = {compute_gemm, 0},
+    [GRAPH_OP_MATMUL] = {compute_matmul, 0},
+    [GRAPH_OP_MATMUL_PACKED] = {compute_matmul_packed, 0},
+    [GRAPH_OP_MAX_POOL_NCHWC] = {compute_max_pool_nchwc, 0},
+    [GRAPH_OP_AVERAGE_POOL_NCHWC] = {compute_average_pool_nchwc, 0},
+    [GRAPH_OP_GLOBAL_AVERAGE_POOL] = {compute_global_pool, 0},
+    [GRAPH_OP_GLOBAL_MAX_POOL] = {compute_global_pool, 0},
+    [GRAPH_OP_ARG_MAX] = {compute_arg_reduce, 0},
+    [GRAPH_OP_ARG_MIN] = {compute_arg_reduce, 0},
+    [GRAPH_OP_LOG_SOFTMAX] = {softmax_family, 0},
+    [GRAPH_OP_HARDMAX] = {softmax_family, 0},
+    [GRAPH_OP_CUMSUM] = {compute_cumulative, 0},
+    [GRAPH_OP_CUMPROD] = {compute_cumulative, 0},
+    [GRAPH_OP_RMS_NORM] = {compute_rms_norm, 0},
+    [GRAPH_OP_GROUP_NORM] = {compute_group_norm, 0},
+    [GRAPH_OP_INSTANCE_NORM] = {compute_group_norm, 0},
+    [GRAPH_OP_LP_NORM] = {compute_lp_norm, 0},
+    [GRAPH_OP_MVN] = {compute_mvn, 0},
+    [GRAPH_OP_LRN] = {compute_lrn, 0},
+    [GRAPH_OP_NLL_LOSS] = {loss, 0},
+    [GRAPH_OP_SCE_LOSS] = {loss, 0},
+    [GRAPH_OP_SOFTMAX] = {softmax_family, 0},
+    [GRAPH_OP_LAYER_NORM] = {layer_norm, 0},
+    [GRAPH_OP_FLATTEN] = {compute_flatten, 0},
+    [GRAPH_OP_RESHAPE] = {compute_reshape, 0},
+    [GRAPH_OP_TRANSPOSE] = {compute_transpose, 0},
+    [GRAPH_OP_CONCAT] = {compute_concat, 0},
+    [GRAPH_OP_SPLIT] = {compute_split, 0},
+    [GRAPH_OP_SLICE] = {compute_slice, 0},
+    [GRAPH_OP_GATHER] = {compute_gather, 0},
+    [GRAPH_OP_SQUEEZE] = {compute_squeeze_unsqueeze, 0},
+    [GRAPH_OP_UNSQUEEZE] = {compute_squeeze_unsqueeze, 0},
+    [GRAPH_OP_EXPAND] = {compute_expand, 0},
+    [GRAPH_OP_TILE] = {compute_tile, 0},
     TENSOR(DROPOUT) TENSOR(CONV) TENSOR(CONV_TRANSPOSE) TENSOR(CONV_INTEGER) TENSOR(COL2IM) TENSOR(MAX_POOL)
     TENSOR(AVERAGE_POOL) TENSOR(LP_POOL) TENSOR(MAX_UNPOOL) TENSOR(PAD) TENSOR(RESIZE) TENSOR(GATHER_ELEMENTS)
     TENSOR(GATHER_ND) TENSOR(SCATTER_ELEMENTS) TENSOR(SCATTER_ND) TENSOR(ONE_HOT) TENSOR(TRILU) TENSOR(EYE_LIKE)
@@ -522,7 +625,6 @@ _Static_assert(sizeof compute_rules / sizeof compute_rules[0] == GRAPH_OP_COUNT,
 #undef UNARY
 #undef BINARY
 #undef REDUCE
-#undef NN
 #undef TENSOR
 #undef SEQ
 #undef QUANT
