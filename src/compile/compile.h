@@ -16,11 +16,11 @@
 
 /* ---- op_compute.c: the compute half of the op strategy ---- */
 /* False for the operands whose value the compiler needs to build the
- * program: those that decide shapes, axes, counts or which nodes run
- * (Reshape's shape, Slice's starts, Resize's scales, TopK's K, If's
- * condition...). Every other operand is data, which a runtime value may
- * feed; specialization (specialize.c) compiles in only the inputs the
- * former depend on. */
+ * program: the op's compile-time inputs in the graph op table (Reshape's
+ * shape, Slice's starts, Resize's scales, TopK's K, If's condition...).
+ * Every other operand is data, which a runtime value may feed;
+ * specialization (specialize.c) compiles in only the inputs the former
+ * depend on. */
 bool compile_input_is_data(const GraphNode *n, int input);
 /* Whether the kernel of n reads operand `input` at run time: a data operand,
  * except the parameters that the compute bakes in when g has them as
@@ -33,6 +33,10 @@ bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input);
  * name the node. */
 loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *prefix, TeTensor **outs, LoomError *err);
+/* Whether op has a row in the compute table (op_compute.c); the others are
+ * folded away (Shape, Size, ConstantOfShape, Range, CastLike) or inlined
+ * (If, Loop, Scan) before lowering. */
+bool compile_op_has_compute(GraphOp op);
 
 /* Constant integer operand `input` of n into out (at most 64 values): the
  * count, -1 when omitted, -2 when not a compile-time constant. */
@@ -41,8 +45,6 @@ int compile_const_ints(const Graph *g, const GraphNode *n, int input, int64_t *o
 int compile_attr_ints(const GraphNode *n, const char *name, int64_t *out);
 
 /* ---- op_compute_tensor.c: indexing, rearrangements, N-D windows, Pad, Dropout ---- */
-bool compile_tensor_op(GraphOp op);
-bool compile_tensor_input_is_data(const GraphNode *n, int input);
 loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                         const char *name, TeTensor **outs, LoomError *err);
 
@@ -58,13 +60,10 @@ struct TopiWindowParams;
 loom_status compile_window_params(const GraphNode *n, int nsp, struct TopiWindowParams *p, LoomError *err);
 
 /* ---- op_compute_quant.c: QuantizeLinear, DequantizeLinear, QLinearMatMul... ---- */
-bool compile_quant_op(GraphOp op);
 loom_status compile_quant_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                        const char *name, TeTensor **outs, LoomError *err);
 
 /* ---- op_compute_seq.c: attention, recurrent and signal-processing ops ---- */
-bool compile_seq_op(GraphOp op);
-bool compile_seq_input_is_data(const GraphNode *n, int input);
 loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                      const char *name, TeTensor **outs, LoomError *err);
 

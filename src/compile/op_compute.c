@@ -16,63 +16,14 @@ static loom_status node_fail(const GraphNode *n, LoomError *err, const char *fmt
   return err_set(err, LOOM_ERR_UNSUPPORTED, fmt, graph_op_info(n->op)->name, n->name ? n->name : "?", detail);
 }
 
-/* The operands whose VALUE the compiler needs (compile_input_is_data
- * false) are exactly those that decide shapes, axes, counts or which nodes
- * run: specialization (specialize.c) compiles in the inputs they depend on
- * and nothing else, so a parameter that decides no shape (Clip's bounds,
- * Pad's constant_value, Resize's roi, Dropout's ratio) is data here even
- * where the compute bakes it in when it is constant (baked_when_constant). */
-bool compile_input_is_data(const GraphNode *n, int input) {
-  switch (n->op) {
-    case GRAPH_OP_RESHAPE:
-    case GRAPH_OP_EXPAND:
-    case GRAPH_OP_TILE:
-    case GRAPH_OP_SQUEEZE:
-    case GRAPH_OP_UNSQUEEZE:
-    case GRAPH_OP_SPLIT:
-    case GRAPH_OP_SLICE:
-    case GRAPH_OP_REDUCE_MEAN:
-    case GRAPH_OP_REDUCE_SUM:
-    case GRAPH_OP_REDUCE_MAX:
-    case GRAPH_OP_REDUCE_MIN:
-    case GRAPH_OP_REDUCE_PROD:
-    case GRAPH_OP_REDUCE_L1:
-    case GRAPH_OP_REDUCE_L2:
-    case GRAPH_OP_REDUCE_LOG_SUM:
-    case GRAPH_OP_REDUCE_LOG_SUM_EXP:
-    case GRAPH_OP_REDUCE_SUM_SQUARE:
-    case GRAPH_OP_CUMSUM: /* the axis */
-    case GRAPH_OP_CUMPROD:
-      return input == 0;
-    case GRAPH_OP_PAD: /* pads and axes; constant_value is data */
-      return input == 0 || input == 2;
-    case GRAPH_OP_RESIZE: /* scales and sizes; roi is data */
-      return input < 2;
-    case GRAPH_OP_CLIP: /* min and max are data */
-      return true;
-    case GRAPH_OP_DROPOUT: /* the ratio is data; training_mode would decide what runs */
-      return input < 2;
-    case GRAPH_OP_AFFINE_GRID: /* the size */
-    case GRAPH_OP_TOP_K:       /* K */
-      return input == 0;
-    case GRAPH_OP_CONSTANT_OF_SHAPE:
-    case GRAPH_OP_RANGE:
-      return false;
-    case GRAPH_OP_BLACKMAN_WINDOW: /* sizes, axes, frame lengths (op_compute_seq.c) */
-    case GRAPH_OP_HAMMING_WINDOW:
-    case GRAPH_OP_HANN_WINDOW:
-    case GRAPH_OP_DFT:
-    case GRAPH_OP_STFT:
-    case GRAPH_OP_MEL_WEIGHT_MATRIX:
-      return compile_seq_input_is_data(n, input);
-    case GRAPH_OP_IF: /* the condition, the trip count decide what is compiled */
-      return input != 0;
-    case GRAPH_OP_LOOP:
-      return input > 1;
-    default:
-      return compile_tensor_input_is_data(n, input);
-  }
-}
+/* The operands whose VALUE the compiler needs are the op's compile-time
+ * inputs (GraphOpInfo.const_inputs): those that decide shapes, axes,
+ * counts or which nodes run. Specialization (specialize.c) compiles in the
+ * inputs they depend on and nothing else, so a parameter that decides no
+ * shape (Clip's bounds, Pad's constant_value, Resize's roi, Dropout's
+ * ratio) is data there even where the compute bakes it in when it is
+ * constant (baked_when_constant). */
+bool compile_input_is_data(const GraphNode *n, int input) { return !graph_op_input_is_const(n->op, input); }
 
 /* Data operands the compute folds into the kernel when they are constants
  * (a bound known at compile time simplifies the code) and otherwise reads
@@ -88,8 +39,8 @@ bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input) {
   if (graph_value_constant(g, n->inputs[input])) return false;
   /* Resize reads its roi only to crop; Pad its constant_value only in constant mode. */
   if (n->op == GRAPH_OP_RESIZE)
-    return !strcmp(graph_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "tf_crop_and_resize");
-  if (n->op == GRAPH_OP_PAD) return !strcmp(graph_attr_string(n, "mode", "constant"), "constant");
+    return !strcmp(graph_node_string(n, "coordinate_transformation_mode"), "tf_crop_and_resize");
+  if (n->op == GRAPH_OP_PAD) return !strcmp(graph_node_string(n, "mode"), "constant");
   return true;
 }
 
@@ -127,34 +78,22 @@ static const GraphValue *in_value(const Graph *g, const GraphNode *n, int i) {
   return i < n->ninputs && n->inputs[i] != GRAPH_NO_VALUE ? &g->values[n->inputs[i]] : NULL;
 }
 
-static loom_status unary(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                         TopiUnaryOp op, const TopiUnaryParams *p, LoomError *err) {
-  outs[0] = topi_unary(a, name, op, ins[0], p, err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-}
-
-static loom_status binary(Arena *a, TeTensor *const *ins, const char *name, TeTensor **outs, TopiBinaryOp op,
-                          LoomError *err) {
-  outs[0] = topi_binary(a, name, op, ins[0], ins[1], err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-}
-
-static loom_status math(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                        TopiMathOp op, TopiMathParams *p, LoomError *err) {
-  p->alpha = graph_attr_float(n, "alpha", p->alpha);
-  p->gamma = graph_attr_float(n, "gamma", p->gamma);
-  p->lambd = graph_attr_float(n, "lambd", p->lambd);
-  p->bias = graph_attr_float(n, "bias", p->bias);
-  p->detect_positive = graph_attr_int(n, "detect_positive", 1) != 0;
-  p->detect_negative = graph_attr_int(n, "detect_negative", 1) != 0;
-  outs[0] = topi_math_unary(a, name, op, ins[0], p, err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-}
-
-static loom_status math_binary(Arena *a, TeTensor *const *ins, const char *name, TeTensor **outs, TopiMathBinaryOp op,
-                               LoomError *err) {
-  outs[0] = topi_math_binary(a, name, op, ins[0], ins[1], err);
-  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+/* The unary elementwise node's attributes as topi parameters: each one the
+ * op declares (graph/ops.c), with the default from there when absent. */
+static TopiUnaryParams unary_params(const GraphNode *n) {
+  TopiUnaryParams p = {.lo = -INFINITY, .hi = INFINITY};
+  for (const GraphAttrDef *d = graph_op_info(n->op)->attrs; d->name; d++) {
+    const char *at = d->name;
+    if (!strcmp(at, "alpha")) p.alpha = graph_node_float(n, at);
+    else if (!strcmp(at, "beta")) p.beta = graph_node_float(n, at);
+    else if (!strcmp(at, "gamma")) p.gamma = graph_node_float(n, at);
+    else if (!strcmp(at, "lambd")) p.lambd = graph_node_float(n, at);
+    else if (!strcmp(at, "bias")) p.bias = graph_node_float(n, at);
+    else if (!strcmp(at, "approximate")) p.gelu_tanh = !strcmp(graph_node_string(n, at), "tanh");
+    else if (!strcmp(at, "detect_positive")) p.detect_positive = graph_node_int(n, at) != 0;
+    else if (!strcmp(at, "detect_negative")) p.detect_negative = graph_node_int(n, at) != 0;
+  }
+  return p;
 }
 
 static loom_status conv(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
@@ -167,7 +106,7 @@ static loom_status conv(Arena *a, const GraphNode *n, TeTensor *const *ins, cons
   if ((c = attr_ints(n, "dilations", v)) == 2) memcpy(p.dilations, v, sizeof p.dilations);
   if ((c = attr_ints(n, "pads", v)) == 4) memcpy(p.pads, v, sizeof p.pads);
   else if (c >= 0) return node_fail(n, err, "%s (node \"%s\"): %s", "only 2-D convolutions are supported");
-  p.group = graph_attr_int(n, "group", 1);
+  p.group = graph_node_int(n, "group");
   TeTensor *bias = n->ninputs > 2 ? ins[2] : NULL;
   outs[0] = blocked ? topi_conv2d_nchwc_onnx(a, name, ins[0], ins[1], bias, &p, err)
                     : topi_conv2d_onnx(a, name, ins[0], ins[1], bias, &p, err);
@@ -185,8 +124,8 @@ static loom_status pool(Arena *a, const GraphNode *n, TeTensor *const *ins, cons
   if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
   if (attr_ints(n, "dilations", v) == 2) memcpy(p.dilations, v, sizeof p.dilations);
   if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
-  p.ceil_mode = graph_attr_int(n, "ceil_mode", 0) != 0;
-  p.count_include_pad = graph_attr_int(n, "count_include_pad", 0) != 0;
+  p.ceil_mode = graph_node_int(n, "ceil_mode") != 0;
+  p.count_include_pad = kind == TOPI_POOL_AVG && graph_node_int(n, "count_include_pad") != 0;
   bool blocked = n->op == GRAPH_OP_MAX_POOL_NCHWC || n->op == GRAPH_OP_AVERAGE_POOL_NCHWC;
   outs[0] = blocked ? topi_pool2d_nchwc_onnx(a, name, kind, ins[0], &p, err) : topi_pool2d_onnx(a, name, kind, ins[0], &p, err);
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
@@ -199,8 +138,8 @@ static loom_status reduce(Arena *a, const Graph *g, const GraphNode *n, TeTensor
   if (na == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "axes must be a compile-time constant");
   if (na < 0) na = attr_ints(n, "axes", axes);
   if (na < 0) na = 0;
-  outs[0] = topi_reduce(a, name, op, ins[0], axes, na, graph_attr_int(n, "keepdims", 1) != 0,
-                        graph_attr_int(n, "noop_with_empty_axes", 0) != 0, err);
+  outs[0] = topi_reduce(a, name, op, ins[0], axes, na, graph_node_int(n, "keepdims") != 0,
+                        graph_node_int(n, "noop_with_empty_axes") != 0, err);
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
@@ -212,7 +151,7 @@ static loom_status softmax_family(Arena *a, const Graph *g, const GraphNode *n, 
   Fn fn = n->op == GRAPH_OP_LOG_SOFTMAX ? topi_log_softmax_axis
           : n->op == GRAPH_OP_HARDMAX   ? topi_hardmax_axis
                                         : topi_softmax_axis;
-  int64_t axis = graph_attr_int(n, "axis", -1);
+  int64_t axis = graph_node_int(n, "axis");
   if (!graph_attr_int(n, "coerce_2d", 0)) {
     outs[0] = fn(a, name, ins[0], axis, err);
     return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
@@ -229,8 +168,8 @@ static loom_status softmax_family(Arena *a, const Graph *g, const GraphNode *n, 
 static loom_status layer_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
                               TeTensor **outs, LoomError *err) {
   TeTensor *stats[2] = {NULL, NULL};
-  outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_attr_int(n, "axis", -1),
-                                 graph_attr_float(n, "epsilon", 1e-5), false, &stats[0], &stats[1], err);
+  outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_node_int(n, "axis"),
+                                 graph_node_float(n, "epsilon"), false, &stats[0], &stats[1], err);
   if (!outs[0]) return LOOM_ERR_INVALID_ARG;
   static const char *const what[2] = {"mean_out", "inv_std_out"};
   for (int k = 1; k < n->noutputs && k < 3; k++) {
@@ -247,7 +186,7 @@ static loom_status layer_norm(Arena *a, const Graph *g, const GraphNode *n, TeTe
 static loom_status loss(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
                         TeTensor **outs, LoomError *err) {
   (void)g;
-  const char *red = graph_attr_string(n, "reduction", "mean");
+  const char *red = graph_node_string(n, "reduction");
   TopiLossReduction r = !strcmp(red, "none") ? TOPI_LOSS_NONE : !strcmp(red, "sum") ? TOPI_LOSS_SUM : TOPI_LOSS_MEAN;
   if (r == TOPI_LOSS_MEAN && strcmp(red, "mean"))
     return node_fail(n, err, "%s (node \"%s\"): reduction \"%s\" is not supported", red);
@@ -262,325 +201,442 @@ static loom_status loss(Arena *a, const Graph *g, const GraphNode *n, TeTensor *
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
-loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+/* ---- the compute of each graph op ---- */
+
+typedef loom_status (*ComputeFn)(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                 TeTensor **outs, LoomError *err);
+
+/* One row per graph op: the function that builds its compute and, for the
+ * rows that share one, the topi op it builds (a TopiUnaryOp, TopiBinaryOp
+ * or TopiReduceOp). */
+typedef struct ComputeRule {
+  ComputeFn build;
+  int topi;
+} ComputeRule;
+
+/* The row's topi op (compute_rules is at the end of the file). */
+static int topi_op_of(GraphOp op);
+
+static loom_status done(TeTensor *t) { return t ? LOOM_OK : LOOM_ERR_INVALID_ARG; }
+
+/* Clip's bounds are inputs: constant ones compile in as parameters, the
+ * others are read at run time (topi_clip_tensors). */
+static loom_status clip(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                        TeTensor **outs, LoomError *err) {
+  TopiUnaryParams up = {.lo = -INFINITY, .hi = INFINITY};
+  double b;
+  TeTensor *rt[3] = {NULL, NULL, NULL}; /* bounds read at run time */
+  for (int k = 1; k < 3 && k < n->ninputs; k++) {
+    if (n->inputs[k] == GRAPH_NO_VALUE) continue;
+    if (!const_scalar(g, n, k, &b)) rt[k] = ins[k];
+    else if (k == 1) up.lo = b;
+    else up.hi = b;
+  }
+  if (!rt[1] && !rt[2]) {
+    outs[0] = topi_unary(a, name, TOPI_CLIP, ins[0], &up, err);
+    return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+  }
+  const TeTensor *x0 = ins[0];
+  if (up.lo > -INFINITY || up.hi < INFINITY) {
+    x0 = topi_unary(a, arena_printf(a, "%s_c", name), TOPI_CLIP, ins[0], &up, err);
+    if (!x0) return LOOM_ERR_INVALID_ARG;
+  }
+  outs[0] = topi_clip_tensors(a, name, x0, rt[1], rt[2], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+/* Every TOPI_UNARY_OPS row, the graph op of the same name. */
+static loom_status compute_unary(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                 TeTensor **outs, LoomError *err) {
+  if (n->op == GRAPH_OP_CLIP) return clip(a, g, n, ins, name, outs, err);
+  TopiUnaryParams p = unary_params(n);
+  return done(outs[0] = topi_unary(a, name, (TopiUnaryOp)topi_op_of(n->op), ins[0], &p, err));
+}
+
+static loom_status compute_binary(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                  TeTensor **outs, LoomError *err) {
+  (void)g;
+  return done(outs[0] = topi_binary(a, name, (TopiBinaryOp)topi_op_of(n->op), ins[0], ins[1], err));
+}
+
+/* Mod: fmod picks the remainder's sign rule. */
+static loom_status compute_mod(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                               TeTensor **outs, LoomError *err) {
+  (void)g;
+  TopiBinaryOp op = graph_node_int(n, "fmod") ? TOPI_FMOD : TOPI_MOD;
+  return done(outs[0] = topi_binary(a, name, op, ins[0], ins[1], err));
+}
+
+static loom_status compute_bit_shift(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                     const char *name, TeTensor **outs, LoomError *err) {
+  (void)g;
+  const char *dir = graph_attr_string(n, "direction", "");
+  if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+    return node_fail(n, err, "%s (node \"%s\"): direction \"%s\" is not LEFT or RIGHT", dir);
+  TopiBinaryOp op = !strcmp(dir, "LEFT") ? TOPI_SHIFT_LEFT : TOPI_SHIFT_RIGHT;
+  return done(outs[0] = topi_binary(a, name, op, ins[0], ins[1], err));
+}
+
+/* Sum, Max, Min of any number of operands. */
+static loom_status compute_variadic(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                    const char *name, TeTensor **outs, LoomError *err) {
+  (void)g;
+  TopiBinaryOp op = (TopiBinaryOp)topi_op_of(n->op);
+  return done(outs[0] = topi_variadic(a, name, op, (const TeTensor *const *)ins, n->ninputs, err));
+}
+
+static loom_status compute_reduce(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  return reduce(a, g, n, ins, name, outs, (TopiReduceOp)topi_op_of(n->op), err);
+}
+
+static loom_status compute_mean(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_mean(a, name, (const TeTensor *const *)ins, n->ninputs, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_cast(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                const char *name, TeTensor **outs, LoomError *err) {
+  DType to;
+  if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
+    return node_fail(n, err, "%s (node \"%s\"): %s", "attribute \"to\" is not a dtype");
+  if (to.code == DT_F8E8M0 && (strcmp(graph_node_string(n, "round_mode"), "up") || !graph_node_int(n, "saturate")))
+    return node_fail(n, err, "%s (node \"%s\"): %s", "a cast to f8e8m0 other than round_mode \"up\" with saturate is not supported");
+  outs[0] = topi_cast_saturate(a, name, ins[0], to, graph_node_int(n, "saturate") != 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_where(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_where(a, name, ins[0], ins[1], ins[2], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_batch_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_batch_norm(a, name, ins[0], ins[1], ins[2], ins[3], ins[4],
+                            graph_node_float(n, "epsilon"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_conv_nchwc(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  /* Depthwise: one input channel per group (infer_nchwc.c); other
+   * groups take the grouped blocked conv. */
+  if (graph_node_int(n, "group") > 1 && ins[1]->ndim == 6 && ins[1]->shape[1] == 1 && ins[1]->shape[4] == 1 &&
+      graph_node_int(n, "group") == ins[0]->shape[1] * ins[0]->shape[4]) {
+    TopiConvParams p;
+    memset(&p, 0, sizeof p);
+    if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
+    if (attr_ints(n, "dilations", v) == 2) memcpy(p.dilations, v, sizeof p.dilations);
+    if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
+    outs[0] = topi_depthwise_conv2d_nchwc_onnx(a, name, ins[0], ins[1], &p, err);
+    return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+  }
+  if (graph_node_int(n, "winograd_tile")) {
+    int64_t pads[4] = {0, 0, 0, 0};
+    if (attr_ints(n, "pads", v) == 4) memcpy(pads, v, sizeof pads);
+    outs[0] = topi_conv2d_nchwc_winograd(a, name, ins[0], ins[1], pads, err);
+    return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+  }
+  return conv(a, n, ins, name, outs, true, err);
+}
+
+static loom_status compute_layout_transform(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                            const char *name, TeTensor **outs, LoomError *err) {
+  int sb = graph_layout_block(graph_attr_string(n, "src_layout", NULL));
+  int db = graph_layout_block(graph_attr_string(n, "dst_layout", NULL));
+  if (sb < 0 || db < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "unknown layouts");
+  const TeTensor *x0 = ins[0];
+  if (sb > 0) {
+    x0 = topi_nchwc_to_nchw(a, db > 0 ? arena_printf(a, "%s_nchw", name) : name, ins[0], err);
+    if (!x0) return LOOM_ERR_INVALID_ARG;
+  }
+  outs[0] = db > 0 ? topi_nchw_to_nchwc(a, name, x0, db, err) : (TeTensor *)x0;
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_gemm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_gemm(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_node_float(n, "alpha"),
+                      graph_node_float(n, "beta"), graph_node_int(n, "transA") != 0,
+                      graph_node_int(n, "transB") != 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_matmul(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_matmul_nd(a, name, ins[0], ins[1], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_matmul_packed(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                         const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_matmul_packed(a, name, ins[0], ins[1], graph_attr_int(n, "n", -1), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_max_pool_nchwc(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                          const char *name, TeTensor **outs, LoomError *err) {
+  return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
+}
+
+static loom_status compute_average_pool_nchwc(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                              const char *name, TeTensor **outs, LoomError *err) {
+  return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
+}
+
+static loom_status compute_global_pool(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                       const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_global_pool(a, name, n->op == GRAPH_OP_GLOBAL_MAX_POOL ? TOPI_POOL_MAX : TOPI_POOL_AVG, ins[0], err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_arg_reduce(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_arg_reduce(a, name, n->op == GRAPH_OP_ARG_MIN, ins[0], graph_node_int(n, "axis"),
+                            graph_node_int(n, "keepdims") != 0, graph_node_int(n, "select_last_index") != 0,
+                            err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_cumulative(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int64_t axis;
+  if (const_ints(g, n, 1, v) != 1)
+    return node_fail(n, err, "%s (node \"%s\"): %s", "axis must be a compile-time constant scalar");
+  axis = v[0];
+  outs[0] = topi_cumulative(a, name, n->op == GRAPH_OP_CUMPROD, ins[0], axis, graph_node_int(n, "exclusive") != 0,
+                            graph_node_int(n, "reverse") != 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_rms_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                    const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], NULL, graph_node_int(n, "axis"),
+                                 graph_node_float(n, "epsilon"), true, NULL, NULL, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_group_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                      const char *name, TeTensor **outs, LoomError *err) {
+  const GraphValue *xv = in_value(g, n, 0);
+  int64_t groups = n->op == GRAPH_OP_GROUP_NORM ? graph_attr_int(n, "num_groups", 0) : xv->rank >= 2 ? xv->dims[1] : 1;
+  if (n->ninputs < 3) return node_fail(n, err, "%s (node \"%s\"): %s", "expected inputs X, scale and bias");
+  outs[0] = topi_group_norm(a, name, ins[0], ins[1], ins[2], groups, graph_node_float(n, "epsilon"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_lp_norm(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                   const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_lp_norm(a, name, ins[0], graph_node_int(n, "axis"), graph_node_int(n, "p"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_mvn(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                               const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = attr_ints(n, "axes", v);
+  outs[0] = topi_mvn(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_lrn(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                               const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_lrn(a, name, ins[0], graph_attr_int(n, "size", 0), graph_node_float(n, "alpha"),
+                     graph_node_float(n, "beta"), graph_node_float(n, "bias"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_flatten(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                   const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_flatten(a, name, ins[0], graph_node_int(n, "axis"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_reshape(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                   const char *name, TeTensor **outs, LoomError *err) {
+  /* Inference resolved 0 and -1: the output's extents are the shape. */
+  const GraphValue *out = &g->values[n->outputs[0]];
+  outs[0] = topi_reshape(a, name, ins[0], out->dims, out->rank, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_transpose(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                     const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = attr_ints(n, "perm", v);
+  outs[0] = topi_transpose_perm(a, name, ins[0], cnt >= 0 ? v : NULL, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_concat(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_concat(a, name, (const TeTensor *const *)ins, n->ninputs, graph_attr_int(n, "axis", 0), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_split(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = const_ints(g, n, 1, v);
+  if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "split sizes must be compile-time constants");
+  if (cnt < 0) {
+    /* Inferred output extents give the sizes. */
+    int64_t axis = graph_node_int(n, "axis");
+    const GraphValue *xv = in_value(g, n, 0);
+    if (axis < 0) axis += xv->rank;
+    for (int i = 0; i < n->noutputs; i++) v[i] = g->values[n->outputs[i]].dims[axis];
+  }
+  return topi_split(a, name, ins[0], graph_node_int(n, "axis"), v, n->noutputs, outs, err)
+             ? LOOM_OK
+             : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_slice(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *name, TeTensor **outs, LoomError *err) {
   int64_t v[MAX_INTS], w[MAX_INTS], x[MAX_INTS], y[MAX_INTS];
+  int ns = const_ints(g, n, 1, v), ne = const_ints(g, n, 2, w), na = const_ints(g, n, 3, x),
+      nst = const_ints(g, n, 4, y);
+  if (ns < 0 || ne != ns || na == -2 || nst == -2 || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+    return node_fail(n, err, "%s (node \"%s\"): %s", "starts/ends/axes/steps must be compile-time constants of one length");
+  outs[0] = topi_slice(a, name, ins[0], v, w, na >= 0 ? x : NULL, nst >= 0 ? y : NULL, ns, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_gather(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  outs[0] = topi_gather(a, name, ins[0], ins[1], graph_node_int(n, "axis"), err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_squeeze_unsqueeze(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                             const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
   int cnt;
-  TopiUnaryParams up;
-  TopiMathParams mp;
-  if (compile_tensor_op(n->op)) return compile_tensor_node_compute(a, g, n, ins, name, outs, err);
-  if (compile_seq_op(n->op)) return compile_seq_node_compute(a, g, n, ins, name, outs, err);
-  if (compile_quant_op(n->op)) return compile_quant_node_compute(a, g, n, ins, name, outs, err);
-  switch (n->op) {
-#define UNARY(OP, TOPI)                                                  \
-  case GRAPH_OP_##OP:                                                    \
-    up = topi_unary_defaults(TOPI);                                      \
-    return unary(a, n, ins, name, outs, TOPI, &up, err);
-    UNARY(RELU, TOPI_RELU)
-    UNARY(SQRT, TOPI_SQRT)
-    UNARY(RECIPROCAL, TOPI_RECIPROCAL)
-    UNARY(EXP, TOPI_EXP)
-    UNARY(LOG, TOPI_LOG)
-    UNARY(NEG, TOPI_NEG)
-    UNARY(ABS, TOPI_ABS)
-    UNARY(FLOOR, TOPI_FLOOR)
-    UNARY(CEIL, TOPI_CEIL)
-    UNARY(NOT, TOPI_NOT)
-    UNARY(ERF, TOPI_ERF)
-    UNARY(TANH, TOPI_TANH)
-    UNARY(SIGMOID, TOPI_SIGMOID)
-    UNARY(HARD_SWISH, TOPI_HARD_SWISH)
-    UNARY(IDENTITY, TOPI_IDENTITY)
+  cnt = const_ints(g, n, 1, v);
+  if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "axes must be compile-time constants");
+  outs[0] = n->op == GRAPH_OP_SQUEEZE ? topi_squeeze(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err)
+                                      : topi_unsqueeze(a, name, ins[0], v, cnt >= 0 ? cnt : 0, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_expand(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                  const char *name, TeTensor **outs, LoomError *err) {
+  const GraphValue *out = &g->values[n->outputs[0]];
+  outs[0] = topi_expand(a, name, ins[0], out->dims, out->rank, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+static loom_status compute_tile(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                const char *name, TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS];
+  int cnt;
+  cnt = const_ints(g, n, 1, v);
+  if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "repeats must be compile-time constants");
+  outs[0] = topi_tile(a, name, ins[0], v, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
+#define UNARY(e, nm, dtypes, builder) [GRAPH_OP_##e] = {compute_unary, TOPI_##e},
+#define BINARY(e) [GRAPH_OP_##e] = {compute_binary, TOPI_##e},
+#define REDUCE(e) [GRAPH_OP_##e] = {compute_reduce, TOPI_##e},
+#define TENSOR(e) [GRAPH_OP_##e] = {compile_tensor_node_compute, 0},
+#define SEQ(e) [GRAPH_OP_##e] = {compile_seq_node_compute, 0},
+#define QUANT(e) [GRAPH_OP_##e] = {compile_quant_node_compute, 0},
+#define VISION(e) [GRAPH_OP_##e] = {compile_vision_compute, 0},
+/* Ops without a row are folded away before lowering (Shape, Size,
+ * ConstantOfShape, Range, CastLike) or inlined by the importer (If, Loop,
+ * Scan). The unary rows come from topi's own table: a TOPI_UNARY_OPS row
+ * needs a graph op of the same name, and nothing else here. */
+static const ComputeRule compute_rules[] = {
+    TOPI_UNARY_OPS(UNARY)
+    BINARY(ADD) BINARY(SUB) BINARY(MUL) BINARY(DIV) BINARY(POW) BINARY(EQUAL) BINARY(LESS) BINARY(GREATER)
+    BINARY(GREATER_OR_EQUAL) BINARY(LESS_OR_EQUAL) BINARY(AND) BINARY(OR) BINARY(XOR) BINARY(PRELU)
+    BINARY(BITWISE_AND) BINARY(BITWISE_OR) BINARY(BITWISE_XOR)
+    [GRAPH_OP_MOD] = {compute_mod, 0},
+    [GRAPH_OP_BIT_SHIFT] = {compute_bit_shift, 0},
+    [GRAPH_OP_SUM] = {compute_variadic, TOPI_ADD},
+    [GRAPH_OP_MAX] = {compute_variadic, TOPI_MAX},
+    [GRAPH_OP_MIN] = {compute_variadic, TOPI_MIN},
+    REDUCE(REDUCE_MEAN) REDUCE(REDUCE_SUM) REDUCE(REDUCE_MAX) REDUCE(REDUCE_MIN) REDUCE(REDUCE_PROD) REDUCE(REDUCE_L1)
+    REDUCE(REDUCE_L2) REDUCE(REDUCE_LOG_SUM) REDUCE(REDUCE_LOG_SUM_EXP) REDUCE(REDUCE_SUM_SQUARE)
+    [GRAPH_OP_MEAN] = {compute_mean, 0},
+    [GRAPH_OP_CAST] = {compute_cast, 0},
+    [GRAPH_OP_WHERE] = {compute_where, 0},
+    [GRAPH_OP_BATCH_NORM] = {compute_batch_norm, 0},
+    [GRAPH_OP_CONV_NCHWC] = {compute_conv_nchwc, 0},
+    [GRAPH_OP_LAYOUT_TRANSFORM] = {compute_layout_transform, 0},
+    [GRAPH_OP_GEMM] = {compute_gemm, 0},
+    [GRAPH_OP_MATMUL] = {compute_matmul, 0},
+    [GRAPH_OP_MATMUL_PACKED] = {compute_matmul_packed, 0},
+    [GRAPH_OP_MAX_POOL_NCHWC] = {compute_max_pool_nchwc, 0},
+    [GRAPH_OP_AVERAGE_POOL_NCHWC] = {compute_average_pool_nchwc, 0},
+    [GRAPH_OP_GLOBAL_AVERAGE_POOL] = {compute_global_pool, 0},
+    [GRAPH_OP_GLOBAL_MAX_POOL] = {compute_global_pool, 0},
+    [GRAPH_OP_ARG_MAX] = {compute_arg_reduce, 0},
+    [GRAPH_OP_ARG_MIN] = {compute_arg_reduce, 0},
+    [GRAPH_OP_LOG_SOFTMAX] = {softmax_family, 0},
+    [GRAPH_OP_HARDMAX] = {softmax_family, 0},
+    [GRAPH_OP_CUMSUM] = {compute_cumulative, 0},
+    [GRAPH_OP_CUMPROD] = {compute_cumulative, 0},
+    [GRAPH_OP_RMS_NORM] = {compute_rms_norm, 0},
+    [GRAPH_OP_GROUP_NORM] = {compute_group_norm, 0},
+    [GRAPH_OP_INSTANCE_NORM] = {compute_group_norm, 0},
+    [GRAPH_OP_LP_NORM] = {compute_lp_norm, 0},
+    [GRAPH_OP_MVN] = {compute_mvn, 0},
+    [GRAPH_OP_LRN] = {compute_lrn, 0},
+    [GRAPH_OP_NLL_LOSS] = {loss, 0},
+    [GRAPH_OP_SCE_LOSS] = {loss, 0},
+    [GRAPH_OP_SOFTMAX] = {softmax_family, 0},
+    [GRAPH_OP_LAYER_NORM] = {layer_norm, 0},
+    [GRAPH_OP_FLATTEN] = {compute_flatten, 0},
+    [GRAPH_OP_RESHAPE] = {compute_reshape, 0},
+    [GRAPH_OP_TRANSPOSE] = {compute_transpose, 0},
+    [GRAPH_OP_CONCAT] = {compute_concat, 0},
+    [GRAPH_OP_SPLIT] = {compute_split, 0},
+    [GRAPH_OP_SLICE] = {compute_slice, 0},
+    [GRAPH_OP_GATHER] = {compute_gather, 0},
+    [GRAPH_OP_SQUEEZE] = {compute_squeeze_unsqueeze, 0},
+    [GRAPH_OP_UNSQUEEZE] = {compute_squeeze_unsqueeze, 0},
+    [GRAPH_OP_EXPAND] = {compute_expand, 0},
+    [GRAPH_OP_TILE] = {compute_tile, 0},
+    TENSOR(DROPOUT) TENSOR(CONV) TENSOR(CONV_TRANSPOSE) TENSOR(CONV_INTEGER) TENSOR(COL2IM) TENSOR(MAX_POOL)
+    TENSOR(AVERAGE_POOL) TENSOR(LP_POOL) TENSOR(MAX_UNPOOL) TENSOR(PAD) TENSOR(RESIZE) TENSOR(GATHER_ELEMENTS)
+    TENSOR(GATHER_ND) TENSOR(SCATTER_ELEMENTS) TENSOR(SCATTER_ND) TENSOR(ONE_HOT) TENSOR(TRILU) TENSOR(EYE_LIKE)
+    TENSOR(DEPTH_TO_SPACE) TENSOR(SPACE_TO_DEPTH) TENSOR(REVERSE_SEQUENCE) TENSOR(CENTER_CROP_PAD) TENSOR(EINSUM)
+    SEQ(ATTENTION) SEQ(ROTARY_EMBEDDING) SEQ(SWIGLU) SEQ(LINEAR_ATTENTION) SEQ(CAUSAL_CONV_WITH_STATE)
+    SEQ(TENSOR_SCATTER) SEQ(RNN) SEQ(GRU) SEQ(LSTM) SEQ(DET) SEQ(BLACKMAN_WINDOW) SEQ(HAMMING_WINDOW)
+    SEQ(HANN_WINDOW) SEQ(DFT) SEQ(STFT) SEQ(MEL_WEIGHT_MATRIX)
+    QUANT(QUANTIZE_LINEAR) QUANT(DEQUANTIZE_LINEAR) QUANT(DYNAMIC_QUANTIZE_LINEAR) QUANT(MATMUL_INTEGER)
+    QUANT(QLINEAR_MATMUL) QUANT(QLINEAR_CONV)
+    VISION(GRID_SAMPLE) VISION(AFFINE_GRID) VISION(ROI_ALIGN) VISION(DEFORM_CONV) VISION(BIT_CAST) VISION(TOP_K)
+    VISION(NON_ZERO) VISION(COMPRESS) VISION(UNIQUE) VISION(NON_MAX_SUPPRESSION)
+};
+/* Catches a table that stops short; tests/unit/compiler/test_op_compute.c
+ * checks that no op in between lacks a row. */
+_Static_assert(sizeof compute_rules / sizeof compute_rules[0] == GRAPH_OP_COUNT, "one compute row per GraphOp");
 #undef UNARY
-    case GRAPH_OP_LEAKY_RELU:
-      up = topi_unary_defaults(TOPI_LEAKY_RELU);
-      up.alpha = graph_attr_float(n, "alpha", up.alpha);
-      return unary(a, n, ins, name, outs, TOPI_LEAKY_RELU, &up, err);
-    case GRAPH_OP_HARD_SIGMOID:
-      up = topi_unary_defaults(TOPI_HARD_SIGMOID);
-      up.alpha = graph_attr_float(n, "alpha", up.alpha);
-      up.beta = graph_attr_float(n, "beta", up.beta);
-      return unary(a, n, ins, name, outs, TOPI_HARD_SIGMOID, &up, err);
-    case GRAPH_OP_GELU:
-      up = topi_unary_defaults(TOPI_GELU);
-      up.gelu_tanh = !strcmp(graph_attr_string(n, "approximate", "none"), "tanh");
-      return unary(a, n, ins, name, outs, TOPI_GELU, &up, err);
-    case GRAPH_OP_CLIP: {
-      up = topi_unary_defaults(TOPI_CLIP);
-      double b;
-      TeTensor *rt[3] = {NULL, NULL, NULL}; /* bounds read at run time */
-      for (int k = 1; k < 3 && k < n->ninputs; k++) {
-        if (n->inputs[k] == GRAPH_NO_VALUE) continue;
-        if (!const_scalar(g, n, k, &b)) rt[k] = ins[k];
-        else if (k == 1) up.lo = b;
-        else up.hi = b;
-      }
-      if (!rt[1] && !rt[2]) return unary(a, n, ins, name, outs, TOPI_CLIP, &up, err);
-      const TeTensor *x0 = ins[0];
-      if (up.lo > -INFINITY || up.hi < INFINITY) {
-        x0 = topi_unary(a, arena_printf(a, "%s_c", name), TOPI_CLIP, ins[0], &up, err);
-        if (!x0) return LOOM_ERR_INVALID_ARG;
-      }
-      outs[0] = topi_clip_tensors(a, name, x0, rt[1], rt[2], err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-#define MATH(OP, TOPI)                                                   \
-  case GRAPH_OP_##OP:                                                    \
-    mp = topi_math_defaults(TOPI);                                       \
-    return math(a, n, ins, name, outs, TOPI, &mp, err);
-    MATH(SIN, TOPI_SIN)
-    MATH(COS, TOPI_COS)
-    MATH(TAN, TOPI_TAN)
-    MATH(ASIN, TOPI_ASIN)
-    MATH(ACOS, TOPI_ACOS)
-    MATH(ATAN, TOPI_ATAN)
-    MATH(SINH, TOPI_SINH)
-    MATH(COSH, TOPI_COSH)
-    MATH(ASINH, TOPI_ASINH)
-    MATH(ACOSH, TOPI_ACOSH)
-    MATH(ATANH, TOPI_ATANH)
-    MATH(ROUND, TOPI_ROUND)
-    MATH(SIGN, TOPI_SIGN)
-    MATH(IS_NAN, TOPI_IS_NAN)
-    MATH(IS_INF, TOPI_IS_INF)
-    MATH(ELU, TOPI_ELU)
-    MATH(SELU, TOPI_SELU)
-    MATH(CELU, TOPI_CELU)
-    MATH(SOFTPLUS, TOPI_SOFTPLUS)
-    MATH(SOFTSIGN, TOPI_SOFTSIGN)
-    MATH(SWISH, TOPI_SWISH)
-    MATH(MISH, TOPI_MISH)
-    MATH(SHRINK, TOPI_SHRINK)
-    MATH(THRESHOLDED_RELU, TOPI_THRESHOLDED_RELU)
-    MATH(BITWISE_NOT, TOPI_BITWISE_NOT)
-#undef MATH
-    case GRAPH_OP_GREATER_OR_EQUAL: return math_binary(a, ins, name, outs, TOPI_GREATER_EQUAL, err);
-    case GRAPH_OP_LESS_OR_EQUAL: return math_binary(a, ins, name, outs, TOPI_LESS_EQUAL, err);
-    case GRAPH_OP_XOR: return math_binary(a, ins, name, outs, TOPI_XOR, err);
-    case GRAPH_OP_MOD:
-      return math_binary(a, ins, name, outs, graph_attr_int(n, "fmod", 0) ? TOPI_FMOD : TOPI_MOD, err);
-    case GRAPH_OP_BITWISE_AND: return math_binary(a, ins, name, outs, TOPI_BITWISE_AND, err);
-    case GRAPH_OP_BITWISE_OR: return math_binary(a, ins, name, outs, TOPI_BITWISE_OR, err);
-    case GRAPH_OP_BITWISE_XOR: return math_binary(a, ins, name, outs, TOPI_BITWISE_XOR, err);
-    case GRAPH_OP_BIT_SHIFT: {
-      const char *dir = graph_attr_string(n, "direction", "");
-      if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
-        return node_fail(n, err, "%s (node \"%s\"): direction \"%s\" is not LEFT or RIGHT", dir);
-      return math_binary(a, ins, name, outs, !strcmp(dir, "LEFT") ? TOPI_SHIFT_LEFT : TOPI_SHIFT_RIGHT, err);
-    }
-    case GRAPH_OP_MEAN:
-      outs[0] = topi_mean(a, name, (const TeTensor *const *)ins, n->ninputs, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_CAST: {
-      DType to;
-      if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
-        return node_fail(n, err, "%s (node \"%s\"): %s", "attribute \"to\" is not a dtype");
-      if (to.code == DT_F8E8M0 && (strcmp(graph_attr_string(n, "round_mode", "up"), "up") || !graph_attr_int(n, "saturate", 1)))
-        return node_fail(n, err, "%s (node \"%s\"): %s", "a cast to f8e8m0 other than round_mode \"up\" with saturate is not supported");
-      outs[0] = topi_cast_saturate(a, name, ins[0], to, graph_attr_int(n, "saturate", 1) != 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_ADD: return binary(a, ins, name, outs, TOPI_ADD, err);
-    case GRAPH_OP_SUB: return binary(a, ins, name, outs, TOPI_SUB, err);
-    case GRAPH_OP_MUL: return binary(a, ins, name, outs, TOPI_MUL, err);
-    case GRAPH_OP_DIV: return binary(a, ins, name, outs, TOPI_DIV, err);
-    case GRAPH_OP_POW: return binary(a, ins, name, outs, TOPI_POW, err);
-    case GRAPH_OP_EQUAL: return binary(a, ins, name, outs, TOPI_EQUAL, err);
-    case GRAPH_OP_LESS: return binary(a, ins, name, outs, TOPI_LESS, err);
-    case GRAPH_OP_GREATER: return binary(a, ins, name, outs, TOPI_GREATER, err);
-    case GRAPH_OP_AND: return binary(a, ins, name, outs, TOPI_AND, err);
-    case GRAPH_OP_OR: return binary(a, ins, name, outs, TOPI_OR, err);
-    case GRAPH_OP_PRELU: return binary(a, ins, name, outs, TOPI_PRELU, err);
-    case GRAPH_OP_MAX:
-    case GRAPH_OP_MIN:
-    case GRAPH_OP_SUM: {
-      TopiBinaryOp op = n->op == GRAPH_OP_MAX ? TOPI_MAX : n->op == GRAPH_OP_MIN ? TOPI_MIN : TOPI_ADD;
-      outs[0] = topi_variadic(a, name, op, (const TeTensor *const *)ins, n->ninputs, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_WHERE:
-      outs[0] = topi_where(a, name, ins[0], ins[1], ins[2], err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_BATCH_NORM:
-      outs[0] = topi_batch_norm(a, name, ins[0], ins[1], ins[2], ins[3], ins[4],
-                                graph_attr_float(n, "epsilon", 1e-5), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_CONV_NCHWC:
-      /* Depthwise: one input channel per group (infer_nchwc.c); other
-       * groups take the grouped blocked conv. */
-      if (graph_attr_int(n, "group", 1) > 1 && ins[1]->ndim == 6 && ins[1]->shape[1] == 1 && ins[1]->shape[4] == 1 &&
-          graph_attr_int(n, "group", 1) == ins[0]->shape[1] * ins[0]->shape[4]) {
-        TopiConvParams p;
-        memset(&p, 0, sizeof p);
-        if (attr_ints(n, "strides", v) == 2) memcpy(p.strides, v, sizeof p.strides);
-        if (attr_ints(n, "dilations", v) == 2) memcpy(p.dilations, v, sizeof p.dilations);
-        if (attr_ints(n, "pads", v) == 4) memcpy(p.pads, v, sizeof p.pads);
-        outs[0] = topi_depthwise_conv2d_nchwc_onnx(a, name, ins[0], ins[1], &p, err);
-        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-      }
-      if (graph_attr_int(n, "winograd_tile", 0)) {
-        int64_t pads[4] = {0, 0, 0, 0};
-        if (attr_ints(n, "pads", v) == 4) memcpy(pads, v, sizeof pads);
-        outs[0] = topi_conv2d_nchwc_winograd(a, name, ins[0], ins[1], pads, err);
-        return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-      }
-      return conv(a, n, ins, name, outs, true, err);
-    case GRAPH_OP_LAYOUT_TRANSFORM: {
-      int sb = graph_layout_block(graph_attr_string(n, "src_layout", NULL));
-      int db = graph_layout_block(graph_attr_string(n, "dst_layout", NULL));
-      if (sb < 0 || db < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "unknown layouts");
-      const TeTensor *x0 = ins[0];
-      if (sb > 0) {
-        x0 = topi_nchwc_to_nchw(a, db > 0 ? arena_printf(a, "%s_nchw", name) : name, ins[0], err);
-        if (!x0) return LOOM_ERR_INVALID_ARG;
-      }
-      outs[0] = db > 0 ? topi_nchw_to_nchwc(a, name, x0, db, err) : (TeTensor *)x0;
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_GEMM:
-      outs[0] = topi_gemm(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, graph_attr_float(n, "alpha", 1.0),
-                          graph_attr_float(n, "beta", 1.0), graph_attr_int(n, "transA", 0) != 0,
-                          graph_attr_int(n, "transB", 0) != 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MATMUL:
-      outs[0] = topi_matmul_nd(a, name, ins[0], ins[1], err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MATMUL_PACKED:
-      outs[0] = topi_matmul_packed(a, name, ins[0], ins[1], graph_attr_int(n, "n", -1), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MAX_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_MAX, err);
-    case GRAPH_OP_AVERAGE_POOL_NCHWC: return pool(a, n, ins, name, outs, TOPI_POOL_AVG, err);
-    case GRAPH_OP_GLOBAL_AVERAGE_POOL:
-    case GRAPH_OP_GLOBAL_MAX_POOL:
-      outs[0] = topi_global_pool(a, name, n->op == GRAPH_OP_GLOBAL_MAX_POOL ? TOPI_POOL_MAX : TOPI_POOL_AVG, ins[0], err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_REDUCE_MEAN: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MEAN, err);
-    case GRAPH_OP_REDUCE_SUM: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_SUM, err);
-    case GRAPH_OP_REDUCE_MAX: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MAX, err);
-    case GRAPH_OP_REDUCE_MIN: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_MIN, err);
-    case GRAPH_OP_REDUCE_PROD: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_PROD, err);
-    case GRAPH_OP_REDUCE_L1: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_L1, err);
-    case GRAPH_OP_REDUCE_L2: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_L2, err);
-    case GRAPH_OP_REDUCE_LOG_SUM: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_LOG_SUM, err);
-    case GRAPH_OP_REDUCE_LOG_SUM_EXP: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_LOG_SUM_EXP, err);
-    case GRAPH_OP_REDUCE_SUM_SQUARE: return reduce(a, g, n, ins, name, outs, TOPI_REDUCE_SUM_SQUARE, err);
-    case GRAPH_OP_ARG_MAX:
-    case GRAPH_OP_ARG_MIN:
-      outs[0] = topi_arg_reduce(a, name, n->op == GRAPH_OP_ARG_MIN, ins[0], graph_attr_int(n, "axis", 0),
-                                graph_attr_int(n, "keepdims", 1) != 0, graph_attr_int(n, "select_last_index", 0) != 0,
-                                err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_LOG_SOFTMAX:
-    case GRAPH_OP_HARDMAX:
-      return softmax_family(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_CUMSUM:
-    case GRAPH_OP_CUMPROD: {
-      int64_t axis;
-      if (const_ints(g, n, 1, v) != 1)
-        return node_fail(n, err, "%s (node \"%s\"): %s", "axis must be a compile-time constant scalar");
-      axis = v[0];
-      outs[0] = topi_cumulative(a, name, n->op == GRAPH_OP_CUMPROD, ins[0], axis, graph_attr_int(n, "exclusive", 0) != 0,
-                                graph_attr_int(n, "reverse", 0) != 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_RMS_NORM:
-      outs[0] = topi_layer_norm_full(a, name, ins[0], ins[1], NULL, graph_attr_int(n, "axis", -1),
-                                     graph_attr_float(n, "epsilon", 1e-5), true, NULL, NULL, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_GROUP_NORM:
-    case GRAPH_OP_INSTANCE_NORM: {
-      const GraphValue *xv = in_value(g, n, 0);
-      int64_t groups = n->op == GRAPH_OP_GROUP_NORM ? graph_attr_int(n, "num_groups", 0) : xv->rank >= 2 ? xv->dims[1] : 1;
-      if (n->ninputs < 3) return node_fail(n, err, "%s (node \"%s\"): %s", "expected inputs X, scale and bias");
-      outs[0] = topi_group_norm(a, name, ins[0], ins[1], ins[2], groups, graph_attr_float(n, "epsilon", 1e-5), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_LP_NORM:
-      outs[0] = topi_lp_norm(a, name, ins[0], graph_attr_int(n, "axis", -1), graph_attr_int(n, "p", 2), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_MVN:
-      cnt = attr_ints(n, "axes", v);
-      outs[0] = topi_mvn(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_LRN:
-      outs[0] = topi_lrn(a, name, ins[0], graph_attr_int(n, "size", 0), graph_attr_float(n, "alpha", 1e-4),
-                         graph_attr_float(n, "beta", 0.75), graph_attr_float(n, "bias", 1.0), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_NLL_LOSS:
-    case GRAPH_OP_SCE_LOSS: return loss(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_SOFTMAX: return softmax_family(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_LAYER_NORM: return layer_norm(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_FLATTEN:
-      outs[0] = topi_flatten(a, name, ins[0], graph_attr_int(n, "axis", 1), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_RESHAPE: {
-      /* Inference resolved 0 and -1: the output's extents are the shape. */
-      const GraphValue *out = &g->values[n->outputs[0]];
-      outs[0] = topi_reshape(a, name, ins[0], out->dims, out->rank, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_TRANSPOSE:
-      cnt = attr_ints(n, "perm", v);
-      outs[0] = topi_transpose_perm(a, name, ins[0], cnt >= 0 ? v : NULL, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_CONCAT:
-      outs[0] = topi_concat(a, name, (const TeTensor *const *)ins, n->ninputs, graph_attr_int(n, "axis", 0), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_SPLIT: {
-      cnt = const_ints(g, n, 1, v);
-      if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "split sizes must be compile-time constants");
-      if (cnt < 0) {
-        /* Inferred output extents give the sizes. */
-        int64_t axis = graph_attr_int(n, "axis", 0);
-        const GraphValue *xv = in_value(g, n, 0);
-        if (axis < 0) axis += xv->rank;
-        for (int i = 0; i < n->noutputs; i++) v[i] = g->values[n->outputs[i]].dims[axis];
-      }
-      return topi_split(a, name, ins[0], graph_attr_int(n, "axis", 0), v, n->noutputs, outs, err)
-                 ? LOOM_OK
-                 : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_SLICE: {
-      int ns = const_ints(g, n, 1, v), ne = const_ints(g, n, 2, w), na = const_ints(g, n, 3, x),
-          nst = const_ints(g, n, 4, y);
-      if (ns < 0 || ne != ns || na == -2 || nst == -2 || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
-        return node_fail(n, err, "%s (node \"%s\"): %s", "starts/ends/axes/steps must be compile-time constants of one length");
-      outs[0] = topi_slice(a, name, ins[0], v, w, na >= 0 ? x : NULL, nst >= 0 ? y : NULL, ns, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_GATHER:
-      outs[0] = topi_gather(a, name, ins[0], ins[1], graph_attr_int(n, "axis", 0), err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_SQUEEZE:
-    case GRAPH_OP_UNSQUEEZE: {
-      cnt = const_ints(g, n, 1, v);
-      if (cnt == -2) return node_fail(n, err, "%s (node \"%s\"): %s", "axes must be compile-time constants");
-      outs[0] = n->op == GRAPH_OP_SQUEEZE ? topi_squeeze(a, name, ins[0], cnt >= 0 ? v : NULL, cnt >= 0 ? cnt : 0, err)
-                                          : topi_unsqueeze(a, name, ins[0], v, cnt >= 0 ? cnt : 0, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_EXPAND: {
-      const GraphValue *out = &g->values[n->outputs[0]];
-      outs[0] = topi_expand(a, name, ins[0], out->dims, out->rank, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    }
-    case GRAPH_OP_TILE:
-      cnt = const_ints(g, n, 1, v);
-      if (cnt < 0) return node_fail(n, err, "%s (node \"%s\"): %s", "repeats must be compile-time constants");
-      outs[0] = topi_tile(a, name, ins[0], v, err);
-      return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
-    case GRAPH_OP_GRID_SAMPLE: /* op_compute_vision.c */
-    case GRAPH_OP_AFFINE_GRID:
-    case GRAPH_OP_ROI_ALIGN:
-    case GRAPH_OP_DEFORM_CONV:
-    case GRAPH_OP_BIT_CAST:
-    case GRAPH_OP_TOP_K:
-    case GRAPH_OP_NON_ZERO:
-    case GRAPH_OP_COMPRESS:
-    case GRAPH_OP_UNIQUE:
-    case GRAPH_OP_NON_MAX_SUPPRESSION:
-      return compile_vision_compute(a, g, n, ins, name, outs, err);
-    default: break;
-  }
-  return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");
+#undef BINARY
+#undef REDUCE
+#undef TENSOR
+#undef SEQ
+#undef QUANT
+#undef VISION
+
+static int topi_op_of(GraphOp op) { return compute_rules[op].topi; }
+
+bool compile_op_has_compute(GraphOp op) { return op >= 0 && op < GRAPH_OP_COUNT && compute_rules[op].build; }
+
+loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                 const char *name, TeTensor **outs, LoomError *err) {
+  if (!compile_op_has_compute(n->op))
+    return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");
+  return compute_rules[n->op].build(a, g, n, ins, name, outs, err);
 }

@@ -7,18 +7,6 @@
 
 #include <string.h>
 
-bool compile_quant_op(GraphOp op) {
-  switch (op) {
-    case GRAPH_OP_QUANTIZE_LINEAR:
-    case GRAPH_OP_DEQUANTIZE_LINEAR:
-    case GRAPH_OP_DYNAMIC_QUANTIZE_LINEAR:
-    case GRAPH_OP_MATMUL_INTEGER:
-    case GRAPH_OP_QLINEAR_MATMUL:
-    case GRAPH_OP_QLINEAR_CONV: return true;
-    default: return false;
-  }
-}
-
 static TeTensor *opt_in(const GraphNode *n, TeTensor *const *ins, int k) {
   return k < n->ninputs && n->inputs[k] != GRAPH_NO_VALUE ? ins[k] : NULL;
 }
@@ -36,12 +24,13 @@ static DType attr_dtype(const GraphNode *n, const char *name, DType dflt) {
 
 loom_status compile_quant_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                        const char *name, TeTensor **outs, LoomError *err) {
-  int64_t axis = graph_attr_int(n, "axis", 1), block = graph_attr_int(n, "block_size", 0);
+  bool qdq = n->op == GRAPH_OP_QUANTIZE_LINEAR || n->op == GRAPH_OP_DEQUANTIZE_LINEAR;
+  int64_t axis = qdq ? graph_node_int(n, "axis") : 0, block = qdq ? graph_node_int(n, "block_size") : 0;
   const GraphValue *out = n->noutputs > 0 && n->outputs[0] >= 0 ? &g->values[n->outputs[0]] : NULL;
   switch (n->op) {
     case GRAPH_OP_QUANTIZE_LINEAR:
       return done(outs[0] = topi_quantize_linear(a, name, ins[0], ins[1], opt_in(n, ins, 2), axis, block,
-                                                 out ? out->dtype : DT_U8, graph_attr_int(n, "saturate", 1) != 0,
+                                                 out ? out->dtype : DT_U8, graph_node_int(n, "saturate") != 0,
                                                  attr_dtype(n, "precision", DT_VOID), err),
                   err);
     case GRAPH_OP_DEQUANTIZE_LINEAR:

@@ -29,53 +29,19 @@ static bool const_int(const Graph *g, const GraphNode *n, int k, int64_t *out) {
 
 static bool present(const GraphNode *n, int k) { return k < n->ninputs && n->inputs[k] != GRAPH_NO_VALUE; }
 
-bool compile_seq_op(GraphOp op) {
-  switch (op) {
-  case GRAPH_OP_ATTENTION:
-  case GRAPH_OP_ROTARY_EMBEDDING:
-  case GRAPH_OP_SWIGLU:
-  case GRAPH_OP_LINEAR_ATTENTION:
-  case GRAPH_OP_CAUSAL_CONV_WITH_STATE:
-  case GRAPH_OP_TENSOR_SCATTER:
-  case GRAPH_OP_RNN:
-  case GRAPH_OP_GRU:
-  case GRAPH_OP_LSTM:
-  case GRAPH_OP_DET:
-  case GRAPH_OP_BLACKMAN_WINDOW:
-  case GRAPH_OP_HAMMING_WINDOW:
-  case GRAPH_OP_HANN_WINDOW:
-  case GRAPH_OP_DFT:
-  case GRAPH_OP_STFT:
-  case GRAPH_OP_MEL_WEIGHT_MATRIX: return true;
-  default: return false;
-  }
-}
-
-bool compile_seq_input_is_data(const GraphNode *n, int input) {
-  switch (n->op) {
-  case GRAPH_OP_BLACKMAN_WINDOW:
-  case GRAPH_OP_HAMMING_WINDOW:
-  case GRAPH_OP_HANN_WINDOW: return false;  /* size */
-  case GRAPH_OP_DFT: return input == 0;     /* dft_length, axis */
-  case GRAPH_OP_STFT: return input == 0 || input == 2; /* frame_step, frame_length */
-  case GRAPH_OP_MEL_WEIGHT_MATRIX: return input >= 2; /* num_mel_bins, dft_length */
-  default: return true;
-  }
-}
-
 /* The RNN family's attributes: direction, layout, clip, activations with
  * their alpha/beta lists (consumed in order by the activations that take
  * them, as ONNX Runtime does). */
 static loom_status rnn_params(const Graph *g, const GraphNode *n, TopiRnnParams *p, LoomError *err) {
   TopiRnnKind kind = n->op == GRAPH_OP_LSTM ? TOPI_RNN_LSTM : n->op == GRAPH_OP_GRU ? TOPI_RNN_GRU : TOPI_RNN_SIMPLE;
   *p = topi_rnn_defaults(kind);
-  const char *dir = graph_attr_string(n, "direction", "forward");
+  const char *dir = graph_node_string(n, "direction");
   p->directions = !strcmp(dir, "bidirectional") ? 2 : 1;
   p->reverse = !strcmp(dir, "reverse");
-  p->layout = (int)graph_attr_int(n, "layout", 0);
+  p->layout = (int)graph_node_int(n, "layout");
   p->clip = graph_attr_float(n, "clip", 0);
-  p->linear_before_reset = graph_attr_int(n, "linear_before_reset", 0) != 0;
-  p->input_forget = graph_attr_int(n, "input_forget", 0) != 0;
+  p->linear_before_reset = kind == TOPI_RNN_GRU && graph_node_int(n, "linear_before_reset") != 0;
+  p->input_forget = kind == TOPI_RNN_LSTM && graph_node_int(n, "input_forget") != 0;
   const GraphValue *r = &g->values[n->inputs[2]];
   p->hidden = graph_attr_int(n, "hidden_size", r->rank == 3 ? r->dims[2] : 0);
   int per = kind == TOPI_RNN_LSTM ? 3 : kind == TOPI_RNN_GRU ? 2 : 1;
@@ -111,9 +77,9 @@ static loom_status attention(const GraphNode *n, TeTensor *const *ins, const cha
   p.kv_num_heads = graph_attr_int(n, "kv_num_heads", 0);
   p.has_scale = graph_node_attr(n, "scale") != NULL;
   p.scale = graph_attr_float(n, "scale", 0);
-  p.is_causal = graph_attr_int(n, "is_causal", 0) != 0;
-  p.softcap = graph_attr_float(n, "softcap", 0);
-  p.qk_mode = (int)graph_attr_int(n, "qk_matmul_output_mode", 0);
+  p.is_causal = graph_node_int(n, "is_causal") != 0;
+  p.softcap = graph_node_float(n, "softcap");
+  p.qk_mode = (int)graph_node_int(n, "qk_matmul_output_mode");
   return topi_attention(a, name, ins[0], ins[1], ins[2], opt_in(n, ins, 3), opt_in(n, ins, 4), opt_in(n, ins, 5),
                         opt_in(n, ins, 6), &p, outs, err)
              ? LOOM_OK
@@ -127,15 +93,15 @@ loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *
   case GRAPH_OP_ATTENTION: return attention(n, ins, name, outs, a, err);
   case GRAPH_OP_ROTARY_EMBEDDING:
     outs[0] = topi_rotary_embedding(a, name, ins[0], ins[1], ins[2], opt_in(n, ins, 3),
-                                    graph_attr_int(n, "interleaved", 0) != 0, graph_attr_int(n, "rotary_embedding_dim", 0),
-                                    graph_attr_int(n, "num_heads", 0), err);
+                                    graph_node_int(n, "interleaved") != 0, graph_node_int(n, "rotary_embedding_dim"),
+                                    graph_node_int(n, "num_heads"), err);
     ok = outs[0] != NULL;
     break;
   case GRAPH_OP_SWIGLU:
-    ok = (outs[0] = topi_swiglu(a, name, ins[0], ins[1], graph_attr_float(n, "alpha", 1.0), err)) != NULL;
+    ok = (outs[0] = topi_swiglu(a, name, ins[0], ins[1], graph_node_float(n, "alpha"), err)) != NULL;
     break;
   case GRAPH_OP_LINEAR_ATTENTION: {
-    const char *rule = graph_attr_string(n, "update_rule", "gated_delta");
+    const char *rule = graph_node_string(n, "update_rule");
     TopiLinearRule r = !strcmp(rule, "linear") ? TOPI_LINEAR_ATTN_LINEAR
                        : !strcmp(rule, "gated") ? TOPI_LINEAR_ATTN_GATED
                        : !strcmp(rule, "delta") ? TOPI_LINEAR_ATTN_DELTA
@@ -146,14 +112,14 @@ loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *
     break;
   }
   case GRAPH_OP_CAUSAL_CONV_WITH_STATE: {
-    const char *act = graph_attr_string(n, "activation", "none");
+    const char *act = graph_node_string(n, "activation");
     ok = topi_causal_conv_with_state(a, name, ins[0], ins[1], opt_in(n, ins, 2), opt_in(n, ins, 3),
                                      !strcmp(act, "silu") || !strcmp(act, "swish"), outs, err);
     break;
   }
   case GRAPH_OP_TENSOR_SCATTER:
-    outs[0] = topi_tensor_scatter(a, name, ins[0], ins[1], opt_in(n, ins, 2), graph_attr_int(n, "axis", -2),
-                                  !strcmp(graph_attr_string(n, "mode", "linear"), "circular"), err);
+    outs[0] = topi_tensor_scatter(a, name, ins[0], ins[1], opt_in(n, ins, 2), graph_node_int(n, "axis"),
+                                  !strcmp(graph_node_string(n, "mode"), "circular"), err);
     ok = outs[0] != NULL;
     break;
   case GRAPH_OP_RNN:
@@ -179,7 +145,7 @@ loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *
     TopiWindowKind k = n->op == GRAPH_OP_BLACKMAN_WINDOW ? TOPI_WINDOW_BLACKMAN
                        : n->op == GRAPH_OP_HAMMING_WINDOW ? TOPI_WINDOW_HAMMING
                                                           : TOPI_WINDOW_HANN;
-    ok = (outs[0] = topi_window(a, name, k, size, graph_attr_int(n, "periodic", 1) != 0, dt, err)) != NULL;
+    ok = (outs[0] = topi_window(a, name, k, size, graph_node_int(n, "periodic") != 0, dt, err)) != NULL;
     break;
   }
   case GRAPH_OP_DFT: {
@@ -188,7 +154,7 @@ loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *
     if (present(n, 2) && !const_int(g, n, 2, &axis))
       return fail(n, err, LOOM_ERR_UNSUPPORTED, "axis must be a compile-time constant");
     const GraphValue *x = &g->values[n->inputs[0]];
-    bool inverse = graph_attr_int(n, "inverse", 0) != 0, onesided = graph_attr_int(n, "onesided", 0) != 0;
+    bool inverse = graph_node_int(n, "inverse") != 0, onesided = graph_node_int(n, "onesided") != 0;
     if (present(n, 1)) {
       if (!const_int(g, n, 1, &len)) return fail(n, err, LOOM_ERR_UNSUPPORTED, "dft_length must be a compile-time constant");
     } else {
@@ -206,7 +172,7 @@ loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *
       return fail(n, err, LOOM_ERR_UNSUPPORTED, "frame_length must be a compile-time constant");
     const TeTensor *w = opt_in(n, ins, 2);
     if (fl < 0) fl = w ? w->shape[0] : ins[0]->shape[1];
-    ok = (outs[0] = topi_stft(a, name, ins[0], step, w, fl, graph_attr_int(n, "onesided", 1) != 0, err)) != NULL;
+    ok = (outs[0] = topi_stft(a, name, ins[0], step, w, fl, graph_node_int(n, "onesided") != 0, err)) != NULL;
     break;
   }
   case GRAPH_OP_MEL_WEIGHT_MATRIX: {

@@ -22,15 +22,11 @@ static loom_status fail(const GraphNode *n, LoomError *err, const char *detail) 
 
 static loom_status done(TeTensor *t) { return t ? LOOM_OK : LOOM_ERR_INVALID_ARG; }
 
-bool compile_tensor_input_is_data(const GraphNode *n, int input) {
-  switch (n->op) {
-    case GRAPH_OP_ONE_HOT: return input != 1;         /* depth */
-    case GRAPH_OP_TRILU: return input == 0;           /* k */
-    case GRAPH_OP_CENTER_CROP_PAD: return input == 0; /* shape */
-    case GRAPH_OP_COL2IM: return input == 0;          /* image_shape, block_shape */
-    case GRAPH_OP_MAX_UNPOOL: return input < 2;       /* output_shape */
-    default: return true;
-  }
+/* The window op's attribute `name` (its default when absent), or `neutral`
+ * for a window op that has no such attribute: this reader serves them all. */
+static int64_t window_attr(const GraphNode *n, const char *name, int64_t neutral) {
+  const GraphAttrDef *d = graph_op_attr(n->op, name);
+  return d && d->presence == GRAPH_ATTR_DEFAULT ? graph_node_int(n, name) : neutral;
 }
 
 /* strides, dilations, pads (and the kernel, output_padding) of an N-D
@@ -57,10 +53,10 @@ static loom_status window_params(const GraphNode *n, int nsp, TopiWindowParams *
                      graph_op_info(n->op)->name, n->name, lists[k].name, c, lists[k].count);
     memcpy(lists[k].dst, v + skip, sizeof(int64_t) * (size_t)lists[k].count);
   }
-  p->group = graph_attr_int(n, "group", 1);
-  p->ceil_mode = graph_attr_int(n, "ceil_mode", 0) != 0;
-  p->count_include_pad = graph_attr_int(n, "count_include_pad", 0) != 0;
-  p->p = graph_attr_int(n, "p", 2);
+  p->group = window_attr(n, "group", 1);
+  p->ceil_mode = window_attr(n, "ceil_mode", 0) != 0;
+  p->count_include_pad = window_attr(n, "count_include_pad", 0) != 0;
+  p->p = window_attr(n, "p", 2);
   return LOOM_OK;
 }
 
@@ -69,7 +65,7 @@ loom_status compile_window_params(const GraphNode *n, int nsp, TopiWindowParams 
 }
 
 static TopiScatterReduce scatter_reduction(const GraphNode *n) {
-  const char *r = graph_attr_string(n, "reduction", "none");
+  const char *r = graph_node_string(n, "reduction");
   return !strcmp(r, "add") ? TOPI_SCATTER_ADD
          : !strcmp(r, "mul") ? TOPI_SCATTER_MUL
          : !strcmp(r, "max") ? TOPI_SCATTER_MAX
@@ -89,7 +85,7 @@ static loom_status pools(Arena *a, const GraphNode *n, TeTensor *const *ins, con
   if (!(outs[0] = topi_pool_nd_onnx(a, name, kind, ins[0], &p, false, err))) return LOOM_ERR_INVALID_ARG;
   if (kind == TOPI_POOL_MAX && output_used(n, 1))
     return done(outs[1] = topi_max_pool_indices(a, arena_printf(a, "%s_idx", name), ins[0], outs[0], &p,
-                                                (int)graph_attr_int(n, "storage_order", 0), err));
+                                                (int)graph_node_int(n, "storage_order"), err));
   return LOOM_OK;
 }
 
@@ -123,7 +119,7 @@ static loom_status pad(Arena *a, const Graph *g, const GraphNode *n, TeTensor *c
                      (long long)graph_tensor_numel(t));
     else value = graph_tensor_get_f64(t, 0);
   }
-  const char *mode = graph_attr_string(n, "mode", "constant");
+  const char *mode = graph_node_string(n, "mode");
   TopiPadMode m = !strcmp(mode, "reflect") ? TOPI_PAD_REFLECT
                   : !strcmp(mode, "edge")  ? TOPI_PAD_EDGE
                   : !strcmp(mode, "wrap")  ? TOPI_PAD_WRAP
@@ -147,9 +143,9 @@ static loom_status resize(Arena *a, const Graph *g, const GraphNode *n, TeTensor
   static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners",
                                        "half_pixel_symmetric", "tf_crop_and_resize"};
   static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-  const char *mode = graph_attr_string(n, "mode", "nearest");
-  const char *coord = graph_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-  const char *nearest = graph_attr_string(n, "nearest_mode", "round_prefer_floor");
+  const char *mode = graph_node_string(n, "mode");
+  const char *coord = graph_node_string(n, "coordinate_transformation_mode");
+  const char *nearest = graph_node_string(n, "nearest_mode");
   int m = lookup(mode, modes, 3), c = lookup(coord, coords, 6), nm = lookup(nearest, nearests, 4);
   if (m < 0 || c < 0 || nm < 0)
     return err_set(err, LOOM_ERR_UNSUPPORTED, "Resize (node \"%s\"): mode \"%s\", coordinate_transformation_mode \"%s\" "
@@ -167,10 +163,10 @@ static loom_status resize(Arena *a, const Graph *g, const GraphNode *n, TeTensor
                         .mode = (TopiResizeMode)m,
                         .coord = (TopiResizeCoord)c,
                         .nearest = (TopiResizeNearest)nm,
-                        .cubic_a = graph_attr_float(n, "cubic_coeff_a", -0.75),
-                        .exclude_outside = graph_attr_int(n, "exclude_outside", 0) != 0,
-                        .antialias = graph_attr_int(n, "antialias", 0) != 0,
-                        .extrapolation_value = graph_attr_float(n, "extrapolation_value", 0)};
+                        .cubic_a = graph_node_float(n, "cubic_coeff_a"),
+                        .exclude_outside = graph_node_int(n, "exclude_outside") != 0,
+                        .antialias = graph_node_int(n, "antialias") != 0,
+                        .extrapolation_value = graph_node_float(n, "extrapolation_value")};
   return done(outs[0] = topi_resize_ex(a, name, ins[0], &p, err));
 }
 
@@ -228,31 +224,31 @@ loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNod
     case GRAPH_OP_PAD: return pad(a, g, n, ins, name, outs, err);
     case GRAPH_OP_RESIZE: return resize(a, g, n, ins, name, outs, err);
     case GRAPH_OP_GATHER_ELEMENTS:
-      return done(outs[0] = topi_gather_elements(a, name, ins[0], ins[1], graph_attr_int(n, "axis", 0), err));
+      return done(outs[0] = topi_gather_elements(a, name, ins[0], ins[1], graph_node_int(n, "axis"), err));
     case GRAPH_OP_GATHER_ND:
-      return done(outs[0] = topi_gather_nd(a, name, ins[0], ins[1], graph_attr_int(n, "batch_dims", 0), err));
+      return done(outs[0] = topi_gather_nd(a, name, ins[0], ins[1], graph_node_int(n, "batch_dims"), err));
     case GRAPH_OP_SCATTER_ELEMENTS:
-      return done(outs[0] = topi_scatter_elements(a, name, ins[0], ins[1], ins[2], graph_attr_int(n, "axis", 0),
+      return done(outs[0] = topi_scatter_elements(a, name, ins[0], ins[1], ins[2], graph_node_int(n, "axis"),
                                                   scatter_reduction(n), err));
     case GRAPH_OP_SCATTER_ND:
       return done(outs[0] = topi_scatter_nd(a, name, ins[0], ins[1], ins[2], scatter_reduction(n), err));
     case GRAPH_OP_ONE_HOT:
       if (!scalar_operand(g, n, 1, 0, &s)) return fail(n, err, "depth must be a compile-time constant");
-      return done(outs[0] = topi_one_hot(a, name, ins[0], (int64_t)s, ins[2], graph_attr_int(n, "axis", -1), err));
+      return done(outs[0] = topi_one_hot(a, name, ins[0], (int64_t)s, ins[2], graph_node_int(n, "axis"), err));
     case GRAPH_OP_TRILU:
       if (!scalar_operand(g, n, 1, 0, &s)) return fail(n, err, "k must be a compile-time constant");
-      return done(outs[0] = topi_trilu(a, name, ins[0], (int64_t)s, graph_attr_int(n, "upper", 1) != 0, err));
+      return done(outs[0] = topi_trilu(a, name, ins[0], (int64_t)s, graph_node_int(n, "upper") != 0, err));
     case GRAPH_OP_EYE_LIKE:
-      return done(outs[0] = topi_eye_like(a, name, ins[0], g->values[n->outputs[0]].dtype, graph_attr_int(n, "k", 0),
+      return done(outs[0] = topi_eye_like(a, name, ins[0], g->values[n->outputs[0]].dtype, graph_node_int(n, "k"),
                                           err));
     case GRAPH_OP_DEPTH_TO_SPACE:
       return done(outs[0] = topi_depth_to_space(a, name, ins[0], graph_attr_int(n, "blocksize", 0),
-                                                !strcmp(graph_attr_string(n, "mode", "DCR"), "CRD"), err));
+                                                !strcmp(graph_node_string(n, "mode"), "CRD"), err));
     case GRAPH_OP_SPACE_TO_DEPTH:
       return done(outs[0] = topi_space_to_depth(a, name, ins[0], graph_attr_int(n, "blocksize", 0), err));
     case GRAPH_OP_REVERSE_SEQUENCE:
-      return done(outs[0] = topi_reverse_sequence(a, name, ins[0], ins[1], graph_attr_int(n, "batch_axis", 1),
-                                                  graph_attr_int(n, "time_axis", 0), err));
+      return done(outs[0] = topi_reverse_sequence(a, name, ins[0], ins[1], graph_node_int(n, "batch_axis"),
+                                                  graph_node_int(n, "time_axis"), err));
     case GRAPH_OP_CENTER_CROP_PAD: {
       int ns = compile_const_ints(g, n, 1, v), na = compile_attr_ints(n, "axes", w);
       if (ns < 0) return fail(n, err, "shape must be a compile-time constant");
@@ -265,31 +261,3 @@ loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNod
   }
 }
 
-bool compile_tensor_op(GraphOp op) {
-  switch (op) {
-    case GRAPH_OP_DROPOUT:
-    case GRAPH_OP_CONV:
-    case GRAPH_OP_CONV_TRANSPOSE:
-    case GRAPH_OP_CONV_INTEGER:
-    case GRAPH_OP_COL2IM:
-    case GRAPH_OP_MAX_POOL:
-    case GRAPH_OP_AVERAGE_POOL:
-    case GRAPH_OP_LP_POOL:
-    case GRAPH_OP_MAX_UNPOOL:
-    case GRAPH_OP_PAD:
-    case GRAPH_OP_RESIZE:
-    case GRAPH_OP_GATHER_ELEMENTS:
-    case GRAPH_OP_GATHER_ND:
-    case GRAPH_OP_SCATTER_ELEMENTS:
-    case GRAPH_OP_SCATTER_ND:
-    case GRAPH_OP_ONE_HOT:
-    case GRAPH_OP_TRILU:
-    case GRAPH_OP_EYE_LIKE:
-    case GRAPH_OP_DEPTH_TO_SPACE:
-    case GRAPH_OP_SPACE_TO_DEPTH:
-    case GRAPH_OP_REVERSE_SEQUENCE:
-    case GRAPH_OP_CENTER_CROP_PAD:
-    case GRAPH_OP_EINSUM: return true;
-    default: return false;
-  }
-}

@@ -42,7 +42,7 @@ static TeTensor *in_or_null(const GraphNode *n, TeTensor *const *ins, int k) {
 
 static loom_status grid_sample(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
                                LoomError *err) {
-  const char *mode = graph_attr_string(n, "mode", "linear"), *pad = graph_attr_string(n, "padding_mode", "zeros");
+  const char *mode = graph_node_string(n, "mode"), *pad = graph_node_string(n, "padding_mode");
   TopiGridSampleMode m;
   if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) m = TOPI_GRID_LINEAR;
   else if (!strcmp(mode, "nearest")) m = TOPI_GRID_NEAREST;
@@ -53,7 +53,7 @@ static loom_status grid_sample(Arena *a, const GraphNode *n, TeTensor *const *in
   else if (!strcmp(pad, "border")) p = TOPI_GRID_BORDER;
   else if (!strcmp(pad, "reflection")) p = TOPI_GRID_REFLECTION;
   else return fail(n, err, LOOM_ERR_INVALID_ARG, "unknown padding_mode ", pad);
-  outs[0] = topi_grid_sample(a, name, ins[0], ins[1], m, p, graph_attr_int(n, "align_corners", 0) != 0, err);
+  outs[0] = topi_grid_sample(a, name, ins[0], ins[1], m, p, graph_node_int(n, "align_corners") != 0, err);
   return done(outs[0], err);
 }
 
@@ -61,12 +61,12 @@ static loom_status roi_align(Arena *a, const GraphNode *n, TeTensor *const *ins,
                              LoomError *err) {
   TopiRoiAlignParams p;
   memset(&p, 0, sizeof p);
-  p.out_h = graph_attr_int(n, "output_height", 1);
-  p.out_w = graph_attr_int(n, "output_width", 1);
-  p.sampling_ratio = graph_attr_int(n, "sampling_ratio", 0);
-  p.spatial_scale = graph_attr_float(n, "spatial_scale", 1.0);
-  const char *ctm = graph_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-  const char *mode = graph_attr_string(n, "mode", "avg");
+  p.out_h = graph_node_int(n, "output_height");
+  p.out_w = graph_node_int(n, "output_width");
+  p.sampling_ratio = graph_node_int(n, "sampling_ratio");
+  p.spatial_scale = graph_node_float(n, "spatial_scale");
+  const char *ctm = graph_node_string(n, "coordinate_transformation_mode");
+  const char *mode = graph_node_string(n, "mode");
   if (!strcmp(ctm, "half_pixel")) p.half_pixel = true;
   else if (strcmp(ctm, "output_half_pixel")) return fail(n, err, LOOM_ERR_INVALID_ARG, "unknown coordinate_transformation_mode ", ctm);
   if (!strcmp(mode, "max")) p.max_mode = true;
@@ -90,8 +90,8 @@ static loom_status deform_conv(Arena *a, const GraphNode *n, TeTensor *const *in
   if ((c = attr_ints(n, "kernel_shape", v, 8)) >= 0 && ins[1] && ins[1]->ndim == 4 &&
       (c != 2 || v[0] != ins[1]->shape[2] || v[1] != ins[1]->shape[3]))
     return fail(n, err, LOOM_ERR_INVALID_ARG, "kernel_shape disagrees with W's shape", NULL);
-  p.group = graph_attr_int(n, "group", 1);
-  p.offset_group = graph_attr_int(n, "offset_group", 1);
+  p.group = graph_node_int(n, "group");
+  p.offset_group = graph_node_int(n, "offset_group");
   outs[0] = topi_deform_conv(a, name, ins[0], ins[1], ins[2], in_or_null(n, ins, 3), in_or_null(n, ins, 4), &p, err);
   return done(outs[0], err);
 }
@@ -112,7 +112,7 @@ loom_status compile_vision_compute(Arena *a, const Graph *g, const GraphNode *n,
     case GRAPH_OP_AFFINE_GRID: {
       int c = const_ints(g, n, 1, v, 8);
       if (c < 0) return fail(n, err, LOOM_ERR_UNSUPPORTED, "size must be a compile-time constant", NULL);
-      outs[0] = topi_affine_grid(a, name, ins[0], v, c, graph_attr_int(n, "align_corners", 0) != 0, err);
+      outs[0] = topi_affine_grid(a, name, ins[0], v, c, graph_node_int(n, "align_corners") != 0, err);
       return done(outs[0], err);
     }
     case GRAPH_OP_ROI_ALIGN: return roi_align(a, n, ins, name, outs, err);
@@ -126,7 +126,7 @@ loom_status compile_vision_compute(Arena *a, const Graph *g, const GraphNode *n,
     }
     case GRAPH_OP_TOP_K: {
       if (const_ints(g, n, 1, v, 1) != 1) return fail(n, err, LOOM_ERR_UNSUPPORTED, "K must be a compile-time constant", NULL);
-      if (!topi_top_k(a, name, ins[0], v[0], graph_attr_int(n, "axis", -1), graph_attr_int(n, "largest", 1) != 0, &outs[0],
+      if (!topi_top_k(a, name, ins[0], v[0], graph_node_int(n, "axis"), graph_node_int(n, "largest") != 0, &outs[0],
                       &outs[1], err))
         return err->status ? err->status : LOOM_ERR_INVALID_ARG;
       return LOOM_OK;
@@ -142,14 +142,14 @@ loom_status compile_vision_compute(Arena *a, const Graph *g, const GraphNode *n,
     }
     case GRAPH_OP_UNIQUE: {
       const GraphAttr *ax = graph_node_attr(n, "axis");
-      if (!topi_unique(a, name, ins[0], ax != NULL, ax ? ax->i : 0, graph_attr_int(n, "sorted", 1) != 0, outs, ext, err))
+      if (!topi_unique(a, name, ins[0], ax != NULL, ax ? ax->i : 0, graph_node_int(n, "sorted") != 0, outs, ext, err))
         return err->status ? err->status : LOOM_ERR_INVALID_ARG;
       break;
     }
     case GRAPH_OP_NON_MAX_SUPPRESSION: {
       const GraphValue *y = &g->values[n->outputs[0]];
       if (!topi_non_max_suppression(a, name, ins[0], ins[1], in_or_null(n, ins, 2), in_or_null(n, ins, 3),
-                                    in_or_null(n, ins, 4), graph_attr_int(n, "center_point_box", 0) != 0, y->dims[0],
+                                    in_or_null(n, ins, 4), graph_node_int(n, "center_point_box") != 0, y->dims[0],
                                     &outs[0], &ext[0], err))
         return err->status ? err->status : LOOM_ERR_INVALID_ARG;
       break;

@@ -129,7 +129,7 @@ loom_status infer_attention(Graph *g, GraphNode *n, LoomError *err) {
                           (long long)want);
     }
   }
-  int64_t mode = graph_attr_int(n, "qk_matmul_output_mode", 0);
+  int64_t mode = graph_node_int(n, "qk_matmul_output_mode");
   if (mode < 0 || mode > 3) return infer_fail(g, n, err, "qk_matmul_output_mode %lld is not 0..3", (long long)mode);
   int64_t y4[4] = {b, hq, sq, dv}, y3[3] = {b, sq, hq * dv};
   infer_set(g, n, 0, dt, yrank, r == 4 ? y4 : y3);
@@ -179,7 +179,7 @@ loom_status infer_linear_attention(Graph *g, GraphNode *n, LoomError *err) {
   if ((st = need_rank(g, n, err, 0, "query", 3)) || (st = need_rank(g, n, err, 1, "key", 3)) ||
       (st = need_rank(g, n, err, 2, "value", 3)) || (st = same_dtype(g, n, err, 1, 0)) || (st = same_dtype(g, n, err, 2, 0)))
     return st;
-  const char *rule = graph_attr_string(n, "update_rule", "gated_delta");
+  const char *rule = graph_node_string(n, "update_rule");
   bool gated = !strcmp(rule, "gated") || !strcmp(rule, "gated_delta");
   bool delta = !strcmp(rule, "delta") || !strcmp(rule, "gated_delta");
   if (!gated && !delta && strcmp(rule, "linear"))
@@ -241,7 +241,7 @@ loom_status infer_causal_conv_with_state(Graph *g, GraphNode *n, LoomError *err)
   if ((st = need_rank(g, n, err, 0, "input", 3)) || (st = need_rank(g, n, err, 1, "weight", 3)) ||
       (st = same_dtype(g, n, err, 1, 0)) || (st = same_dtype(g, n, err, 2, 0)) || (st = same_dtype(g, n, err, 3, 0)))
     return st;
-  const char *act = graph_attr_string(n, "activation", "none");
+  const char *act = graph_node_string(n, "activation");
   if (strcmp(act, "none") && strcmp(act, "silu") && strcmp(act, "swish"))
     return infer_fail(g, n, err, "activation \"%s\" is not none, silu or swish", act);
   const GraphValue *x = infer_input(g, n, 0), *w = infer_input(g, n, 1);
@@ -272,12 +272,12 @@ loom_status infer_tensor_scatter(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *c = infer_input(g, n, 0), *u = infer_input(g, n, 1);
   loom_status st;
   if ((st = same_dtype(g, n, err, 1, 0))) return st;
-  const char *mode = graph_attr_string(n, "mode", "linear");
+  const char *mode = graph_node_string(n, "mode");
   if (strcmp(mode, "linear") && strcmp(mode, "circular"))
     return infer_fail(g, n, err, "mode \"%s\" is not linear or circular", mode);
   if (u->rank != c->rank || c->rank < 2) return infer_fail(g, n, err, "update must have past_cache's rank (at least 2)");
   int axis;
-  if ((st = infer_axis(g, n, err, graph_attr_int(n, "axis", -2), c->rank, &axis))) return st;
+  if ((st = infer_axis(g, n, err, graph_node_int(n, "axis"), c->rank, &axis))) return st;
   if (axis == 0) return infer_fail(g, n, err, "axis must not be the batch axis");
   for (int d = 0; d < c->rank; d++) {
     if (c->dims[d] < 0 || u->dims[d] < 0) continue;

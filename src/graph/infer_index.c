@@ -23,7 +23,7 @@ loom_status infer_gather_elements(Graph *g, GraphNode *n, LoomError *err) {
   if (idx->rank != x->rank || x->rank < 1)
     return infer_fail(g, n, err, "indices have rank %d, data %d (expected equal, >= 1)", idx->rank, x->rank);
   int axis;
-  if ((st = infer_axis(g, n, err, graph_attr_int(n, "axis", 0), x->rank, &axis))) return st;
+  if ((st = infer_axis(g, n, err, graph_node_int(n, "axis"), x->rank, &axis))) return st;
   infer_set(g, n, 0, x->dtype, idx->rank, idx->dims);
   return LOOM_OK;
 }
@@ -34,7 +34,7 @@ loom_status infer_gather_nd(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0), *idx = infer_input(g, n, 1);
   loom_status st = need_int_indices(g, n, err, idx);
   if (st) return st;
-  int64_t b = graph_attr_int(n, "batch_dims", 0);
+  int64_t b = graph_node_int(n, "batch_dims");
   if (idx->rank < 1 || b < 0 || b >= x->rank || b >= idx->rank)
     return infer_fail(g, n, err, "batch_dims %lld does not fit data rank %d and indices rank %d", (long long)b, x->rank,
                       idx->rank);
@@ -63,7 +63,7 @@ loom_status infer_scatter(Graph *g, GraphNode *n, LoomError *err) {
   }
   if (u->dtype.bits && !dtype_eq(u->dtype, x->dtype))
     return infer_fail(g, n, err, "updates \"%s\" and data differ in dtype", u->name);
-  const char *red = graph_attr_string(n, "reduction", "none");
+  const char *red = graph_node_string(n, "reduction");
   if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
     return infer_fail(g, n, err, "reduction \"%s\" is not none, add, mul, max or min", red);
   infer_set(g, n, 0, x->dtype, x->rank, x->dims);
@@ -76,7 +76,7 @@ loom_status infer_one_hot(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *idx = infer_input(g, n, 0), *vals = infer_input(g, n, 2);
   int r = idx->rank + 1, axis;
   if (r > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");
-  loom_status st = infer_axis(g, n, err, graph_attr_int(n, "axis", -1), r, &axis);
+  loom_status st = infer_axis(g, n, err, graph_node_int(n, "axis"), r, &axis);
   if (st) return st;
   const GraphTensor *dt = graph_value_constant(g, n->inputs[1]);
   int64_t depth = -1;
@@ -118,7 +118,7 @@ loom_status infer_depth_to_space(Graph *g, GraphNode *n, LoomError *err) {
   if (x->rank != 4) return infer_fail(g, n, err, "input \"%s\" has rank %d, expected 4", x->name, x->rank);
   if (b < 1 || b > (1 << 16)) return infer_fail(g, n, err, "blocksize %lld is out of range", (long long)b);
   if (n->op == GRAPH_OP_DEPTH_TO_SPACE) {
-    const char *mode = graph_attr_string(n, "mode", "DCR");
+    const char *mode = graph_node_string(n, "mode");
     if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) return infer_fail(g, n, err, "mode \"%s\" is not DCR or CRD", mode);
   }
   bool d2s = n->op == GRAPH_OP_DEPTH_TO_SPACE;
@@ -142,8 +142,8 @@ loom_status infer_reverse_sequence(Graph *g, GraphNode *n, LoomError *err) {
   int b, t;
   loom_status st;
   if (x->rank < 2) return infer_fail(g, n, err, "input must have rank >= 2");
-  if ((st = infer_axis(g, n, err, graph_attr_int(n, "batch_axis", 1), x->rank, &b)) ||
-      (st = infer_axis(g, n, err, graph_attr_int(n, "time_axis", 0), x->rank, &t)))
+  if ((st = infer_axis(g, n, err, graph_node_int(n, "batch_axis"), x->rank, &b)) ||
+      (st = infer_axis(g, n, err, graph_node_int(n, "time_axis"), x->rank, &t)))
     return st;
   if (b == t) return infer_fail(g, n, err, "batch_axis and time_axis are the same axis");
   infer_set(g, n, 0, x->dtype, x->rank, x->dims);

@@ -17,7 +17,7 @@ static loom_status partial(Graph *g, GraphNode *n, const GraphValue *x, int rank
 loom_status infer_flatten(Graph *g, GraphNode *n, LoomError *err) {
   if (!infer_known(g, n, 0)) return LOOM_OK;
   const GraphValue *x = infer_input(g, n, 0);
-  int64_t axis = graph_attr_int(n, "axis", 1);
+  int64_t axis = graph_node_int(n, "axis");
   if (axis < -(int64_t)x->rank || axis > x->rank)
     return infer_fail(g, n, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
   if (axis < 0) axis += x->rank;
@@ -38,7 +38,7 @@ loom_status infer_reshape(Graph *g, GraphNode *n, LoomError *err) {
     return partial(g, n, x, s && s->rank == 1 && s->dims[0] >= 0 ? (int)s->dims[0] : -1);
   }
   if (r > INFER_MAX_RANK) return infer_fail(g, n, err, "target rank %d too large", r);
-  bool allowzero = graph_attr_int(n, "allowzero", 0) != 0;
+  bool allowzero = graph_node_int(n, "allowzero") != 0;
   int64_t dims[INFER_MAX_RANK];
   int infer_at = -1;
   int64_t known = 1;
@@ -133,7 +133,7 @@ loom_status infer_split(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   if (x->rank > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");
   int axis;
-  loom_status st = infer_axis(g, n, err, graph_attr_int(n, "axis", 0), x->rank, &axis);
+  loom_status st = infer_axis(g, n, err, graph_node_int(n, "axis"), x->rank, &axis);
   if (st) return st;
   int64_t *split = NULL;
   int nsplit = 0;
@@ -225,7 +225,7 @@ loom_status infer_gather(Graph *g, GraphNode *n, LoomError *err) {
   if (!dtype_is_int(idx->dtype)) return infer_fail(g, n, err, "indices \"%s\" must be integers", idx->name);
   if (x->rank < 1) return infer_fail(g, n, err, "data must have rank >= 1");
   int axis;
-  loom_status st = infer_axis(g, n, err, graph_attr_int(n, "axis", 0), x->rank, &axis);
+  loom_status st = infer_axis(g, n, err, graph_node_int(n, "axis"), x->rank, &axis);
   if (st) return st;
   int r = x->rank - 1 + idx->rank;
   if (r > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");

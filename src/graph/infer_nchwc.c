@@ -81,7 +81,7 @@ loom_status infer_conv_nchwc(Graph *g, GraphNode *n, LoomError *err) {
   if (st) return st;
   if (strides[0] < 1 || strides[1] < 1 || dil[0] < 1 || dil[1] < 1)
     return infer_fail(g, n, err, "strides and dilations must be positive");
-  int64_t group = graph_attr_int(n, "group", 1);
+  int64_t group = graph_node_int(n, "group");
   bool depthwise = group != 1 && w->dims[1] == 1 && w->dims[4] == 1 && group == x->dims[1] * x->dims[4];
   if (group < 1 || (group > 1 && !depthwise && (x->dims[1] % group != 0 || w->dims[0] % group != 0)))
     return infer_fail(g, n, err, "group %lld must divide the input and output channel blocks (%lld and %lld)", (long long)group,
@@ -89,7 +89,7 @@ loom_status infer_conv_nchwc(Graph *g, GraphNode *n, LoomError *err) {
   /* A Winograd F(m x m, r x r) conv's weight holds the transformed kernel
    * per transform point, [m + r - 1, m + r - 1, K/k, C/c, c, k]
    * (graph_pass_winograd). */
-  int64_t wino = graph_attr_int(n, "winograd_tile", 0);
+  int64_t wino = graph_node_int(n, "winograd_tile");
   if (wino && (wino != 2 || group != 1 || w->dims[0] != 4 || w->dims[1] != 4 || strides[0] != 1 || strides[1] != 1 ||
                dil[0] != 1 || dil[1] != 1))
     return infer_fail(g, n, err, "winograd_tile %lld needs winograd_tile 2, a [4, 4, K/k, C/c, c, k] weight and unit strides and dilations",
@@ -134,7 +134,7 @@ loom_status infer_pool_nchwc(Graph *g, GraphNode *n, LoomError *err) {
   if (strides[0] < 1 || strides[1] < 1 || dil[0] < 1 || dil[1] < 1 || ks[0] < 1 || ks[1] < 1 || ks[0] > ((int64_t)1 << 31) ||
       ks[1] > ((int64_t)1 << 31))
     return infer_fail(g, n, err, "kernel_shape, strides and dilations must be positive (and below 2^31)");
-  bool ceil_mode = graph_attr_int(n, "ceil_mode", 0) != 0;
+  bool ceil_mode = graph_node_int(n, "ceil_mode") != 0;
   int64_t dims[5] = {x->dims[0], x->dims[1], -1, -1, x->dims[4]};
   for (int k = 0; k < 2; k++) {
     int64_t in = x->dims[2 + k];

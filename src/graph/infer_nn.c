@@ -48,7 +48,7 @@ static loom_status window_out(Graph *g, GraphNode *n, LoomError *err, const Grap
       return infer_fail(g, n, err, "strides, dilations and kernel extents must be positive (dimension %d)", k);
     if (pads[k] < 0 || pads[k + nsp] < 0) return infer_fail(g, n, err, "negative pads are not supported");
   }
-  const char *auto_pad = graph_attr_string(n, "auto_pad", "NOTSET");
+  const char *auto_pad = graph_node_string(n, "auto_pad");
   bool same = !strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER");
   bool valid = !strcmp(auto_pad, "VALID");
   if (!same && !valid && strcmp(auto_pad, "NOTSET"))
@@ -94,7 +94,7 @@ loom_status infer_conv(Graph *g, GraphNode *n, LoomError *err) {
   if (x->rank < 3 || x->rank > INFER_MAX_RANK) return infer_fail(g, n, err, "input \"%s\" has rank %d, expected at least 3 (N, C, spatial...)", x->name, x->rank);
   if (w->rank != x->rank) return infer_fail(g, n, err, "weight \"%s\" has rank %d, expected %d", w->name, w->rank, x->rank);
   int nsp = x->rank - 2;
-  int64_t group = graph_attr_int(n, "group", 1);
+  int64_t group = graph_node_int(n, "group");
   if (group < 1) return infer_fail(g, n, err, "group must be positive, got %lld", (long long)group);
   int64_t in_ch;
   if (!infer_mul(w->dims[1], group, &in_ch)) return infer_fail(g, n, err, "group %lld is too large", (long long)group);
@@ -135,7 +135,7 @@ loom_status infer_pool(Graph *g, GraphNode *n, LoomError *err) {
   int64_t dims[INFER_MAX_RANK];
   dims[0] = x->dims[0];
   dims[1] = x->dims[1];
-  loom_status st = window_out(g, n, err, x, ks, nsp, graph_attr_int(n, "ceil_mode", 0) != 0, dims + 2);
+  loom_status st = window_out(g, n, err, x, ks, nsp, graph_node_int(n, "ceil_mode") != 0, dims + 2);
   if (st) return st;
   infer_set(g, n, 0, x->dtype, x->rank, dims);
   infer_set(g, n, 1, DT_I64, x->rank, dims); /* MaxPool's optional Indices */
@@ -158,7 +158,7 @@ loom_status infer_gemm(Graph *g, GraphNode *n, LoomError *err) {
   if (!infer_known(g, n, 0) || !infer_known(g, n, 1)) return LOOM_OK;
   const GraphValue *a = infer_input(g, n, 0), *b = infer_input(g, n, 1);
   if (a->rank != 2 || b->rank != 2) return infer_fail(g, n, err, "A and B must be 2-D, got ranks %d and %d", a->rank, b->rank);
-  bool ta = graph_attr_int(n, "transA", 0), tb = graph_attr_int(n, "transB", 0);
+  bool ta = graph_node_int(n, "transA"), tb = graph_node_int(n, "transB");
   int64_t m = a->dims[ta ? 1 : 0], ka = a->dims[ta ? 0 : 1];
   int64_t kb = b->dims[tb ? 1 : 0], nn = b->dims[tb ? 0 : 1];
   if (ka >= 0 && kb >= 0 && ka != kb)
@@ -210,10 +210,10 @@ loom_status infer_reduce(Graph *g, GraphNode *n, LoomError *err) {
   int64_t *axes = NULL;
   int naxes = 0;
   if (infer_input(g, n, 1) && !infer_const_ints(g, n->inputs[1], &axes, &naxes)) return LOOM_OK;
-  bool keep = graph_attr_int(n, "keepdims", 1) != 0;
+  bool keep = graph_node_int(n, "keepdims") != 0;
   bool reduce[INFER_MAX_RANK] = {0};
   if (naxes == 0) {
-    bool noop = graph_attr_int(n, "noop_with_empty_axes", 0) != 0;
+    bool noop = graph_node_int(n, "noop_with_empty_axes") != 0;
     for (int k = 0; k < x->rank; k++) reduce[k] = !noop;
   }
   for (int k = 0; k < naxes; k++) {
@@ -238,12 +238,12 @@ loom_status infer_layer_norm(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   if (x->rank > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");
   int axis;
-  loom_status st = infer_axis(g, n, err, graph_attr_int(n, "axis", -1), x->rank, &axis);
+  loom_status st = infer_axis(g, n, err, graph_node_int(n, "axis"), x->rank, &axis);
   if (st) return st;
   infer_set(g, n, 0, x->dtype, x->rank, x->dims);
   int64_t dims[INFER_MAX_RANK];
   for (int k = 0; k < x->rank; k++) dims[k] = k < axis ? x->dims[k] : 1;
-  DType stash = graph_attr_int(n, "stash_type", 1) == 1 ? DT_F32 : x->dtype;
+  DType stash = graph_node_int(n, "stash_type") == 1 ? DT_F32 : x->dtype;
   infer_set(g, n, 1, stash, x->rank, dims);
   infer_set(g, n, 2, stash, x->rank, dims);
   return LOOM_OK;

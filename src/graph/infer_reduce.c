@@ -13,9 +13,9 @@ loom_status infer_arg_reduce(Graph *g, GraphNode *n, LoomError *err) {
   if (x->rank > INFER_MAX_RANK) return infer_fail(g, n, err, "rank too large");
   if (x->rank < 1) return infer_fail(g, n, err, "input must have rank >= 1");
   int axis;
-  loom_status st = infer_axis(g, n, err, graph_attr_int(n, "axis", 0), x->rank, &axis);
+  loom_status st = infer_axis(g, n, err, graph_node_int(n, "axis"), x->rank, &axis);
   if (st) return st;
-  bool keep = graph_attr_int(n, "keepdims", 1) != 0;
+  bool keep = graph_node_int(n, "keepdims") != 0;
   int64_t dims[INFER_MAX_RANK];
   int r = 0;
   for (int k = 0; k < x->rank; k++) {
@@ -31,7 +31,7 @@ loom_status infer_arg_reduce(Graph *g, GraphNode *n, LoomError *err) {
  * optional second output (log_prob) has the scores' shape. */
 loom_status infer_loss(Graph *g, GraphNode *n, LoomError *err) {
   if (n->ninputs < 2) return infer_fail(g, n, err, "expected inputs scores and labels");
-  const char *red = graph_attr_string(n, "reduction", "mean");
+  const char *red = graph_node_string(n, "reduction");
   if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
     return infer_fail(g, n, err, "reduction \"%s\" is not one of none, sum, mean", red);
   if (!infer_known(g, n, 0)) return LOOM_OK;

@@ -69,7 +69,7 @@ loom_status graph_resize_plan(const Graph *g, const GraphNode *n, GraphResizePla
     int ns;
     if (!infer_const_ints(g, n->inputs[3], &sizes, &ns)) return LOOM_OK;
     if (ns != na) return fail(n, err, "sizes has the wrong length (entries, axes)", ns, na);
-    const char *policy = graph_attr_string(n, "keep_aspect_ratio_policy", "stretch");
+    const char *policy = graph_node_string(n, "keep_aspect_ratio_policy");
     bool stretch = !strcmp(policy, "stretch"), larger = !strcmp(policy, "not_larger");
     if (!stretch && !larger && strcmp(policy, "not_smaller"))
       return err_set(err, LOOM_ERR_INVALID_ARG, "node \"%s\" (Resize): keep_aspect_ratio_policy \"%s\" is unknown", n->name, policy);

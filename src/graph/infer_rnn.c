@@ -34,9 +34,9 @@ loom_status infer_rnn(Graph *g, GraphNode *n, LoomError *err) {
     if (k != 4 && v && v->dtype.bits && !dtype_eq(v->dtype, x->dtype))
       return infer_fail(g, n, err, "input %d (\"%s\") has a different dtype than X", k, v->name);
   }
-  int64_t layout = graph_attr_int(n, "layout", 0);
+  int64_t layout = graph_node_int(n, "layout");
   if (layout != 0 && layout != 1) return infer_fail(g, n, err, "layout %lld is not 0 or 1", (long long)layout);
-  const char *dir = graph_attr_string(n, "direction", "forward");
+  const char *dir = graph_node_string(n, "direction");
   if (strcmp(dir, "forward") && strcmp(dir, "reverse") && strcmp(dir, "bidirectional"))
     return infer_fail(g, n, err, "direction \"%s\" is not forward, reverse or bidirectional", dir);
   int64_t nd = !strcmp(dir, "bidirectional") ? 2 : 1;

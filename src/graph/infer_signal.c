@@ -59,7 +59,7 @@ loom_status infer_dft(Graph *g, GraphNode *n, LoomError *err) {
   loom_status st = infer_axis(g, n, err, axis, x->rank, &ax);
   if (st) return st;
   if (ax == x->rank - 1) return infer_fail(g, n, err, "axis must not be the last (real/imaginary) axis");
-  bool inverse = graph_attr_int(n, "inverse", 0) != 0, onesided = graph_attr_int(n, "onesided", 0) != 0;
+  bool inverse = graph_node_int(n, "inverse") != 0, onesided = graph_node_int(n, "onesided") != 0;
   int64_t e = x->dims[ax];
   if (e < 0) goto unknown;
   if (len < 0 && infer_input(g, n, 1) == NULL) len = inverse && onesided ? 2 * (e - 1) : e;
@@ -104,7 +104,7 @@ loom_status infer_stft(Graph *g, GraphNode *n, LoomError *err) {
   if (step < 1) return infer_fail(g, n, err, "frame_step %lld must be positive", (long long)step);
   if (fl < 1 || fl > x->dims[1])
     return infer_fail(g, n, err, "frame_length %lld must be in 1..%lld (the signal length)", (long long)fl, (long long)x->dims[1]);
-  bool onesided = graph_attr_int(n, "onesided", 1) != 0;
+  bool onesided = graph_node_int(n, "onesided") != 0;
   int64_t dims[4] = {x->dims[0], 1 + (x->dims[1] - fl) / step, onesided ? fl / 2 + 1 : fl, 2};
   infer_set(g, n, 0, x->dtype, 4, dims);
   return LOOM_OK;

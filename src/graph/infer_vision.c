@@ -109,7 +109,7 @@ loom_status infer_roi_align(Graph *g, GraphNode *n, LoomError *err) {
   if (rois->dims[0] >= 0 && bi->dims[0] >= 0 && rois->dims[0] != bi->dims[0])
     return infer_fail(g, n, err, "rois has %lld rows but batch_indices %lld", (long long)rois->dims[0],
                       (long long)bi->dims[0]);
-  int64_t oh = graph_attr_int(n, "output_height", 1), ow = graph_attr_int(n, "output_width", 1);
+  int64_t oh = graph_node_int(n, "output_height"), ow = graph_node_int(n, "output_width");
   if (oh < 1 || ow < 1) return infer_fail(g, n, err, "output_height and output_width must be >= 1");
   int64_t dims[4] = {rois->dims[0], x->dims[1], oh, ow};
   infer_set(g, n, 0, x->dtype, 4, dims);
@@ -150,7 +150,7 @@ loom_status infer_top_k(Graph *g, GraphNode *n, LoomError *err) {
   const GraphValue *x = infer_input(g, n, 0);
   if (x->rank < 1) return infer_fail(g, n, err, "X must have rank >= 1");
   int axis;
-  loom_status st = infer_axis(g, n, err, graph_attr_int(n, "axis", -1), x->rank, &axis);
+  loom_status st = infer_axis(g, n, err, graph_node_int(n, "axis"), x->rank, &axis);
   if (st) return st;
   int64_t *k;
   int nk;

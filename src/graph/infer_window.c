@@ -31,7 +31,7 @@ loom_status infer_conv_transpose(Graph *g, GraphNode *n, LoomError *err) {
   if (x->rank < 3 || x->rank > INFER_MAX_RANK || w->rank != x->rank)
     return infer_fail(g, n, err, "X and W must have one rank >= 3 (got %d and %d)", x->rank, w->rank);
   int nsp = x->rank - 2;
-  int64_t group = graph_attr_int(n, "group", 1);
+  int64_t group = graph_node_int(n, "group");
   if (group < 1) return infer_fail(g, n, err, "group must be positive");
   if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0])
     return infer_fail(g, n, err, "X has %lld channels, W \"%s\" expects %lld", (long long)x->dims[1], w->name,
@@ -47,7 +47,7 @@ loom_status infer_conv_transpose(Graph *g, GraphNode *n, LoomError *err) {
   const int64_t *out_attr = infer_attr_ints(n, "output_shape", &cnt);
   int skip = out_attr && cnt == nsp + 2 ? 2 : 0;
   if (out_attr && cnt - skip != nsp) return infer_fail(g, n, err, "output_shape has %d entries, expected %d", cnt, nsp);
-  const char *auto_pad = graph_attr_string(n, "auto_pad", "NOTSET");
+  const char *auto_pad = graph_node_string(n, "auto_pad");
   bool same = !strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER"), upper = !strcmp(auto_pad, "SAME_UPPER");
   if (!same && strcmp(auto_pad, "VALID") && strcmp(auto_pad, "NOTSET"))
     return infer_fail(g, n, err, "auto_pad \"%s\" is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad);

@@ -32,40 +32,96 @@ typedef enum TopiPoolKind { TOPI_POOL_MAX, TOPI_POOL_AVG } TopiPoolKind;
 
 /* ---------------- elementwise (op_elemwise.c) ---------------- */
 
+/* The input dtypes an elementwise op accepts. FLOAT: every float (f16,
+ * bf16 and the 8-bit floats compute in f32); FLOAT16: f16, bf16, f32, f64;
+ * SIGNED: FLOAT or a signed integer; NUMERIC: FLOAT or any integer;
+ * INTEGER: signed or unsigned integers; UNSIGNED; BOOL; NOT_BOOL: all but
+ * bool; ANY. */
+typedef enum TopiDTypeClass {
+  TOPI_DTYPES_ANY,
+  TOPI_DTYPES_BOOL,
+  TOPI_DTYPES_NOT_BOOL,
+  TOPI_DTYPES_FLOAT,
+  TOPI_DTYPES_FLOAT16,
+  TOPI_DTYPES_SIGNED,
+  TOPI_DTYPES_NUMERIC,
+  TOPI_DTYPES_INTEGER,
+  TOPI_DTYPES_UNSIGNED,
+} TopiDTypeClass;
+
+/* The unary elementwise ops, one row each: X(ENUM, ONNX name, dtype class,
+ * builder), where builder names unary_<builder> in op_elemwise.c, the
+ * expression of one element. A row is all a new op needs here (the enum,
+ * its name and its dtype check come from it); the comment says which
+ * TopiUnaryParams fields the op reads. */
+#define TOPI_UNARY_OPS(X)                                                          \
+  X(RELU, "Relu", SIGNED, relu)                                                    \
+  X(LEAKY_RELU, "LeakyRelu", FLOAT, leaky_relu)          /* alpha */               \
+  X(CLIP, "Clip", SIGNED, clip)                          /* lo, hi */              \
+  X(SQRT, "Sqrt", FLOAT, sqrt)                                                     \
+  X(RECIPROCAL, "Reciprocal", FLOAT, reciprocal)                                   \
+  X(EXP, "Exp", FLOAT, exp)                                                        \
+  X(LOG, "Log", FLOAT, log)                                                        \
+  X(NEG, "Neg", SIGNED, neg)                                                       \
+  X(ABS, "Abs", SIGNED, abs)                                                       \
+  X(FLOOR, "Floor", FLOAT, floor)                                                  \
+  X(CEIL, "Ceil", FLOAT, ceil)                                                     \
+  X(NOT, "Not", BOOL, logical_not)                                                        \
+  X(ERF, "Erf", FLOAT, erf)                                                        \
+  X(TANH, "Tanh", FLOAT, tanh)                                                     \
+  X(SIGMOID, "Sigmoid", FLOAT, sigmoid)                                            \
+  X(HARD_SIGMOID, "HardSigmoid", FLOAT, hard_sigmoid)    /* alpha, beta */         \
+  X(HARD_SWISH, "HardSwish", FLOAT, hard_swish)                                    \
+  X(GELU, "Gelu", FLOAT, gelu)                           /* gelu_tanh */           \
+  X(IDENTITY, "Identity", ANY, identity)                 /* also Dropout */        \
+  X(SIN, "Sin", FLOAT16, sin)                                                      \
+  X(COS, "Cos", FLOAT16, cos)                                                      \
+  X(TAN, "Tan", FLOAT16, tan)                                                      \
+  X(ASIN, "Asin", FLOAT16, asin)                                                   \
+  X(ACOS, "Acos", FLOAT16, acos)                                                   \
+  X(ATAN, "Atan", FLOAT16, atan)                                                   \
+  X(SINH, "Sinh", FLOAT16, sinh)                                                   \
+  X(COSH, "Cosh", FLOAT16, cosh)                                                   \
+  X(ASINH, "Asinh", FLOAT16, asinh)                                                \
+  X(ACOSH, "Acosh", FLOAT16, acosh)                                                \
+  X(ATANH, "Atanh", FLOAT16, atanh)                                                \
+  X(ROUND, "Round", FLOAT16, round)                      /* half to even */        \
+  X(SIGN, "Sign", NUMERIC, sign)                         /* NaN stays NaN */       \
+  X(IS_NAN, "IsNaN", FLOAT16, is_nan)                    /* bool result */         \
+  X(IS_INF, "IsInf", FLOAT16, is_inf)                    /* detect_positive, detect_negative */ \
+  X(ELU, "Elu", FLOAT16, elu)                            /* alpha */               \
+  X(SELU, "Selu", FLOAT16, selu)                         /* alpha, gamma */        \
+  X(CELU, "Celu", FLOAT16, celu)                         /* alpha */               \
+  X(SOFTPLUS, "Softplus", FLOAT16, softplus)             /* without overflow */    \
+  X(SOFTSIGN, "Softsign", FLOAT16, softsign)                                       \
+  X(SWISH, "Swish", FLOAT16, swish)                      /* alpha */               \
+  X(MISH, "Mish", FLOAT16, mish)                                                   \
+  X(SHRINK, "Shrink", NUMERIC, shrink)                   /* lambd, bias */         \
+  X(THRESHOLDED_RELU, "ThresholdedRelu", FLOAT16, thresholded_relu) /* alpha */    \
+  X(BITWISE_NOT, "BitwiseNot", INTEGER, bitwise_not)
+
 typedef enum TopiUnaryOp {
-  TOPI_RELU,
-  TOPI_LEAKY_RELU,   /* alpha */
-  TOPI_CLIP,         /* lo, hi (use -inf / +inf for an omitted bound) */
-  TOPI_SQRT,
-  TOPI_RECIPROCAL,
-  TOPI_EXP,
-  TOPI_LOG,
-  TOPI_NEG,
-  TOPI_ABS,
-  TOPI_FLOOR,
-  TOPI_CEIL,
-  TOPI_NOT,          /* bool only */
-  TOPI_ERF,
-  TOPI_TANH,
-  TOPI_SIGMOID,
-  TOPI_HARD_SIGMOID, /* alpha, beta */
-  TOPI_HARD_SWISH,
-  TOPI_GELU,         /* gelu_tanh selects the tanh approximation */
-  TOPI_IDENTITY,     /* also Dropout at inference */
+#define X(e, name, dtypes, builder) TOPI_##e,
+  TOPI_UNARY_OPS(X)
+#undef X
+  TOPI_UNARY_COUNT
 } TopiUnaryOp;
 
+/* The attributes of the unary ops that have some. Topi has no defaults of
+ * its own: the compiler fills these from the node, whose attributes the
+ * importer completed from the graph op table (graph/ops.c). */
 typedef struct TopiUnaryParams {
-  double alpha, beta; /* LeakyRelu alpha; HardSigmoid alpha, beta */
-  double lo, hi;      /* Clip bounds; for integer inputs they are truncated */
-  bool gelu_tanh;
+  double alpha, beta, gamma; /* LeakyRelu, HardSigmoid, Elu, Selu, Celu, Swish, ThresholdedRelu */
+  double lambd, bias;        /* Shrink */
+  double lo, hi;             /* Clip; -inf / +inf for an omitted bound; integers truncate them */
+  bool gelu_tanh;            /* Gelu approximate="tanh" */
+  bool detect_positive, detect_negative; /* IsInf */
 } TopiUnaryParams;
 
-/* ONNX's defaults for op's attributes (LeakyRelu alpha 0.01, HardSigmoid
- * 0.2/0.5, Clip unbounded, Gelu exact). */
-TopiUnaryParams topi_unary_defaults(TopiUnaryOp op);
-
-/* dtypes: Relu, LeakyRelu... float ops need f32 (f64 also works); Relu, Neg,
- * Abs, Clip, Identity also accept integers; Not needs bool. p NULL = defaults. */
+/* The op's name in messages ("Relu"); "?" for a code outside the table. */
+const char *topi_unary_name(TopiUnaryOp op);
+/* One stage. p NULL: no parameters (every field 0 / false, Clip unbounded).
+ * The input's dtype must be in the op's class (TOPI_UNARY_OPS). */
 TeTensor *topi_unary(Arena *a, const char *name, TopiUnaryOp op, const TeTensor *x,
                      const TopiUnaryParams *p, LoomError *err);
 
@@ -78,30 +134,60 @@ TeTensor *topi_cast(Arena *a, const char *name, const TeTensor *x, DType to, Loo
  * int4/int2: truncate and keep the low bits. f8e8m0: round_mode "up". */
 TeTensor *topi_cast_saturate(Arena *a, const char *name, const TeTensor *x, DType to, bool saturate, LoomError *err);
 
+/* The binary elementwise ops with numpy broadcasting, one row each:
+ * X(ENUM, ONNX name, dtype class of the operands, builder), where builder
+ * names binary_<builder> in op_elemwise.c. Operands share one dtype, except
+ * Pow's exponent (any non-bool dtype). */
+#define TOPI_BINARY_OPS(X)                                                         \
+  X(ADD, "Add", NOT_BOOL, add)                                                     \
+  X(SUB, "Sub", NOT_BOOL, sub)                                                     \
+  X(MUL, "Mul", NOT_BOOL, mul)                                                     \
+  X(DIV, "Div", NOT_BOOL, div)                   /* integers truncate toward zero */ \
+  X(POW, "Pow", NOT_BOOL, pow)                   /* integer bases through f64 */   \
+  X(MAX, "Max", NOT_BOOL, max)                                                     \
+  X(MIN, "Min", NOT_BOOL, min)                                                     \
+  X(EQUAL, "Equal", ANY, equal)                  /* bool result */                 \
+  X(LESS, "Less", NOT_BOOL, less)                /* bool result */                 \
+  X(GREATER, "Greater", NOT_BOOL, greater)       /* bool result */                 \
+  X(GREATER_OR_EQUAL, "GreaterOrEqual", ANY, greater_equal) /* bool result */         \
+  X(LESS_OR_EQUAL, "LessOrEqual", ANY, less_equal) /* bool result */                 \
+  X(AND, "And", BOOL, logical_and)                                                        \
+  X(OR, "Or", BOOL, logical_or)                                                          \
+  X(XOR, "Xor", BOOL, logical_xor)                                                        \
+  X(PRELU, "PRelu", FLOAT, prelu)                /* slope broadcasts to x's shape */ \
+  X(MOD, "Mod", NUMERIC, mod)                    /* floor mod: the divisor's sign */ \
+  X(FMOD, "Mod", NUMERIC, fmod)                  /* C fmod / %: the dividend's sign */ \
+  X(BITWISE_AND, "BitwiseAnd", INTEGER, bitwise_and)                               \
+  X(BITWISE_OR, "BitwiseOr", INTEGER, bitwise_or)                                  \
+  X(BITWISE_XOR, "BitwiseXor", INTEGER, bitwise_xor)                               \
+  X(SHIFT_LEFT, "BitShift", UNSIGNED, shift_left) /* a count >= the width gives 0 */ \
+  X(SHIFT_RIGHT, "BitShift", UNSIGNED, shift_right)
+
 typedef enum TopiBinaryOp {
-  TOPI_ADD,
-  TOPI_SUB,
-  TOPI_MUL,
-  TOPI_DIV,     /* integers truncate toward zero, as ONNX says */
-  TOPI_POW,     /* float base; the exponent is cast to the base's dtype */
-  TOPI_MAX,
-  TOPI_MIN,
-  TOPI_EQUAL,   /* bool result */
-  TOPI_LESS,    /* bool result */
-  TOPI_GREATER, /* bool result */
-  TOPI_AND,     /* bool operands */
-  TOPI_OR,      /* bool operands */
-  TOPI_PRELU,   /* x < 0 ? slope * x : x; slope broadcasts to x's shape */
+#define X(e, name, dtypes, builder) TOPI_##e,
+  TOPI_BINARY_OPS(X)
+#undef X
+  TOPI_BINARY_COUNT
 } TopiBinaryOp;
 
+/* The op's name in messages ("Add"); "?" for a code outside the table. */
+const char *topi_binary_name(TopiBinaryOp op);
 /* Numpy multidirectional broadcasting of operands of any ranks (0-d
- * included). Operands share one dtype except Pow's exponent. */
+ * included). One stage. An integer Mod by 0 gives 0 (numpy's result; C
+ * would trap). */
 TeTensor *topi_binary(Arena *a, const char *name, TopiBinaryOp op, const TeTensor *x,
                       const TeTensor *y, LoomError *err);
 /* Sum / Max / Min of n >= 1 operands, all broadcast together (op is
  * TOPI_ADD, TOPI_MAX or TOPI_MIN). One stage. */
 TeTensor *topi_variadic(Arena *a, const char *name, TopiBinaryOp op, const TeTensor *const *xs,
                         int n, LoomError *err);
+/* Mean of n >= 1 float operands broadcast together. One stage. */
+TeTensor *topi_mean(Arena *a, const char *name, const TeTensor *const *xs, int n, LoomError *err);
+/* Clip by runtime bounds: min(max(x, lo), hi) (so lo > hi gives hi); lo and
+ * hi are tensors of x's dtype that broadcast to x (ONNX: scalars), or NULL
+ * for no bound. One stage. */
+TeTensor *topi_clip_tensors(Arena *a, const char *name, const TeTensor *x, const TeTensor *lo,
+                            const TeTensor *hi, LoomError *err);
 /* cond (bool) ? x : y, the three broadcast together. */
 TeTensor *topi_where(Arena *a, const char *name, const TeTensor *cond, const TeTensor *x,
                      const TeTensor *y, LoomError *err);
@@ -115,64 +201,6 @@ TeTensor *topi_batch_norm(Arena *a, const char *name, const TeTensor *x, const T
  * they do not broadcast. out must hold max(rx, ry) entries. */
 bool topi_broadcast_shape(const char *op, int rx, const int64_t *x, int ry, const int64_t *y,
                           int *rout, int64_t *out, LoomError *err);
-
-/* ---------------- elementwise math (op_math.c) ---------------- */
-
-typedef enum TopiMathOp {
-  TOPI_SIN, TOPI_COS, TOPI_TAN, TOPI_ASIN, TOPI_ACOS, TOPI_ATAN,
-  TOPI_SINH, TOPI_COSH, TOPI_ASINH, TOPI_ACOSH, TOPI_ATANH,
-  TOPI_ROUND,            /* half to even */
-  TOPI_SIGN,             /* -1, 0 or 1 (NaN stays NaN); floats and integers */
-  TOPI_IS_NAN,           /* bool result */
-  TOPI_IS_INF,           /* bool result; detect_positive / detect_negative */
-  TOPI_ELU,              /* alpha */
-  TOPI_SELU,             /* alpha, gamma */
-  TOPI_CELU,             /* alpha */
-  TOPI_SOFTPLUS,         /* log(1 + exp(x)), computed without overflow */
-  TOPI_SOFTSIGN,         /* x / (1 + |x|) */
-  TOPI_SWISH,            /* x * sigmoid(alpha * x) */
-  TOPI_MISH,             /* x * tanh(softplus(x)) */
-  TOPI_SHRINK,           /* lambd, bias; floats and integers */
-  TOPI_THRESHOLDED_RELU, /* alpha */
-  TOPI_BITWISE_NOT,      /* integers */
-} TopiMathOp;
-
-typedef struct TopiMathParams {
-  double alpha, gamma, lambd, bias;
-  bool detect_positive, detect_negative;
-} TopiMathParams;
-
-/* ONNX's attribute defaults for op (Elu alpha 1, Selu's alpha and gamma,
- * Shrink lambd 0.5, IsInf detects both signs...). */
-TopiMathParams topi_math_defaults(TopiMathOp op);
-/* One stage. Float ops need f32 or f64; p NULL = defaults. */
-TeTensor *topi_math_unary(Arena *a, const char *name, TopiMathOp op, const TeTensor *x,
-                          const TopiMathParams *p, LoomError *err);
-
-typedef enum TopiMathBinaryOp {
-  TOPI_GREATER_EQUAL, /* bool result */
-  TOPI_LESS_EQUAL,    /* bool result */
-  TOPI_XOR,           /* bool operands */
-  TOPI_MOD,           /* floor mod: the sign of the divisor (ONNX fmod = 0) */
-  TOPI_FMOD,          /* C fmod / %: the sign of the dividend (fmod = 1) */
-  TOPI_BITWISE_AND,   /* integers */
-  TOPI_BITWISE_OR,
-  TOPI_BITWISE_XOR,
-  TOPI_SHIFT_LEFT,    /* integers; a count >= the bit width gives 0 */
-  TOPI_SHIFT_RIGHT,
-} TopiMathBinaryOp;
-
-/* Numpy broadcasting, operands of one dtype, one stage. An integer Mod by 0
- * gives 0 (numpy's result; C would trap). */
-TeTensor *topi_math_binary(Arena *a, const char *name, TopiMathBinaryOp op, const TeTensor *x,
-                           const TeTensor *y, LoomError *err);
-/* Mean of n >= 1 float operands broadcast together. One stage. */
-TeTensor *topi_mean(Arena *a, const char *name, const TeTensor *const *xs, int n, LoomError *err);
-/* Clip by runtime bounds: min(max(x, lo), hi) (so lo > hi gives hi); lo and
- * hi are tensors of x's dtype that broadcast to x (ONNX: scalars), or NULL
- * for no bound. One stage. */
-TeTensor *topi_clip_tensors(Arena *a, const char *name, const TeTensor *x, const TeTensor *lo,
-                            const TeTensor *hi, LoomError *err);
 
 /* ---------------- nn (op_nn.c) ---------------- */
 

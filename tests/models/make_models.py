@@ -243,6 +243,9 @@ def bad_models(outdir):
     # Wrong attribute type: Concat axis as a float.
     g = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], name="bad_concat", axis=1.5)], "badattr", [x], [y])
     save(model(g, 13), outdir, "bad_attr.onnx", check=False)
+    # An input count outside the op's range (Relu takes one).
+    g = helper.make_graph([helper.make_node("Relu", ["x", "x"], ["y"], name="bad_relu")], "badarity", [x], [y])
+    save(model(g, 13), outdir, "bad_arity.onnx", check=False)
     # Unsupported opset (newer than Loom knows).
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "new", [x], [y])
     save(model(g, 29, ir_version=13), outdir, "opset29.onnx", check=False)

@@ -1,6 +1,7 @@
-/* Per-op conversion from ONNX nodes to graph nodes: attribute type checks
- * and defaults (one table, from the ONNX operator specification), and the
- * opset-dependent rewrites that bring every node to the newest form. */
+/* Per-op conversion from ONNX nodes to graph nodes: attribute type checks,
+ * the defaults of absent attributes (from the graph op table, graph/ops.c,
+ * written once there), input and output counts, and the opset-dependent
+ * rewrites that bring every node to the newest form. */
 #include "frontend/onnx/import_internal.h"
 
 #include <stdarg.h>
@@ -9,10 +10,14 @@
 
 typedef enum { A_INT, A_FLOAT, A_STRING, A_INTS, A_FLOATS, A_TENSOR } AttrType;
 
-/* One row per attribute Loom reads. has_default rows are filled in when the
- * model leaves them out, so later passes see explicit values; required rows
- * must be present. min_opset/max_opset bound where a row applies (defaults
- * changed across opsets, e.g. Softmax's axis). */
+/* The importer's own attribute rows. Every attribute a graph op reads is
+ * declared, with its kind and ONNX default, in the graph op table
+ * (graph/ops.c); rows here are only the ONNX forms the graph does not have:
+ * ops with no graph op of their own, defaults of older opsets (a row with
+ * min_opset/max_opset replaces the table's default there), attributes whose
+ * ONNX type the importer converts, and attributes of older opsets that the
+ * rewrites turn into inputs or drop. has_default rows are filled in when
+ * the model leaves them out; required rows must be present. */
 typedef struct AttrSpec {
   const char *op, *name;
   AttrType type;
@@ -30,129 +35,30 @@ typedef struct AttrSpec {
 #define DEF_S(op, name, v) {op, name, A_STRING, false, true, 0, 0, v, 0, 99}
 
 static const AttrSpec attr_specs[] = {
-    DEF_S("Conv", "auto_pad", "NOTSET"), DEF_I("Conv", "group", 1), OPT("Conv", "kernel_shape", A_INTS),
-    OPT("Conv", "strides", A_INTS), OPT("Conv", "pads", A_INTS), OPT("Conv", "dilations", A_INTS),
-    DEF_S("MaxPool", "auto_pad", "NOTSET"), REQ("MaxPool", "kernel_shape", A_INTS), OPT("MaxPool", "strides", A_INTS),
-    OPT("MaxPool", "pads", A_INTS), OPT("MaxPool", "dilations", A_INTS), DEF_I("MaxPool", "ceil_mode", 0),
-    DEF_I("MaxPool", "storage_order", 0),
-    DEF_S("AveragePool", "auto_pad", "NOTSET"), REQ("AveragePool", "kernel_shape", A_INTS),
-    OPT("AveragePool", "strides", A_INTS), OPT("AveragePool", "pads", A_INTS), OPT("AveragePool", "dilations", A_INTS),
-    DEF_I("AveragePool", "ceil_mode", 0), DEF_I("AveragePool", "count_include_pad", 0),
-    DEF_F("BatchNormalization", "epsilon", 1e-5), DEF_F("BatchNormalization", "momentum", 0.9),
-    DEF_I("BatchNormalization", "training_mode", 0),
-    DEF_F("Gemm", "alpha", 1.0), DEF_F("Gemm", "beta", 1.0), DEF_I("Gemm", "transA", 0), DEF_I("Gemm", "transB", 0),
-    DEF_F("LeakyRelu", "alpha", 0.01), DEF_F("HardSigmoid", "alpha", 0.2), DEF_F("HardSigmoid", "beta", 0.5),
-    DEF_S("Gelu", "approximate", "none"),
-    /* elementwise math (topi/op_math.c) */
-    DEF_F("Elu", "alpha", 1.0), DEF_F("Selu", "alpha", 1.67326319217681884765625),
-    DEF_F("Selu", "gamma", 1.05070102214813232421875), DEF_F("Celu", "alpha", 1.0),
-    DEF_F("ThresholdedRelu", "alpha", 1.0), DEF_F("Shrink", "bias", 0.0), DEF_F("Shrink", "lambd", 0.5),
-    DEF_F("Swish", "alpha", 1.0), DEF_I("IsInf", "detect_negative", 1), DEF_I("IsInf", "detect_positive", 1),
-    DEF_I("Mod", "fmod", 0), REQ("BitShift", "direction", A_STRING),
-    DEF_I("Flatten", "axis", 1), OPT("Transpose", "perm", A_INTS), REQ("Concat", "axis", A_INT),
-    DEF_I("Split", "axis", 0), OPT("Split", "num_outputs", A_INT), DEF_I("Gather", "axis", 0),
-    OPT("Shape", "start", A_INT), OPT("Shape", "end", A_INT), OPT("ConstantOfShape", "value", A_TENSOR),
-    DEF_I("Reshape", "allowzero", 0),
-    DEF_I("ReduceMean", "keepdims", 1), DEF_I("ReduceSum", "keepdims", 1), DEF_I("ReduceMax", "keepdims", 1),
-    DEF_I("ReduceMean", "noop_with_empty_axes", 0), DEF_I("ReduceSum", "noop_with_empty_axes", 0),
-    DEF_I("ReduceMax", "noop_with_empty_axes", 0),
-    {"Softmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12}, {"Softmax", "axis", A_INT, false, true, -1, 0, NULL, 13, 99},
-    DEF_I("LayerNormalization", "axis", -1), DEF_F("LayerNormalization", "epsilon", 1e-5),
-    DEF_I("LayerNormalization", "stash_type", 1),
-    /* reductions, softmax family, normalizations, losses */
-    DEF_I("ReduceMin", "keepdims", 1), DEF_I("ReduceProd", "keepdims", 1), DEF_I("ReduceL1", "keepdims", 1),
-    DEF_I("ReduceL2", "keepdims", 1), DEF_I("ReduceLogSum", "keepdims", 1), DEF_I("ReduceLogSumExp", "keepdims", 1),
-    DEF_I("ReduceSumSquare", "keepdims", 1), DEF_I("ReduceMin", "noop_with_empty_axes", 0),
-    DEF_I("ReduceProd", "noop_with_empty_axes", 0), DEF_I("ReduceL1", "noop_with_empty_axes", 0),
-    DEF_I("ReduceL2", "noop_with_empty_axes", 0), DEF_I("ReduceLogSum", "noop_with_empty_axes", 0),
-    DEF_I("ReduceLogSumExp", "noop_with_empty_axes", 0), DEF_I("ReduceSumSquare", "noop_with_empty_axes", 0),
+    /* Ops with no graph op of their own. */
+    DEF_I("Scatter", "axis", 0), OPT("Upsample", "scales", A_FLOATS), DEF_S("Upsample", "mode", "nearest"),
+    /* Defaults of older opsets, in place of the graph table's newest one. */
+    {"Softmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12},
+    {"LogSoftmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12},
+    {"Hardmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12},
+    {"GridSample", "mode", A_STRING, false, true, 0, 0, "bilinear", 0, 19},
+    {"RoiAlign", "coordinate_transformation_mode", A_STRING, false, true, 0, 0, "output_half_pixel", 0, 15},
+    /* ONNX forms the importer converts: a dtype number becomes a dtype name. */
+    REQ("Cast", "to", A_INT), OPT("BlackmanWindow", "output_datatype", A_INT),
+    OPT("HammingWindow", "output_datatype", A_INT), OPT("HannWindow", "output_datatype", A_INT),
+    OPT("MelWeightMatrix", "output_datatype", A_INT), REQ("BitCast", "to", A_INT), OPT("EyeLike", "dtype", A_INT),
+    OPT("QuantizeLinear", "output_dtype", A_INT), OPT("QuantizeLinear", "precision", A_INT),
+    OPT("DequantizeLinear", "output_dtype", A_INT),
+    /* Attributes of older opsets that the rewrites below turn into inputs or drop. */
+    DEF_F("BatchNormalization", "momentum", 0.9), DEF_I("BatchNormalization", "training_mode", 0),
     OPT("ReduceMin", "axes", A_INTS), OPT("ReduceProd", "axes", A_INTS), OPT("ReduceL1", "axes", A_INTS),
     OPT("ReduceL2", "axes", A_INTS), OPT("ReduceLogSum", "axes", A_INTS), OPT("ReduceLogSumExp", "axes", A_INTS),
-    OPT("ReduceSumSquare", "axes", A_INTS),
-    DEF_I("ArgMax", "axis", 0), DEF_I("ArgMax", "keepdims", 1), DEF_I("ArgMax", "select_last_index", 0),
-    DEF_I("ArgMin", "axis", 0), DEF_I("ArgMin", "keepdims", 1), DEF_I("ArgMin", "select_last_index", 0),
-    {"LogSoftmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12}, {"LogSoftmax", "axis", A_INT, false, true, -1, 0, NULL, 13, 99},
-    {"Hardmax", "axis", A_INT, false, true, 1, 0, NULL, 0, 12}, {"Hardmax", "axis", A_INT, false, true, -1, 0, NULL, 13, 99},
-    DEF_I("CumSum", "exclusive", 0), DEF_I("CumSum", "reverse", 0), DEF_I("CumProd", "exclusive", 0),
-    DEF_I("CumProd", "reverse", 0),
-    DEF_I("RMSNormalization", "axis", -1), DEF_F("RMSNormalization", "epsilon", 1e-5),
-    DEF_I("RMSNormalization", "stash_type", 1),
-    REQ("GroupNormalization", "num_groups", A_INT), DEF_F("GroupNormalization", "epsilon", 1e-5),
-    DEF_I("GroupNormalization", "stash_type", 1), DEF_F("InstanceNormalization", "epsilon", 1e-5),
-    DEF_I("LpNormalization", "axis", -1), DEF_I("LpNormalization", "p", 2),
-    OPT("MeanVarianceNormalization", "axes", A_INTS),
-    REQ("LRN", "size", A_INT), DEF_F("LRN", "alpha", 1e-4), DEF_F("LRN", "beta", 0.75), DEF_F("LRN", "bias", 1.0),
-    DEF_S("NegativeLogLikelihoodLoss", "reduction", "mean"), OPT("NegativeLogLikelihoodLoss", "ignore_index", A_INT),
-    DEF_S("SoftmaxCrossEntropyLoss", "reduction", "mean"), OPT("SoftmaxCrossEntropyLoss", "ignore_index", A_INT),
-    REQ("Cast", "to", A_INT), DEF_I("Cast", "saturate", 1), DEF_S("Cast", "round_mode", "up"),
-    DEF_S("Pad", "mode", "constant"),
-    DEF_S("Resize", "mode", "nearest"), DEF_S("Resize", "coordinate_transformation_mode", "half_pixel"),
-    DEF_S("Resize", "nearest_mode", "round_prefer_floor"), DEF_F("Resize", "cubic_coeff_a", -0.75),
-    DEF_I("Resize", "exclude_outside", 0), DEF_F("Resize", "extrapolation_value", 0.0),
-    /* sequence models and signal processing (graph/infer_attention.c, infer_rnn.c, infer_signal.c) */
-    DEF_I("Attention", "is_causal", 0), OPT("Attention", "q_num_heads", A_INT), OPT("Attention", "kv_num_heads", A_INT),
-    DEF_I("Attention", "qk_matmul_output_mode", 0), OPT("Attention", "scale", A_FLOAT), DEF_F("Attention", "softcap", 0.0),
-    OPT("Attention", "softmax_precision", A_INT),
-    DEF_I("RotaryEmbedding", "interleaved", 0), DEF_I("RotaryEmbedding", "rotary_embedding_dim", 0),
-    DEF_I("RotaryEmbedding", "num_heads", 0), DEF_F("SwiGLU", "alpha", 1.0),
-    REQ("LinearAttention", "q_num_heads", A_INT), REQ("LinearAttention", "kv_num_heads", A_INT),
-    DEF_S("LinearAttention", "update_rule", "gated_delta"), OPT("LinearAttention", "scale", A_FLOAT),
-    OPT("LinearAttention", "chunk_size", A_INT), DEF_S("CausalConvWithState", "activation", "none"),
-    DEF_S("TensorScatter", "mode", "linear"), DEF_I("TensorScatter", "axis", -2),
-    OPT("RNN", "hidden_size", A_INT), DEF_I("RNN", "layout", 0), DEF_S("RNN", "direction", "forward"),
-    OPT("RNN", "clip", A_FLOAT), OPT("RNN", "activation_alpha", A_FLOATS), OPT("RNN", "activation_beta", A_FLOATS),
-    OPT("GRU", "hidden_size", A_INT), DEF_I("GRU", "layout", 0), DEF_S("GRU", "direction", "forward"),
-    OPT("GRU", "clip", A_FLOAT), OPT("GRU", "activation_alpha", A_FLOATS), OPT("GRU", "activation_beta", A_FLOATS),
-    DEF_I("GRU", "linear_before_reset", 0),
-    OPT("LSTM", "hidden_size", A_INT), DEF_I("LSTM", "layout", 0), DEF_S("LSTM", "direction", "forward"),
-    OPT("LSTM", "clip", A_FLOAT), OPT("LSTM", "activation_alpha", A_FLOATS), OPT("LSTM", "activation_beta", A_FLOATS),
-    DEF_I("LSTM", "input_forget", 0),
-    DEF_I("BlackmanWindow", "periodic", 1), DEF_I("HammingWindow", "periodic", 1), DEF_I("HannWindow", "periodic", 1),
-    OPT("BlackmanWindow", "output_datatype", A_INT), OPT("HammingWindow", "output_datatype", A_INT),
-    OPT("HannWindow", "output_datatype", A_INT), OPT("MelWeightMatrix", "output_datatype", A_INT),
-    DEF_I("DFT", "inverse", 0), DEF_I("DFT", "onesided", 0), OPT("DFT", "axis", A_INT), DEF_I("STFT", "onesided", 1),
-    /* vision, sorting, data-dependent shapes (topi/op_vision.c, op_sort.c, op_dynamic.c) */
-    REQ("BitCast", "to", A_INT), DEF_I("GridSample", "align_corners", 0), DEF_S("GridSample", "padding_mode", "zeros"),
-    {"GridSample", "mode", A_STRING, false, true, 0, 0, "bilinear", 0, 19},
-    {"GridSample", "mode", A_STRING, false, true, 0, 0, "linear", 20, 99}, DEF_I("AffineGrid", "align_corners", 0),
-    {"RoiAlign", "coordinate_transformation_mode", A_STRING, false, true, 0, 0, "output_half_pixel", 0, 15},
-    {"RoiAlign", "coordinate_transformation_mode", A_STRING, false, true, 0, 0, "half_pixel", 16, 99},
-    DEF_S("RoiAlign", "mode", "avg"), DEF_I("RoiAlign", "output_height", 1), DEF_I("RoiAlign", "output_width", 1),
-    DEF_I("RoiAlign", "sampling_ratio", 0), DEF_F("RoiAlign", "spatial_scale", 1.0), DEF_I("DeformConv", "group", 1),
-    DEF_I("DeformConv", "offset_group", 1), OPT("DeformConv", "kernel_shape", A_INTS), OPT("DeformConv", "pads", A_INTS),
-    OPT("DeformConv", "strides", A_INTS), OPT("DeformConv", "dilations", A_INTS), DEF_I("TopK", "axis", -1),
-    DEF_I("TopK", "largest", 1), DEF_I("TopK", "sorted", 1), OPT("TopK", "k", A_INT), DEF_I("Unique", "sorted", 1),
-    OPT("Unique", "axis", A_INT), OPT("Compress", "axis", A_INT), DEF_I("NonMaxSuppression", "center_point_box", 0),
-    /* indexing, rearrangements, N-D windows (topi/op_index.c, op_space.c, op_einsum.c, op_conv_nd.c, op_pool.c) */
-    DEF_I("GatherElements", "axis", 0), DEF_I("GatherND", "batch_dims", 0), DEF_I("ScatterElements", "axis", 0),
-    DEF_S("ScatterElements", "reduction", "none"), DEF_I("Scatter", "axis", 0), DEF_S("ScatterND", "reduction", "none"),
-    DEF_I("OneHot", "axis", -1), DEF_I("Trilu", "upper", 1), OPT("EyeLike", "dtype", A_INT), DEF_I("EyeLike", "k", 0),
-    REQ("DepthToSpace", "blocksize", A_INT), DEF_S("DepthToSpace", "mode", "DCR"), REQ("SpaceToDepth", "blocksize", A_INT),
-    DEF_I("ReverseSequence", "batch_axis", 1), DEF_I("ReverseSequence", "time_axis", 0), OPT("CenterCropPad", "axes", A_INTS),
-    REQ("Einsum", "equation", A_STRING), DEF_S("ConvTranspose", "auto_pad", "NOTSET"), DEF_I("ConvTranspose", "group", 1),
-    OPT("ConvTranspose", "kernel_shape", A_INTS), OPT("ConvTranspose", "strides", A_INTS), OPT("ConvTranspose", "pads", A_INTS),
-    OPT("ConvTranspose", "dilations", A_INTS), OPT("ConvTranspose", "output_padding", A_INTS),
-    OPT("ConvTranspose", "output_shape", A_INTS), OPT("Col2Im", "dilations", A_INTS), OPT("Col2Im", "pads", A_INTS),
-    OPT("Col2Im", "strides", A_INTS), DEF_S("LpPool", "auto_pad", "NOTSET"), REQ("LpPool", "kernel_shape", A_INTS),
-    OPT("LpPool", "strides", A_INTS), OPT("LpPool", "pads", A_INTS), OPT("LpPool", "dilations", A_INTS),
-    DEF_I("LpPool", "ceil_mode", 0), DEF_I("LpPool", "p", 2), REQ("MaxUnpool", "kernel_shape", A_INTS),
-    OPT("MaxUnpool", "strides", A_INTS), OPT("MaxUnpool", "pads", A_INTS), OPT("Resize", "axes", A_INTS),
-    DEF_I("Resize", "antialias", 0), DEF_S("Resize", "keep_aspect_ratio_policy", "stretch"),
-    DEF_S("ConvInteger", "auto_pad", "NOTSET"), DEF_I("ConvInteger", "group", 1), OPT("ConvInteger", "kernel_shape", A_INTS),
-    OPT("ConvInteger", "strides", A_INTS), OPT("ConvInteger", "pads", A_INTS), OPT("ConvInteger", "dilations", A_INTS),
-    /* quantization (topi/op_quant.c); output_dtype/precision become dtype names (convert_quant) */
-    DEF_I("QuantizeLinear", "axis", 1), DEF_I("QuantizeLinear", "saturate", 1), DEF_I("QuantizeLinear", "block_size", 0),
-    OPT("QuantizeLinear", "output_dtype", A_INT), OPT("QuantizeLinear", "precision", A_INT),
-    DEF_I("DequantizeLinear", "axis", 1), DEF_I("DequantizeLinear", "block_size", 0),
-    OPT("DequantizeLinear", "output_dtype", A_INT),
-    DEF_S("QLinearConv", "auto_pad", "NOTSET"), DEF_I("QLinearConv", "group", 1), OPT("QLinearConv", "kernel_shape", A_INTS),
-    OPT("QLinearConv", "strides", A_INTS), OPT("QLinearConv", "pads", A_INTS), OPT("QLinearConv", "dilations", A_INTS),
-    /* Attributes of old opsets that become inputs; read by the rewrites. */
+    OPT("ReduceSumSquare", "axes", A_INTS), OPT("DFT", "axis", A_INT), OPT("TopK", "k", A_INT),
     OPT("Slice", "starts", A_INTS), OPT("Slice", "ends", A_INTS), OPT("Slice", "axes", A_INTS),
     OPT("Squeeze", "axes", A_INTS), OPT("Unsqueeze", "axes", A_INTS), OPT("ReduceMean", "axes", A_INTS),
     OPT("ReduceSum", "axes", A_INTS), OPT("ReduceMax", "axes", A_INTS), OPT("Split", "split", A_INTS),
-    OPT("Pad", "pads", A_INTS), OPT("Pad", "value", A_FLOAT), OPT("Clip", "min", A_FLOAT), OPT("Clip", "max", A_FLOAT),
-    OPT("Upsample", "scales", A_FLOATS), DEF_S("Upsample", "mode", "nearest"), OPT("Dropout", "ratio", A_FLOAT),
+    OPT("Pad", "pads", A_INTS), OPT("Pad", "value", A_FLOAT), OPT("Clip", "min", A_FLOAT),
+    OPT("Clip", "max", A_FLOAT), OPT("Dropout", "ratio", A_FLOAT),
 };
 
 static const char *const supported_ops[] = {
@@ -228,13 +134,14 @@ static loom_status node_fail(NodeCtx *c, loom_status st, const char *fmt, ...) {
   return err_set(c->im->err, st, "node \"%s\" (%s): %s", c->n->name, c->n->op_type, msg);
 }
 
-/* Converts the ONNX attribute to graph form after checking its type. */
-static loom_status convert_attr(NodeCtx *c, const OnnxAttr *a, const AttrSpec *spec, GraphAttr *out) {
+/* Converts the ONNX attribute to graph form after checking its type
+ * (want: an ONNX_ATTR_* type, 0 for any). */
+static loom_status convert_attr(NodeCtx *c, const OnnxAttr *a, int want, GraphAttr *out) {
   Arena *ar = c->im->g->arena;
   int t = onnx_attr_effective_type(a);
-  if (spec && t != onnx_attr_type(spec->type))
+  if (want && t != want)
     return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute \"%s\" has type %s, expected %s", a->name, onnx_attr_type_name(t),
-                     onnx_attr_type_name(onnx_attr_type(spec->type)));
+                     onnx_attr_type_name(want));
   memset(out, 0, sizeof *out);
   out->name = arena_strdup(ar, a->name);
   switch (t) {
@@ -276,41 +183,88 @@ static const AttrSpec *find_spec(const char *op, const char *name, int64_t opset
   return NULL;
 }
 
-/* Checks and converts all attributes, then adds defaults for absent ones. */
+/* The graph op table's declaration of the ONNX node's attribute, NULL when
+ * the node is no graph op or the op does not declare it. */
+static const GraphAttrDef *find_def(const char *op_type, const char *name) {
+  GraphOp op;
+  return graph_op_lookup(op_type, &op) ? graph_op_attr(op, name) : NULL;
+}
+
+static int onnx_kind_type(GraphAttrKind k) {
+  switch (k) {
+  case GRAPH_ATTR_INT: return ONNX_ATTR_INT;
+  case GRAPH_ATTR_FLOAT: return ONNX_ATTR_FLOAT;
+  case GRAPH_ATTR_STRING: return ONNX_ATTR_STRING;
+  case GRAPH_ATTR_INTS: return ONNX_ATTR_INTS;
+  case GRAPH_ATTR_FLOATS: return ONNX_ATTR_FLOATS;
+  case GRAPH_ATTR_TENSOR: return ONNX_ATTR_TENSOR;
+  case GRAPH_ATTR_FRONTEND: break;
+  }
+  return 0;
+}
+
+/* Appends the default of an absent attribute. */
+static void add_default(NodeCtx *c, const char *name, GraphAttrKind kind, int64_t i, double f, const char *s) {
+  if (c->nattrs >= 32) return;
+  GraphAttr *a = &c->attrs[c->nattrs++];
+  memset(a, 0, sizeof *a);
+  a->name = name;
+  a->kind = kind;
+  if (kind == GRAPH_ATTR_INT) a->i = i;
+  else if (kind == GRAPH_ATTR_FLOAT) a->f = f;
+  else a->s = s;
+}
+
+static void add_spec_default(NodeCtx *c, const AttrSpec *s) {
+  GraphAttrKind kind = s->type == A_INT ? GRAPH_ATTR_INT : s->type == A_FLOAT ? GRAPH_ATTR_FLOAT : GRAPH_ATTR_STRING;
+  add_default(c, s->name, kind, s->i, s->f, s->s);
+}
+
+/* Checks and converts all attributes, then adds defaults for absent ones:
+ * first the graph op's (an older opset's row here replacing the value),
+ * then the importer's own rows. */
 static loom_status convert_attrs(NodeCtx *c) {
   const OnnxNode *n = c->n;
+  int64_t opset = c->im->opset;
   for (int k = 0; k < n->nattrs; k++) {
     const OnnxAttr *a = &n->attrs[k];
     if (!a->name || !a->name[0]) return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute %d has no name", k);
     for (int j = 0; j < k; j++)
       if (n->attrs[j].name && !strcmp(n->attrs[j].name, a->name))
         return node_fail(c, LOOM_ERR_INVALID_ARG, "attribute \"%s\" appears twice", a->name);
-    const AttrSpec *spec = find_spec(n->op_type, a->name, c->im->opset);
+    const AttrSpec *spec = find_spec(n->op_type, a->name, opset);
+    const GraphAttrDef *def = spec ? NULL : find_def(n->op_type, a->name);
     /* Attributes Loom does not read (doc hints, training-only knobs) are
      * dropped unless they would change the result. */
-    if (!spec) {
+    if (!spec && !def) {
       int t = onnx_attr_effective_type(a);
       if (t == ONNX_ATTR_GRAPH || t == ONNX_ATTR_GRAPHS || t == ONNX_ATTR_TENSORS || t == ONNX_ATTR_SPARSE_TENSOR ||
           t == ONNX_ATTR_STRINGS || t == ONNX_ATTR_UNDEFINED)
         continue;
     }
     if (c->nattrs >= 32) return node_fail(c, LOOM_ERR_UNSUPPORTED, "more than 32 attributes");
-    loom_status st = convert_attr(c, a, spec, &c->attrs[c->nattrs]);
+    int want = spec ? onnx_attr_type(spec->type) : def ? onnx_kind_type(def->kind) : 0;
+    loom_status st = convert_attr(c, a, want, &c->attrs[c->nattrs]);
     if (st) return st;
     c->nattrs++;
   }
+  GraphOp op;
+  if (graph_op_lookup(n->op_type, &op)) {
+    for (const GraphAttrDef *d = graph_op_info(op)->attrs; d->name; d++) {
+      if (find_attr(n, d->name)) continue;
+      const AttrSpec *older = find_spec(n->op_type, d->name, opset);
+      if (older && older->has_default) add_spec_default(c, older);
+      else if (d->presence == GRAPH_ATTR_REQUIRED)
+        return node_fail(c, LOOM_ERR_INVALID_ARG, "required attribute \"%s\" is missing", d->name);
+      else if (d->presence == GRAPH_ATTR_DEFAULT) add_default(c, d->name, d->kind, d->i, d->f, d->s);
+    }
+  }
   for (size_t k = 0; k < sizeof attr_specs / sizeof attr_specs[0]; k++) {
     const AttrSpec *s = &attr_specs[k];
-    if (strcmp(s->op, n->op_type) || c->im->opset < s->min_opset || c->im->opset > s->max_opset) continue;
-    if (find_attr(n, s->name)) continue;
+    if (strcmp(s->op, n->op_type) || opset < s->min_opset || opset > s->max_opset) continue;
+    if (find_attr(n, s->name) || find_def(n->op_type, s->name)) continue;
     if (s->required) return node_fail(c, LOOM_ERR_INVALID_ARG, "required attribute \"%s\" is missing", s->name);
-    if (!s->has_default || c->nattrs >= 32) continue;
-    GraphAttr *a = &c->attrs[c->nattrs++];
-    memset(a, 0, sizeof *a);
-    a->name = s->name;
-    if (s->type == A_INT) a->kind = GRAPH_ATTR_INT, a->i = s->i;
-    else if (s->type == A_FLOAT) a->kind = GRAPH_ATTR_FLOAT, a->f = s->f;
-    else a->kind = GRAPH_ATTR_STRING, a->s = s->s;
+    if (s->has_default) add_spec_default(c, s);
   }
   return LOOM_OK;
 }
@@ -593,6 +547,17 @@ static loom_status rewrite_seq_forms(NodeCtx *c, const char *op) {
   return LOOM_OK;
 }
 
+/* The node's input (omitted trailing ones left out) or output count
+ * against the op's range over all ONNX opsets. */
+static loom_status check_counts(NodeCtx *c, const GraphOpInfo *info, int count, const char *what) {
+  bool in = !strcmp(what, "input");
+  int lo = in ? info->min_inputs : info->min_outputs, hi = in ? info->max_inputs : info->max_outputs;
+  if (count >= lo && count <= hi) return LOOM_OK;
+  if (hi == GRAPH_VARIADIC) return node_fail(c, LOOM_ERR_INVALID_ARG, "expected at least %d %ss, got %d", lo, what, count);
+  if (lo == hi) return node_fail(c, LOOM_ERR_INVALID_ARG, "expected %d %s%s, got %d", lo, what, lo == 1 ? "" : "s", count);
+  return node_fail(c, LOOM_ERR_INVALID_ARG, "expected %d to %d %ss, got %d", lo, hi, what, count);
+}
+
 OnnxNode *onnx_node_new(Arena *a, const char *name, const char *op, const char *const *ins, int nins, const char *out,
                         const OnnxAttr *attrs, int nattrs) {
   OnnxNode *n = ARENA_NEW(a, OnnxNode);
@@ -652,6 +617,9 @@ loom_status onnx_convert_node(Importer *im, const OnnxNode *n) {
   if (n->ninputs <= 12 && (st = rewrite_seq_forms(&c, op_type))) return st;
   GraphOp op;
   LOOM_ASSERT(graph_op_lookup(op_type, &op));
+  if ((st = check_counts(&c, graph_op_info(op), c.nins, "input")) ||
+      (st = check_counts(&c, graph_op_info(op), n->noutputs, "output")))
+    return st;
   ValueId outs[16];
   if (n->noutputs > 16 && strcmp(op_type, "Split"))
     return node_fail(&c, LOOM_ERR_INVALID_ARG, "too many outputs (%d)", n->noutputs);

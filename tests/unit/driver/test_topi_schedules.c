@@ -164,8 +164,7 @@ static void test_depthwise_nchwc(void **state) {
       assert_non_null(y);
       TeTensor *yb = topi_binary(a, "dw_bias", TOPI_ADD, y, bias, &err);
       assert_non_null(yb);
-      TopiUnaryParams clip = topi_unary_defaults(TOPI_CLIP);
-      clip.lo = 0, clip.hi = 6;
+      TopiUnaryParams clip = {.lo = 0, .hi = 6};
       TeTensor *r = topi_unary(a, "relu6", TOPI_CLIP, yb, &clip, &err);
       assert_non_null(r);
       PrimFunc *f = te_create_primfunc(a, "dw_relu6", (TeTensor *[]){x, w, bias, r}, 4, &err);

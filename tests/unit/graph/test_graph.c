@@ -80,6 +80,51 @@ static void test_registry(void **state) {
   assert_int_equal(graph_op_info(GRAPH_OP_REDUCE_MEAN)->pattern, GRAPH_PATTERN_REDUCTION);
   assert_int_equal(graph_op_info(GRAPH_OP_RESHAPE)->pattern, GRAPH_PATTERN_INJECTIVE);
   assert_string_equal(graph_pattern_name(GRAPH_PATTERN_OPAQUE), "opaque");
+  for (int k = 0; k < GRAPH_OP_COUNT; k++) {
+    const GraphOpInfo *info = graph_op_info((GraphOp)k);
+    assert_true(info->min_inputs >= 0 && info->min_inputs <= info->max_inputs);
+    assert_true(info->min_outputs >= 0 && info->min_outputs <= info->max_outputs);
+    assert_non_null(info->attrs);
+  }
+  /* arity: ONNX's range over its opsets */
+  assert_int_equal(graph_op_info(GRAPH_OP_CONV)->min_inputs, 2);
+  assert_int_equal(graph_op_info(GRAPH_OP_CONV)->max_inputs, 3);
+  assert_int_equal(graph_op_info(GRAPH_OP_SUM)->max_inputs, GRAPH_VARIADIC);
+  assert_int_equal(graph_op_info(GRAPH_OP_SPLIT)->max_outputs, GRAPH_VARIADIC);
+  /* compile-time inputs */
+  assert_false(graph_op_input_is_const(GRAPH_OP_RESHAPE, 0));
+  assert_true(graph_op_input_is_const(GRAPH_OP_RESHAPE, 1));
+  assert_false(graph_op_input_is_const(GRAPH_OP_PAD, 2));
+  assert_true(graph_op_input_is_const(GRAPH_OP_PAD, 3));
+  assert_true(graph_op_input_is_const(GRAPH_OP_LOOP, 1));
+  assert_false(graph_op_input_is_const(GRAPH_OP_LOOP, 2));
+  assert_false(graph_op_input_is_const(GRAPH_OP_CONCAT, 40));
+  /* attributes: kinds and ONNX defaults */
+  const GraphAttrDef *d = graph_op_attr(GRAPH_OP_LEAKY_RELU, "alpha");
+  assert_non_null(d);
+  assert_int_equal(d->kind, GRAPH_ATTR_FLOAT);
+  assert_int_equal(d->presence, GRAPH_ATTR_DEFAULT);
+  assert_true(d->f == 0.01);
+  assert_int_equal(graph_op_attr(GRAPH_OP_BIT_SHIFT, "direction")->presence, GRAPH_ATTR_REQUIRED);
+  assert_null(graph_op_attr(GRAPH_OP_RELU, "alpha"));
+}
+
+/* graph_node_* read the node's attribute, else the op's declared default. */
+static void test_attr_defaults(void **state) {
+  (void)state;
+  Graph *g = graph_new("defaults");
+  ValueId x = graph_add_value(g, "x"), y = graph_add_value(g, "y"), z = graph_add_value(g, "z");
+  int gelu = graph_add_node(g, GRAPH_OP_GELU, "gelu", &x, 1, &y, 1);
+  int lrelu = graph_add_node(g, GRAPH_OP_LEAKY_RELU, "lrelu", &x, 1, &z, 1);
+  assert_string_equal(graph_node_string(&g->nodes[gelu], "approximate"), "none");
+  assert_true(graph_node_float(&g->nodes[lrelu], "alpha") == 0.01);
+  GraphAttr a = {0};
+  a.name = "alpha";
+  a.kind = GRAPH_ATTR_FLOAT;
+  a.f = 0.5;
+  graph_node_set_attr(g, &g->nodes[lrelu], a);
+  assert_true(graph_node_float(&g->nodes[lrelu], "alpha") == 0.5);
+  graph_free(g);
 }
 
 /* Conv with SAME_UPPER: output extent ceil(224/2) = 112, total padding
@@ -372,6 +417,7 @@ static void test_print_constants_and_attrs(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry),
+      cmocka_unit_test(test_attr_defaults),
       cmocka_unit_test(test_infer_conv_same),
       cmocka_unit_test(test_infer_pool_ceil),
       cmocka_unit_test(test_infer_matmul_and_errors),

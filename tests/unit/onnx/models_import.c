@@ -239,6 +239,7 @@ static void test_bad_models(void **state) {
   expect_error("dangling.onnx", LOOM_ERR_INVALID_ARG,
                "node \"dangling_add\" (Add): input \"nowhere\" is not a graph input, an initializer or the output of any node");
   expect_error("bad_attr.onnx", LOOM_ERR_INVALID_ARG, "node \"bad_concat\" (Concat): attribute \"axis\" has type FLOAT, expected INT");
+  expect_error("bad_arity.onnx", LOOM_ERR_INVALID_ARG, "node \"bad_relu\" (Relu): expected 1 input, got 2");
   expect_error("opset29.onnx", LOOM_ERR_UNSUPPORTED, "ONNX opset 29 is not supported (supported: 1 to 28)");
   expect_error("string_input.onnx", LOOM_ERR_UNSUPPORTED, "graph input \"s\": data type STRING (8) is not supported");
   expect_error("shape_mismatch.onnx", LOOM_ERR_INVALID_ARG, "node \"mm_bad\" (MatMul): inner extents differ: \"x\" gives 4, \"w\" gives 5");

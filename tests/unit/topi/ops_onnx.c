@@ -129,8 +129,7 @@ static bool b_pow_bcast(Case *c) { return OUT1(topi_binary(c->a, "y", TOPI_POW, 
 static bool b_cast_f32_i64(Case *c) { return OUT1(topi_cast(c->a, "y", IN(0), DT_I64, &c->err)); }
 static bool b_equal_i64(Case *c) { return OUT1(topi_binary(c->a, "y", TOPI_EQUAL, IN(0), IN(1), &c->err)); }
 static bool unary(Case *c, TopiUnaryOp op, double alpha, double beta) {
-  TopiUnaryParams p = topi_unary_defaults(op);
-  p.alpha = alpha, p.beta = beta;
+  TopiUnaryParams p = {.alpha = alpha, .beta = beta};
   if (op == TOPI_CLIP) p.lo = -1, p.hi = 2;
   return OUT1(topi_unary(c->a, "y", op, IN(0), &p, &c->err));
 }

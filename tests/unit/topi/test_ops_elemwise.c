@@ -25,7 +25,7 @@ static double ref_unary(TopiUnaryOp op, double x, const TopiUnaryParams *p) {
       if (p->gelu_tanh) return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
       return 0.5 * x * (1 + erf(x / sqrt(2.0)));
     case TOPI_IDENTITY: return x;
-    case TOPI_NOT: break;
+    default: break;
   }
   return NAN;
 }
@@ -44,9 +44,10 @@ static void test_unary_f32(void **state) {
     TopiUnaryOp op = ops[k];
     bool positive = op == TOPI_SQRT || op == TOPI_LOG;
     float *x = u_rand_f32(N, 10 + (uint32_t)k, positive ? 0.05f : -4.0f, 4.0f);
-    TopiUnaryParams p = topi_unary_defaults(op);
+    TopiUnaryParams p = {.lo = -INFINITY, .hi = INFINITY};
     if (op == TOPI_CLIP) p.lo = -1.5, p.hi = 0.75;
     if (op == TOPI_LEAKY_RELU) p.alpha = 0.3;
+    if (op == TOPI_HARD_SIGMOID) p.alpha = 0.2, p.beta = 0.5;
     if (op == TOPI_GELU && k == 17) p.gelu_tanh = true;
     TeTensor *X = u_ph(a, "X", DT_F32, 3, shape);
     TeTensor *Y = topi_unary(a, "Y", op, X, &p, &err);
@@ -67,8 +68,7 @@ static void test_unary_int_and_not(void **state) {
   int64_t shape[1] = {16};
   int64_t *x = u_rand_i64(16, 3, -9, 9);
   TeTensor *X = u_ph(a, "X", DT_I64, 1, shape);
-  TopiUnaryParams p = topi_unary_defaults(TOPI_CLIP);
-  p.lo = -3, p.hi = 4;
+  TopiUnaryParams p = {.lo = -3, .hi = 4};
   TeTensor *R = topi_unary(a, "R", TOPI_RELU, X, NULL, &err);
   TeTensor *A = topi_unary(a, "A", TOPI_ABS, X, NULL, &err);
   TeTensor *C = topi_unary(a, "C", TOPI_CLIP, X, &p, &err);

@@ -1,11 +1,11 @@
-/* The elementwise math ops of op_math.c (and integer Pow) run by the
+/* The elementwise math ops of op_elemwise.c (and integer Pow) run by the
  * reference interpreter against plain-C references (tolerance in
  * ops_util.h; integers and bool exactly). */
 #include "unit/topi/ops_util.h"
 
 static double softplus_ref(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
 
-static double ref_math(TopiMathOp op, double x, const TopiMathParams *p) {
+static double ref_math(TopiUnaryOp op, double x, const TopiUnaryParams *p) {
   switch (op) {
     case TOPI_SIN: return sin(x);
     case TOPI_COS: return cos(x);
@@ -48,15 +48,16 @@ static void test_math_unary_f32(void **state) {
     float *x = u_rand_f32(N, 50 + (uint32_t)op, lo, hi);
     x[0] = 2.5f, x[1] = -0.5f; /* Round: ties go to even */
     if (op == TOPI_ACOSH) x[1] = 1.5f;
-    TopiMathParams p = topi_math_defaults((TopiMathOp)op);
+    TopiUnaryParams p = {.alpha = 1.0, .gamma = 1.0, .lambd = 0.5};
+    if (op == TOPI_SELU) p.alpha = 1.67326319217681884765625, p.gamma = 1.05070102214813232421875;
     if (op == TOPI_ELU || op == TOPI_CELU || op == TOPI_THRESHOLDED_RELU) p.alpha = 2.0;
     if (op == TOPI_SHRINK) p.lambd = 1.5, p.bias = 0.5;
     TeTensor *X = u_ph(a, "X", DT_F32, 2, shape);
-    TeTensor *Y = topi_math_unary(a, "Y", (TopiMathOp)op, X, &p, &err);
+    TeTensor *Y = topi_unary(a, "Y", (TopiUnaryOp)op, X, &p, &err);
     if (!Y) fail_msg("op %d: %s", op, err.msg);
     float y[N], want[N];
     u_run(a, (TeTensor *[]){X, Y}, 2, (void *[]){x, y});
-    for (int i = 0; i < N; i++) want[i] = (float)ref_math((TopiMathOp)op, x[i], &p);
+    for (int i = 0; i < N; i++) want[i] = (float)ref_math((TopiUnaryOp)op, x[i], &p);
     u_close("math unary", y, want, N);
     free(x);
     arena_free(a);
@@ -70,7 +71,7 @@ static void test_softplus_extremes_and_classes(void **state) {
   int64_t shape[1] = {6};
   float x[6] = {-100.0f, -20.0f, 0.0f, 20.0f, 100.0f, -INFINITY};
   TeTensor *X = u_ph(a, "X", DT_F32, 1, shape);
-  TeTensor *S = topi_math_unary(a, "S", TOPI_SOFTPLUS, X, NULL, &err);
+  TeTensor *S = topi_unary(a, "S", TOPI_SOFTPLUS, X, NULL, &err);
   assert_non_null(S);
   float s[6], want[6];
   u_run(a, (TeTensor *[]){X, S}, 2, (void *[]){x, s});
@@ -78,12 +79,12 @@ static void test_softplus_extremes_and_classes(void **state) {
   u_close("softplus", s, want, 6); /* no overflow at 100, no loss at -20 */
 
   float c[6] = {1.0f, NAN, INFINITY, -INFINITY, 0.0f, -2.0f};
-  TopiMathParams pos = topi_math_defaults(TOPI_IS_INF), neg = pos;
+  TopiUnaryParams both = {.detect_positive = true, .detect_negative = true}, pos = both, neg = both;
   pos.detect_negative = false, neg.detect_positive = false;
-  TeTensor *Nn = topi_math_unary(a, "Nn", TOPI_IS_NAN, X, NULL, &err);
-  TeTensor *I = topi_math_unary(a, "I", TOPI_IS_INF, X, NULL, &err);
-  TeTensor *Ip = topi_math_unary(a, "Ip", TOPI_IS_INF, X, &pos, &err);
-  TeTensor *In = topi_math_unary(a, "In", TOPI_IS_INF, X, &neg, &err);
+  TeTensor *Nn = topi_unary(a, "Nn", TOPI_IS_NAN, X, NULL, &err);
+  TeTensor *I = topi_unary(a, "I", TOPI_IS_INF, X, &both, &err);
+  TeTensor *Ip = topi_unary(a, "Ip", TOPI_IS_INF, X, &pos, &err);
+  TeTensor *In = topi_unary(a, "In", TOPI_IS_INF, X, &neg, &err);
   assert_non_null(Nn), assert_non_null(I), assert_non_null(Ip), assert_non_null(In);
   assert_true(dtype_is_bool(Nn->dtype) && dtype_is_bool(I->dtype));
   uint8_t nn[6], ii[6], ip[6], in[6];
@@ -104,11 +105,10 @@ static void test_math_unary_int(void **state) {
   int64_t shape[1] = {16};
   int64_t *x = u_rand_i64(16, 7, -9, 9);
   TeTensor *X = u_ph(a, "X", DT_I64, 1, shape);
-  TopiMathParams p = topi_math_defaults(TOPI_SHRINK);
-  p.lambd = 2, p.bias = 1;
-  TeTensor *S = topi_math_unary(a, "S", TOPI_SIGN, X, NULL, &err);
-  TeTensor *Sh = topi_math_unary(a, "Sh", TOPI_SHRINK, X, &p, &err);
-  TeTensor *Bn = topi_math_unary(a, "Bn", TOPI_BITWISE_NOT, X, NULL, &err);
+  TopiUnaryParams p = {.lambd = 2, .bias = 1};
+  TeTensor *S = topi_unary(a, "S", TOPI_SIGN, X, NULL, &err);
+  TeTensor *Sh = topi_unary(a, "Sh", TOPI_SHRINK, X, &p, &err);
+  TeTensor *Bn = topi_unary(a, "Bn", TOPI_BITWISE_NOT, X, NULL, &err);
   assert_non_null(S), assert_non_null(Sh), assert_non_null(Bn);
   int64_t s[16], sh[16], bn[16];
   u_run(a, (TeTensor *[]){X, S, Sh, Bn}, 4, (void *[]){x, s, sh, bn});
@@ -122,8 +122,8 @@ static void test_math_unary_int(void **state) {
   uint8_t u[4] = {0, 1, 200, 255}, us[4], un[4];
   int64_t s4[1] = {4};
   TeTensor *U = u_ph(a, "U", DT_U8, 1, s4);
-  TeTensor *Us = topi_math_unary(a, "Us", TOPI_SIGN, U, NULL, &err);
-  TeTensor *Un = topi_math_unary(a, "Un", TOPI_BITWISE_NOT, U, NULL, &err);
+  TeTensor *Us = topi_unary(a, "Us", TOPI_SIGN, U, NULL, &err);
+  TeTensor *Un = topi_unary(a, "Un", TOPI_BITWISE_NOT, U, NULL, &err);
   assert_non_null(Us), assert_non_null(Un);
   u_run(a, (TeTensor *[]){U, Us, Un}, 3, (void *[]){u, us, un});
   for (int i = 0; i < 4; i++) {
@@ -132,10 +132,10 @@ static void test_math_unary_int(void **state) {
   }
   /* refusals name the op and the input */
   TeTensor *B = u_ph(a, "B", DT_BOOL1, 1, s4);
-  U_EXPECT_ERR(topi_math_unary(a, "y", TOPI_SIN, U, NULL, &err), err, "Sin: input X");
+  U_EXPECT_ERR(topi_unary(a, "y", TOPI_SIN, U, NULL, &err), err, "Sin: input X");
   TeTensor *F = u_ph(a, "F", DT_F32, 1, s4);
-  U_EXPECT_ERR(topi_math_unary(a, "y", TOPI_BITWISE_NOT, F, NULL, &err), err, "BitwiseNot: input X");
-  U_EXPECT_ERR(topi_math_unary(a, "y", TOPI_SIGN, B, NULL, &err), err, "Sign: input X");
+  U_EXPECT_ERR(topi_unary(a, "y", TOPI_BITWISE_NOT, F, NULL, &err), err, "BitwiseNot: input X");
+  U_EXPECT_ERR(topi_unary(a, "y", TOPI_SIGN, B, NULL, &err), err, "Sign: input X");
   arena_free(a);
 }
 
@@ -155,13 +155,13 @@ static void test_math_binary_int(void **state) {
   int32_t yv[5] = {3, -4, 0, -1, 7};
   memcpy(y, yv, sizeof y);
   TeTensor *X = u_ph(a, "X", DT_I32, 2, sx), *Y = u_ph(a, "Y", DT_I32, 1, sy);
-  TeTensor *M = topi_math_binary(a, "M", TOPI_MOD, X, Y, &err);
-  TeTensor *F = topi_math_binary(a, "F", TOPI_FMOD, X, Y, &err);
-  TeTensor *A = topi_math_binary(a, "A", TOPI_BITWISE_AND, X, Y, &err);
-  TeTensor *O = topi_math_binary(a, "O", TOPI_BITWISE_OR, X, Y, &err);
-  TeTensor *Xr = topi_math_binary(a, "Xr", TOPI_BITWISE_XOR, X, Y, &err);
-  TeTensor *Ge = topi_math_binary(a, "Ge", TOPI_GREATER_EQUAL, X, Y, &err);
-  TeTensor *Le = topi_math_binary(a, "Le", TOPI_LESS_EQUAL, X, Y, &err);
+  TeTensor *M = topi_binary(a, "M", TOPI_MOD, X, Y, &err);
+  TeTensor *F = topi_binary(a, "F", TOPI_FMOD, X, Y, &err);
+  TeTensor *A = topi_binary(a, "A", TOPI_BITWISE_AND, X, Y, &err);
+  TeTensor *O = topi_binary(a, "O", TOPI_BITWISE_OR, X, Y, &err);
+  TeTensor *Xr = topi_binary(a, "Xr", TOPI_BITWISE_XOR, X, Y, &err);
+  TeTensor *Ge = topi_binary(a, "Ge", TOPI_GREATER_OR_EQUAL, X, Y, &err);
+  TeTensor *Le = topi_binary(a, "Le", TOPI_LESS_OR_EQUAL, X, Y, &err);
   TeTensor *P = topi_binary(a, "P", TOPI_POW, Y, Y, &err);
   assert_non_null(M), assert_non_null(F), assert_non_null(A), assert_non_null(O), assert_non_null(Xr);
   assert_non_null(Ge), assert_non_null(Le), assert_non_null(P);
@@ -185,8 +185,8 @@ static void test_math_binary_int(void **state) {
   int64_t s6[1] = {6};
   uint8_t ux[6] = {1, 3, 255, 128, 7, 9}, uy[6] = {0, 3, 1, 7, 8, 200}, l[6], r[6];
   TeTensor *Ux = u_ph(a, "Ux", DT_U8, 1, s6), *Uy = u_ph(a, "Uy", DT_U8, 1, s6);
-  TeTensor *L = topi_math_binary(a, "L", TOPI_SHIFT_LEFT, Ux, Uy, &err);
-  TeTensor *R = topi_math_binary(a, "R", TOPI_SHIFT_RIGHT, Ux, Uy, &err);
+  TeTensor *L = topi_binary(a, "L", TOPI_SHIFT_LEFT, Ux, Uy, &err);
+  TeTensor *R = topi_binary(a, "R", TOPI_SHIFT_RIGHT, Ux, Uy, &err);
   assert_non_null(L), assert_non_null(R);
   u_run(a, (TeTensor *[]){Ux, Uy, L, R}, 4, (void *[]){ux, uy, l, r});
   for (int i = 0; i < 6; i++) {
@@ -194,9 +194,9 @@ static void test_math_binary_int(void **state) {
     assert_int_equal(r[i], uy[i] >= 8 ? 0 : ux[i] >> uy[i]);
   }
   /* refusals */
-  U_EXPECT_ERR(topi_math_binary(a, "y", TOPI_SHIFT_LEFT, X, X, &err), err, "BitShift: input A");
-  U_EXPECT_ERR(topi_math_binary(a, "y", TOPI_XOR, X, X, &err), err, "Xor: input A");
-  U_EXPECT_ERR(topi_math_binary(a, "y", TOPI_MOD, X, Ux, &err), err, "Mod: input 1");
+  U_EXPECT_ERR(topi_binary(a, "y", TOPI_SHIFT_LEFT, X, X, &err), err, "BitShift: input A");
+  U_EXPECT_ERR(topi_binary(a, "y", TOPI_XOR, X, X, &err), err, "Xor: input A");
+  U_EXPECT_ERR(topi_binary(a, "y", TOPI_MOD, X, Ux, &err), err, "Mod: input 1");
   arena_free(a);
 }
 
@@ -209,8 +209,8 @@ static void test_math_binary_f32_mean_clip(void **state) {
   float lo[1] = {-1.0f}, hi[1] = {2.0f};
   TeTensor *X = u_ph(a, "X", DT_F32, 2, sx), *Y = u_ph(a, "Y", DT_F32, 1, s1);
   TeTensor *Lo = u_ph(a, "Lo", DT_F32, 1, s0), *Hi = u_ph(a, "Hi", DT_F32, 1, s0);
-  TeTensor *M = topi_math_binary(a, "M", TOPI_MOD, X, Y, &err);
-  TeTensor *F = topi_math_binary(a, "F", TOPI_FMOD, X, Y, &err);
+  TeTensor *M = topi_binary(a, "M", TOPI_MOD, X, Y, &err);
+  TeTensor *F = topi_binary(a, "F", TOPI_FMOD, X, Y, &err);
   TeTensor *Mn = topi_mean(a, "Mn", (const TeTensor *[]){X, Y, Y}, 3, &err);
   TeTensor *C = topi_clip_tensors(a, "C", X, Lo, Hi, &err);
   TeTensor *Cl = topi_clip_tensors(a, "Cl", X, NULL, Lo, &err);
