@@ -4,6 +4,8 @@
 #ifndef LOOM_BENCH_TIMING_H
 #define LOOM_BENCH_TIMING_H
 
+#include "support/clock.h"
+
 #include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
@@ -14,11 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static inline double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+static inline double now_s(void) { return loom_clock_s(); }
 
 static inline int cmp_double(const void *x, const void *y) {
   double a = *(const double *)x, b = *(const double *)y;
