@@ -2,6 +2,7 @@
  * schedules and modules it must release. Plus the handle checks every entry
  * point starts with. */
 #include "api/api_internal.h"
+#include "support/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,7 +10,7 @@
 #include <string.h>
 
 loom_ctx *loom_ctx_create(void) {
-  loom_ctx *ctx = calloc(1, sizeof *ctx);
+  loom_ctx *ctx = loom_calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   ctx->magic = API_CTX;
   ctx->arena = arena_new();
@@ -23,7 +24,7 @@ void loom_ctx_destroy(loom_ctx *ctx) {
   threadpool_destroy(ctx->pool);
   arena_free(ctx->arena);
   ctx->magic = API_DEAD;
-  free(ctx);
+  loom_free(ctx);
 }
 
 bool api_ctx_ok(const loom_ctx *ctx) { return ctx && ctx->magic == API_CTX; }

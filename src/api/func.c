@@ -3,6 +3,7 @@
  * driver to a loaded module whose kernels run on DLPack tensors. */
 #include "api/api_internal.h"
 
+#include "support/alloc.h"
 #include "support/strbuf.h"
 #include "target/codegen_c.h"
 #include "tir/text.h"
@@ -88,7 +89,7 @@ loom_func *loom_func_parse(loom_ctx *ctx, const char *text) {
 
 static const char *arena_take(loom_ctx *ctx, char *s) {
   const char *r = arena_strdup(ctx->arena, s ? s : "");
-  free(s);
+  loom_free(s);
   return r;
 }
 

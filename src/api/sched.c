@@ -3,6 +3,7 @@
  * kinds, scopes) and turn the schedule's refusal message into the
  * context's error. */
 #include "api/api_internal.h"
+#include "support/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -118,7 +119,7 @@ const char *loom_sched_trace(loom_sched *s) {
   if (!ctx) return NULL;
   char *t = trace_to_text(sch_trace(s->s));
   const char *r = arena_strdup(ctx->arena, t ? t : "");
-  free(t);
+  loom_free(t);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include "runtime/artifact_checksum.h"
 #include "runtime/artifact_format.h"
 #include "runtime/dl_dtype.h"
+#include "support/alloc.h"
 #include "support/atomic_file.h"
 
 #include <cJSON.h>
@@ -194,16 +195,16 @@ static loom_status read_file(const char *path, void **data, size_t *len, LoomErr
   FILE *f = fopen(path, "rb");
   if (!f) return err_set(err, LOOM_ERR_IO, "artifact_write: cannot open shared object \"%s\": %s", path, strerror(errno));
   size_t cap = 1 << 16;
-  char *buf = malloc(cap);
+  char *buf = loom_malloc(cap);
   for (;;) {
     if (!buf) break;
     size_t got = fread(buf + *len, 1, cap - *len, f);
     *len += got;
     if (got == 0) break;
     if (*len == cap) {
-      char *nb = realloc(buf, cap * 2);
+      char *nb = loom_realloc(buf, cap * 2);
       if (!nb) {
-        free(buf);
+        loom_free(buf);
         buf = NULL;
         break;
       }
@@ -214,7 +215,7 @@ static loom_status read_file(const char *path, void **data, size_t *len, LoomErr
   bool bad = !buf || ferror(f);
   fclose(f);
   if (bad) {
-    free(buf);
+    loom_free(buf);
     return err_set(err, LOOM_ERR_IO, "artifact_write: cannot read shared object \"%s\"", path);
   }
   *data = buf;
@@ -292,9 +293,9 @@ loom_status artifact_write(const char *path, const ArtifactSpec *s, LoomError *e
                    (unsigned long long)s->arena_bytes);
 
   /* Weights: 64-byte aligned offsets in one blob. */
-  uint64_t *w_offsets = calloc((size_t)s->num_weights + 1, sizeof *w_offsets);
+  uint64_t *w_offsets = loom_calloc((size_t)s->num_weights + 1, sizeof *w_offsets);
   if (!w_offsets) return err_set(err, LOOM_ERR_RUNTIME, "artifact_write: out of memory");
-  uint64_t blob = 0, *w_bytes = calloc((size_t)s->num_weights + 1, sizeof *w_bytes);
+  uint64_t blob = 0, *w_bytes = loom_calloc((size_t)s->num_weights + 1, sizeof *w_bytes);
   loom_status st = w_bytes ? LOOM_OK : err_set(err, LOOM_ERR_RUNTIME, "artifact_write: out of memory");
   for (int32_t i = 0; !st && i < s->num_weights; i++) {
     const ArtifactWeight *w = &s->weights[i];
@@ -363,9 +364,9 @@ loom_status artifact_write(const char *path, const ArtifactSpec *s, LoomError *e
       }
     }
   }
-  free(json);
-  free(so_owned);
-  free(w_offsets);
-  free(w_bytes);
+  loom_free(json);
+  loom_free(so_owned);
+  loom_free(w_offsets);
+  loom_free(w_bytes);
   return st;
 }

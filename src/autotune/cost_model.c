@@ -9,6 +9,7 @@
 #include "autotune/cost_model.h"
 
 #include "autotune/features.h"
+#include "support/alloc.h"
 #include "support/atomic_file.h"
 
 #include <xgboost/c_api.h>
@@ -121,7 +122,7 @@ CostModel *cost_model_new(int dim, const CostModelOptions *opt, LoomError *err) 
     err_set(err, LOOM_ERR_INVALID_ARG, "cost_model_new: dim must be in [1, 65536], got %d", dim);
     return NULL;
   }
-  CostModel *cm = calloc(1, sizeof *cm);
+  CostModel *cm = loom_calloc(1, sizeof *cm);
   if (!cm) {
     err_set(err, LOOM_ERR_INTERNAL, "cost_model_new: out of memory");
     return NULL;
@@ -134,10 +135,10 @@ CostModel *cost_model_new(int dim, const CostModelOptions *opt, LoomError *err) 
 void cost_model_free(CostModel *cm) {
   if (!cm) return;
   if (cm->booster) XGBoosterFree(cm->booster);
-  for (int i = 0; i < cm->n_wl; i++) free(cm->workloads[i]);
-  free(cm->workloads);
-  free(cm->X), free(cm->y), free(cm->wl);
-  free(cm);
+  for (int i = 0; i < cm->n_wl; i++) loom_free(cm->workloads[i]);
+  loom_free(cm->workloads);
+  loom_free(cm->X), loom_free(cm->y), loom_free(cm->wl);
+  loom_free(cm);
 }
 
 bool cost_model_trained(const CostModel *cm) { return cm && cm->booster; }
@@ -148,11 +149,11 @@ static bool reserve_samples(CostModel *cm, int need) {
   if (need <= cm->cap) return true;
   int cap = cm->cap ? cm->cap : 64;
   while (cap < need) cap *= 2;
-  float *X = realloc(cm->X, (size_t)cap * (size_t)cm->dim * sizeof *X);
+  float *X = loom_realloc(cm->X, (size_t)cap * (size_t)cm->dim * sizeof *X);
   if (X) cm->X = X;
-  float *y = realloc(cm->y, (size_t)cap * sizeof *y);
+  float *y = loom_realloc(cm->y, (size_t)cap * sizeof *y);
   if (y) cm->y = y;
-  int *wl = realloc(cm->wl, (size_t)cap * sizeof *wl);
+  int *wl = loom_realloc(cm->wl, (size_t)cap * sizeof *wl);
   if (wl) cm->wl = wl;
   if (!X || !y || !wl) return false;
   cm->cap = cap;
@@ -171,11 +172,11 @@ static int workload_index(CostModel *cm, const char *name) {
     if (strcmp(cm->workloads[i], name) == 0) return i;
   if (cm->n_wl == cm->cap_wl) {
     int cap = cm->cap_wl ? 2 * cm->cap_wl : 8;
-    char **w = realloc(cm->workloads, (size_t)cap * sizeof *w);
+    char **w = loom_realloc(cm->workloads, (size_t)cap * sizeof *w);
     if (!w) return -1;
     cm->workloads = w, cm->cap_wl = cap;
   }
-  char *copy = strdup(name);
+  char *copy = loom_strdup(name);
   if (!copy) return -1;
   cm->workloads[cm->n_wl] = copy;
   return cm->n_wl++;
@@ -200,9 +201,9 @@ static float target(float y, float best) {
 static loom_status train(CostModel *cm, LoomError *err) {
   loom_status st = LOOM_OK;
   const int n = cm->n, dim = cm->dim, nw = cm->n_wl;
-  float *X = malloc((size_t)n * (size_t)dim * sizeof *X), *label = malloc((size_t)n * sizeof *label);
-  unsigned *group = calloc((size_t)nw, sizeof *group);
-  float *best = calloc((size_t)nw, sizeof *best);
+  float *X = loom_malloc((size_t)n * (size_t)dim * sizeof *X), *label = loom_malloc((size_t)n * sizeof *label);
+  unsigned *group = loom_calloc((size_t)nw, sizeof *group);
+  float *best = loom_calloc((size_t)nw, sizeof *best);
   DMatrixHandle dm = NULL;
   BoosterHandle b = NULL;
   if (!X || !label || !group || !best) {
@@ -234,7 +235,7 @@ static loom_status train(CostModel *cm, LoomError *err) {
 done:
   if (b) XGBoosterFree(b);
   if (dm) XGDMatrixFree(dm);
-  free(X), free(label), free(group), free(best);
+  loom_free(X), loom_free(label), loom_free(group), loom_free(best);
   return st;
 }
 
@@ -268,7 +269,7 @@ loom_status cost_model_update(CostModel *cm, const char *workload, const float *
   loom_status st = train(cm, err);
   if (st) { /* drop this batch: the model stays as it was */
     cm->n = old_n;
-    while (cm->n_wl > old_wl) free(cm->workloads[--cm->n_wl]);
+    while (cm->n_wl > old_wl) loom_free(cm->workloads[--cm->n_wl]);
   }
   return st;
 }
@@ -433,7 +434,7 @@ static loom_status load_body(Reader *r, const CostModelOptions *o, CostModel **o
     goto fail;
   }
   if (blen) {
-    model = malloc(blen);
+    model = loom_malloc(blen);
     if (!model || !read_bytes(r, model, blen)) {
       st = bad_file(r, "cannot read the booster");
       goto fail;
@@ -460,12 +461,12 @@ static loom_status load_body(Reader *r, const CostModelOptions *o, CostModel **o
       }
     cm->n = n;
   }
-  free(model);
+  loom_free(model);
   *out = cm;
   return LOOM_OK;
 done: /* the XGB() macro's exit */
 fail:
-  free(model);
+  loom_free(model);
   cost_model_free(cm);
   return st;
 }

@@ -3,6 +3,7 @@
 #include "autotune/measure.h"
 
 #include "runtime/dl_dtype.h"
+#include "support/alloc.h"
 #include "support/clock.h"
 #include "support/strbuf.h"
 #include "support/subprocess.h"
@@ -123,7 +124,7 @@ static bool drain(Measurer *m, int fd) {
   if (m->out_len + (size_t)got + 1 > m->out_cap) {
     size_t cap = m->out_cap ? m->out_cap : 4096;
     while (cap < m->out_len + (size_t)got + 1) cap *= 2;
-    char *p = realloc(m->out, cap);
+    char *p = loom_realloc(m->out, cap);
     if (!p) return false;
     m->out = p;
     m->out_cap = cap;
@@ -283,14 +284,14 @@ static loom_status start_process(Measurer *m, LoomError *err) {
 loom_status measurer_start(Measurer **out, LoomError *err) {
   if (!out) return err_set(err, LOOM_ERR_INVALID_ARG, "measurer_start: out must be non-NULL");
   *out = NULL;
-  Measurer *m = calloc(1, sizeof *m);
+  Measurer *m = loom_calloc(1, sizeof *m);
   if (!m) return err_set(err, LOOM_ERR_INTERNAL, "measurer_start: out of memory");
   m->io.in = m->io.out = m->io.err = -1;
   loom_status st = find_executable(m->exe, sizeof m->exe, err);
   if (!st) st = start_process(m, err);
   if (st) {
-    free(m->out);
-    free(m);
+    loom_free(m->out);
+    loom_free(m);
     return st;
   }
   *out = m;
@@ -318,8 +319,8 @@ void measurer_stop(Measurer *m) {
     if (!done) subprocess_kill(m->pid);
     forget_process(m);
   }
-  free(m->out);
-  free(m);
+  loom_free(m->out);
+  loom_free(m);
 }
 
 /* ---- requests ---- */
@@ -454,7 +455,7 @@ loom_status measurer_run(Measurer *m, const MeasureRequest *req, MeasureResult *
     if (!st) break;
     kill_process(m);
   }
-  free(text);
+  loom_free(text);
   if (st) {
     err_prefix(err, "measurer_run: sending the request to \"%s\"", m->exe);
     return st;
@@ -553,7 +554,7 @@ loom_status measure_build_batch(Arena *a, const PrimFunc *const *funcs, int n, c
     return err_set(err, LOOM_ERR_INVALID_ARG, "measure_build_batch: need an arena, %d >= 1 functions and results",
                    n);
   LowerOptions lo = lower ? *lower : lower_options_default();
-  char **code = calloc((size_t)n, sizeof *code); /* each candidate's C, NULL when it has none */
+  char **code = loom_calloc((size_t)n, sizeof *code); /* each candidate's C, NULL when it has none */
   if (!code) return err_set(err, LOOM_ERR_INTERNAL, "measure_build_batch: out of memory");
   int n_ok = 0;
   for (int i = 0; i < n; i++) {
@@ -590,7 +591,7 @@ loom_status measure_build_batch(Arena *a, const PrimFunc *const *funcs, int n, c
   /* Candidates in up to MAX_UNITS translation units, consecutive ones
    * together, each unit opening with the prelude. */
   int n_units = n_ok < MAX_UNITS ? n_ok : MAX_UNITS, per_unit = n_units ? (n_ok + n_units - 1) / n_units : 0;
-  char **units = calloc((size_t)(n_units ? n_units : 1), sizeof *units);
+  char **units = loom_calloc((size_t)(n_units ? n_units : 1), sizeof *units);
   int u = 0, in_unit = 0;
   StrBuf sb;
   sb_init(&sb);
@@ -630,9 +631,9 @@ loom_status measure_build_batch(Arena *a, const PrimFunc *const *funcs, int n, c
     if (sti) build_fail(&out[i], sti, "building", &ei);
     else snprintf(out[i].so_path, sizeof out[i].so_path, "%s", ri.so_path);
   }
-  for (int k = 0; units && k < u; k++) free(units[k]);
-  free(units);
-  for (int i = 0; i < n; i++) free(code[i]);
-  free(code);
+  for (int k = 0; units && k < u; k++) loom_free(units[k]);
+  loom_free(units);
+  for (int i = 0; i < n; i++) loom_free(code[i]);
+  loom_free(code);
   return LOOM_OK;
 }

@@ -4,6 +4,7 @@
 #include "autotune/records.h"
 
 #include "runtime/artifact.h" /* LOOM_VERSION_STRING */
+#include "support/alloc.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -92,7 +93,7 @@ loom_status records_validate(const TuneRecord *r, LoomError *err) {
 char *records_times_to_json(const double *times, int n) {
   /* "%.17g" is at most 24 characters, plus a comma each */
   size_t cap = 3 + (size_t)(n > 0 ? n : 0) * 26;
-  char *out = malloc(cap);
+  char *out = loom_malloc(cap);
   if (!out) return NULL;
   size_t len = 0;
   out[len++] = '[';
@@ -111,7 +112,7 @@ double *records_times_from_json(const char *text, int *n) {
   int cap = 1;
   for (const char *c = text; *c; c++) cap += *c == ',';
   if (cap > RECORDS_MAX_TIMES + 1) return NULL;
-  double *v = malloc(sizeof(double) * (size_t)cap);
+  double *v = loom_malloc(sizeof(double) * (size_t)cap);
   if (!v) return NULL;
   const char *p = text;
   int k = 0;
@@ -145,7 +146,7 @@ double *records_times_from_json(const char *text, int *n) {
   *n = k;
   return v;
 bad:
-  free(v);
+  loom_free(v);
   return NULL;
 }
 
@@ -241,14 +242,14 @@ loom_status records_add_time(RecordStore *s, int64_t id, double median_us, LoomE
   int n = -1;
   if ((st = s->ops->get_times(s, id, &times, &n, err))) return st;
   if (n < 0 || n >= RECORDS_MAX_TIMES) {
-    free(times);
+    loom_free(times);
     return err_set(err, LOOM_ERR_INVALID_ARG, "%s: records_add_time: record %lld %s", s->path, (long long)id,
                    n < 0 ? "is not an \"ok\" record" : "holds the most times a record can");
   }
-  double *all = realloc(times, sizeof(double) * (size_t)(n + 1)), *sorted = malloc(sizeof(double) * (size_t)(n + 1));
+  double *all = loom_realloc(times, sizeof(double) * (size_t)(n + 1)), *sorted = loom_malloc(sizeof(double) * (size_t)(n + 1));
   if (!all || !sorted) {
-    free(all ? all : times);
-    free(sorted);
+    loom_free(all ? all : times);
+    loom_free(sorted);
     return err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", s->path);
   }
   all[n++] = median_us;
@@ -257,9 +258,9 @@ loom_status records_add_time(RecordStore *s, int64_t id, double median_us, LoomE
   double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   char *json = records_times_to_json(all, n);
   st = json ? s->ops->set_times(s, id, json, median, err) : err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", s->path);
-  free(json);
-  free(all);
-  free(sorted);
+  loom_free(json);
+  loom_free(all);
+  loom_free(sorted);
   return st;
 }
 

@@ -22,6 +22,7 @@
 #include "autotune/records.h"
 
 #include "runtime/artifact.h" /* LOOM_VERSION_STRING */
+#include "support/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -337,7 +338,7 @@ static loom_status check_header(const char *path, LoomError *err) {
  * created the file first (the caller then checks theirs). */
 static loom_status create_file(const char *path, LoomError *err) {
   size_t cap = strlen(path) + 48;
-  char *tmp = malloc(cap);
+  char *tmp = loom_malloc(cap);
   if (!tmp) return err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", path);
   /* Not mkstemp: its files are 0600, and a records file gets the mode of
    * any new file (0666 less the umask), so others can read a shared one. */
@@ -349,7 +350,7 @@ static loom_status create_file(const char *path, LoomError *err) {
   }
   if (fd < 0) {
     loom_status st = err_set(err, LOOM_ERR_IO, "%s: cannot create the records file: %s", path, strerror(errno));
-    free(tmp);
+    loom_free(tmp);
     return st;
   }
   close(fd);
@@ -385,7 +386,7 @@ static loom_status create_file(const char *path, LoomError *err) {
       st = err_set(err, LOOM_ERR_IO, "%s: cannot create the records file: %s", path, strerror(errno));
   }
   unlink(tmp);
-  free(tmp);
+  loom_free(tmp);
   return st;
 }
 
@@ -422,11 +423,11 @@ loom_status records_sqlite_open(const char *path, RecordStore **out, LoomError *
   sqlite3_close(db);
   if (st) return st;
 
-  SqliteStore *s = calloc(1, sizeof *s);
-  char *p = strdup(path);
+  SqliteStore *s = loom_calloc(1, sizeof *s);
+  char *p = loom_strdup(path);
   if (!s || !p) {
-    free(s);
-    free(p);
+    loom_free(s);
+    loom_free(p);
     return err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", path);
   }
   s->base.ops = &sqlite_ops;
@@ -454,8 +455,8 @@ static void sqlite_close(RecordStore *base) {
   if (s->db && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
   for (int i = 0; i < Q_COUNT; i++) sqlite3_finalize(s->q[i]);
   sqlite3_close(s->db);
-  free(s->base.path);
-  free(s);
+  loom_free(s->base.path);
+  loom_free(s);
 }
 
 static loom_status sqlite_begin(RecordStore *base, LoomError *err) {
@@ -512,7 +513,7 @@ static loom_status sqlite_add(RecordStore *base, const TuneRecord *r, const char
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
   }
-  free(times);
+  loom_free(times);
   if (rc == SQLITE_OK) {
     *added = sqlite3_changes(s->db) > 0;
     return LOOM_OK;
@@ -665,7 +666,7 @@ static loom_status sqlite_best(RecordStore *base, const char *workload, const ch
     out->times_us = arena_memdup(a, times, sizeof(double) * (size_t)(r.n_times > 0 ? r.n_times : 1));
     *found = true;
   }
-  free(times);
+  loom_free(times);
   finish(q);
   return st;
 }
@@ -707,7 +708,7 @@ static loom_status sqlite_foreach(RecordStore *base, const char *workload, const
     double *times = NULL;
     st = read_row(s, q, &r, &times, err);
     bool more = !st && fn(&r, user);
-    free(times);
+    loom_free(times);
     if (!more) break;
   }
   if (!st && rc != SQLITE_OK && rc != SQLITE_DONE)

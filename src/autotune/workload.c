@@ -2,6 +2,7 @@
  * (workload.h says why the text and why this hash). */
 #include "autotune/workload.h"
 
+#include "support/alloc.h"
 #include "tir/text.h"
 
 #include <stdio.h>
@@ -39,7 +40,7 @@ void autotune_workload_key(const PrimFunc *f, char out[AUTOTUNE_WORKLOAD_KEY_LEN
   char *text = tir_print_func_anonymous(f);
   Fnv128 h = autotune_fnv128_init();
   autotune_fnv128_update(&h, text, strlen(text));
-  free(text);
+  loom_free(text);
   snprintf(out, AUTOTUNE_WORKLOAD_KEY_LEN + 1, "%016llx%016llx", (unsigned long long)h.hi,
            (unsigned long long)h.lo);
 }

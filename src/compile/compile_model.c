@@ -26,6 +26,7 @@
 #include "autotune/records.h"
 #include "autotune/workload.h"
 #include "loom/loom_compile.h"
+#include "support/alloc.h"
 #include "tir/flops.h"
 #include "tir/schedule/schedule.h"
 #include "tir/text.h"
@@ -508,7 +509,7 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
   sb_printf(sb, "%-28s %6s %7s %8s %7s %12s %12s %8s\n", "kernel", "calls", "samples", "records", "failed",
             "default us", "tuned us", "speedup");
   double total_default = 0, total_tuned = 0;
-  char (*keys)[AUTOTUNE_WORKLOAD_KEY_LEN + 1] = calloc((size_t)c->ngroups + 1, sizeof *keys);
+  char (*keys)[AUTOTUNE_WORKLOAD_KEY_LEN + 1] = loom_calloc((size_t)c->ngroups + 1, sizeof *keys);
   for (int i = 0; !st && i < c->ngroups; i++) {
     autotune_workload_key(c->groups[i].func, keys[i]);
     int first = i, calls = 0;
@@ -532,7 +533,7 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
               trace_num_samples(sch_trace(space)), (long long)s.n, (long long)s.failed, d, t, x);
     sch_free(space);
   }
-  free(keys);
+  loom_free(keys);
   if (!st)
     sb_printf(sb, "kernels with records, calls x time: default %.3f ms, tuned %.3f ms\n", total_default * 1e-3,
               total_tuned * 1e-3);
@@ -582,7 +583,7 @@ loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const Loo
         char *t = tir_print_func(c.funcs[i]);
         sb_puts(&sb, t);
         sb_puts(&sb, "\n");
-        free(t);
+        loom_free(t);
       }
     } else if (dump) {
       sb_puts(&sb, driver_source(c.module));

@@ -7,6 +7,7 @@
 #include "compile/pass_dump.h"
 
 #include "loom/loom_compile.h"
+#include "support/alloc.h"
 #include "support/strbuf.h"
 #include "tir/text.h"
 
@@ -109,7 +110,7 @@ void pass_dump_tir(void *user, const char *pass, int step, bool after, const Pri
   char *text = tir_print_func(f);
   fprintf(d->out, "# ---- %s %s (lowering step %d) kernel %s ----\n%s", after ? "after" : "before", pass, step,
           f->name, text);
-  free(text);
+  loom_free(text);
 }
 
 void pass_dump_set_hook(PassDump *d, LowerOptions *lo) {

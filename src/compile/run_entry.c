@@ -7,6 +7,7 @@
  * bit-identical. Everything hard-coded here is covered by
  * artifact_run_hash, baked in as NAME_plan_hash for the loader to check. */
 #include "compile/compile.h"
+#include "support/alloc.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static int shape_id(ShapeTable *st, int32_t ndim, const int64_t *shape) {
     }
   if (st->n == st->cap) {
     st->cap = st->cap ? st->cap * 2 : 16;
-    char **nk = realloc(st->keys, (size_t)st->cap * sizeof *nk);
+    char **nk = loom_realloc(st->keys, (size_t)st->cap * sizeof *nk);
     LOOM_ASSERT(nk);
     st->keys = nk;
   }
@@ -42,8 +43,8 @@ static int shape_id(ShapeTable *st, int32_t ndim, const int64_t *shape) {
 }
 
 static void shape_table_free(ShapeTable *st) {
-  for (int i = 0; i < st->n; i++) free(st->keys[i]);
-  free(st->keys);
+  for (int i = 0; i < st->n; i++) loom_free(st->keys[i]);
+  loom_free(st->keys);
 }
 
 static void emit_check_helper(StrBuf *o, const char *name) {

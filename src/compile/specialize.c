@@ -40,6 +40,7 @@
 
 #include "frontend/onnx/onnx.h"
 #include "graph/graph_dynamic.h"
+#include "support/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,9 +69,9 @@ static bool any_output(const GraphNode *n, const bool *flag) {
  * (g->nodes is in topological order). NULL when out of memory. */
 static bool *values_needed(const Graph *g) {
   size_t nv = (size_t)g->nvalues + 1;
-  bool *live = calloc(nv, 1), *need = calloc(nv, 1), *shape = calloc(nv, 1);
+  bool *live = loom_calloc(nv, 1), *need = loom_calloc(nv, 1), *shape = loom_calloc(nv, 1);
   if (!live || !need || !shape) {
-    free(live), free(need), free(shape);
+    loom_free(live), loom_free(need), loom_free(shape);
     return NULL;
   }
   for (int i = 0; i < g->noutputs; i++) live[g->outputs[i]] = true;
@@ -90,8 +91,8 @@ static bool *values_needed(const Graph *g) {
       else if (out_shape) shape[v] = true;
     }
   }
-  free(live);
-  free(shape);
+  loom_free(live);
+  loom_free(shape);
   return need;
 }
 
@@ -112,7 +113,7 @@ loom_status compile_specialize_decide(const Graph *g, const LoomInputValue *vals
     const DLTensor *t = vals[i].tensor;
     bind[i] = graph_shape_numel(t->ndim, t->shape) <= SPECIALIZE_MAX_ELEMS;
   }
-  free(need);
+  loom_free(need);
   return LOOM_OK;
 }
 
@@ -147,7 +148,7 @@ loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int 
     loom_status st = graph_set_input_shape(g, name, t->ndim, t->shape, err);
     if (st) return st;
   }
-  bool *bind = calloc((size_t)n + 1, sizeof *bind);
+  bool *bind = loom_calloc((size_t)n + 1, sizeof *bind);
   if (!bind) return err_set(err, LOOM_ERR_INTERNAL, "specialize: out of memory");
   loom_status st = compile_specialize_decide(g, vals, n, bind, err);
   for (int i = 0; !st && i < n; i++) {
@@ -165,18 +166,18 @@ loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int 
     g->ninputs--;
     if (bound) bound[i] = true;
   }
-  free(bind);
+  loom_free(bind);
   return st;
 }
 
 loom_status compile_import_specialized(const char *path, const LoomInputValue *vals, int n, Graph **out,
                                        LoomError *err) {
   *out = NULL;
-  bool *force = calloc((size_t)n + 1, sizeof *force), *bound = calloc((size_t)n + 1, sizeof *bound);
-  bool *more = calloc((size_t)n + 1, sizeof *more);
+  bool *force = loom_calloc((size_t)n + 1, sizeof *force), *bound = loom_calloc((size_t)n + 1, sizeof *bound);
+  bool *more = loom_calloc((size_t)n + 1, sizeof *more);
   /* An input the caller gives a value for stays an input even where an
    * initializer gives it a default (IR version 3 files). */
-  const char **fed = calloc((size_t)n + 1, sizeof *fed);
+  const char **fed = loom_calloc((size_t)n + 1, sizeof *fed);
   loom_status st =
       force && bound && more && fed ? LOOM_OK : err_set(err, LOOM_ERR_INTERNAL, "specialize: out of memory");
   for (int i = 0; fed && i < n; i++) fed[i] = vals[i].name;
@@ -205,9 +206,9 @@ loom_status compile_import_specialized(const char *path, const LoomInputValue *v
                 bound[i] ? "compiled in (its value decides shapes)" : "kept");
     break;
   }
-  free(force);
-  free(bound);
-  free(more);
-  free(fed);
+  loom_free(force);
+  loom_free(bound);
+  loom_free(more);
+  loom_free(fed);
   return st;
 }

@@ -1,6 +1,7 @@
 /* The build driver: lower -> one C source -> shared object -> loaded module. */
 #include "driver/driver.h"
 
+#include "support/alloc.h"
 #include "support/strbuf.h"
 #include "target/codegen_c.h"
 #include "tir/text.h"
@@ -70,7 +71,7 @@ typedef struct Units {
 static void units_push(Units *u, StrBuf *sb) {
   if (u->n == u->cap) {
     u->cap = u->cap ? 2 * u->cap : 8;
-    char **t = realloc(u->text, (size_t)u->cap * sizeof *t);
+    char **t = loom_realloc(u->text, (size_t)u->cap * sizeof *t);
     LOOM_ASSERT(t);
     u->text = t;
   }
@@ -78,8 +79,8 @@ static void units_push(Units *u, StrBuf *sb) {
 }
 
 static void units_free(Units *u) {
-  for (int i = 0; i < u->n; i++) free(u->text[i]);
-  free(u->text);
+  for (int i = 0; i < u->n; i++) loom_free(u->text[i]);
+  loom_free(u->text);
 }
 
 /* Lowers every function, generates C for each distinct one, and packs them
@@ -142,7 +143,7 @@ loom_status driver_build(Arena *a, const PrimFunc *const *funcs, int n, const Dr
   BuildOptions build = {0};
   if (opt && opt->build) build = *opt->build;
 
-  DriverModule *m = calloc(1, sizeof *m);
+  DriverModule *m = loom_calloc(1, sizeof *m);
   if (!m) return err_set(err, LOOM_ERR_INTERNAL, "driver_build: out of memory");
   m->n = n;
   m->lowered = ARENA_ARRAY(a, const PrimFunc *, n);
@@ -163,8 +164,8 @@ loom_status driver_build(Arena *a, const PrimFunc *const *funcs, int n, const Dr
   }
   units_free(&units);
   if (st) {
-    free(m->source);
-    free(m);
+    loom_free(m->source);
+    loom_free(m);
     return st;
   }
   *out = m;
@@ -189,6 +190,6 @@ const char *driver_so_path(const DriverModule *m) { return m ? m->so_path : NULL
 void driver_module_free(DriverModule *m) {
   if (!m) return;
   module_unload(m->module);
-  free(m->source);
-  free(m);
+  loom_free(m->source);
+  loom_free(m);
 }

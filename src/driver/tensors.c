@@ -1,6 +1,7 @@
 /* DLTensors for a PrimFunc's parameters, with seeded random contents. */
 #include "driver/driver.h"
 
+#include "support/alloc.h"
 #include "tensor_data/tensor_fill.h"
 
 #include <stdlib.h>
@@ -17,9 +18,9 @@ loom_status driver_tensors_alloc(const PrimFunc *f, uint64_t seed, DriverTensors
   memset(out, 0, sizeof *out);
   int n = f->n_params;
   out->n = n;
-  out->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *out->tensors);
-  out->ptrs = calloc((size_t)(n > 0 ? n : 1), sizeof *out->ptrs);
-  out->bytes = calloc((size_t)(n > 0 ? n : 1), sizeof *out->bytes);
+  out->tensors = loom_calloc((size_t)(n > 0 ? n : 1), sizeof *out->tensors);
+  out->ptrs = loom_calloc((size_t)(n > 0 ? n : 1), sizeof *out->ptrs);
+  out->bytes = loom_calloc((size_t)(n > 0 ? n : 1), sizeof *out->bytes);
   if (!out->tensors || !out->ptrs || !out->bytes) {
     driver_tensors_free(out);
     return err_set(err, LOOM_ERR_INTERNAL, "driver_tensors_alloc: out of memory");
@@ -36,7 +37,7 @@ loom_status driver_tensors_alloc(const PrimFunc *f, uint64_t seed, DriverTensors
                      "scalar type of whole bytes",
                      b->name, f->name, dtype_str(b->dtype, buf));
     }
-    int64_t *shape = calloc((size_t)(b->ndim > 0 ? b->ndim : 1), sizeof *shape);
+    int64_t *shape = loom_calloc((size_t)(b->ndim > 0 ? b->ndim : 1), sizeof *shape);
     t->shape = shape;
     int64_t count = 1;
     for (int d = 0; d < b->ndim; d++) {
@@ -53,7 +54,7 @@ loom_status driver_tensors_alloc(const PrimFunc *f, uint64_t seed, DriverTensors
     }
     size_t bytes = (size_t)count * (size_t)(b->dtype.bits / 8);
     size_t padded = (bytes + 63) / 64 * 64;
-    t->data = aligned_alloc(64, padded ? padded : 64);
+    t->data = loom_aligned_alloc(64, padded ? padded : 64);
     if (!t->data) {
       driver_tensors_free(out);
       return err_set(err, LOOM_ERR_INTERNAL, "driver_tensors_alloc: out of memory for \"%s\"", b->name);
@@ -88,11 +89,11 @@ void driver_tensors_data(const DriverTensors *t, void **out) {
 void driver_tensors_free(DriverTensors *t) {
   if (!t) return;
   for (int i = 0; t->tensors && i < t->n; i++) {
-    free(t->tensors[i].data);
-    free(t->tensors[i].shape);
+    loom_free(t->tensors[i].data);
+    loom_free(t->tensors[i].shape);
   }
-  free(t->tensors);
-  free(t->ptrs);
-  free(t->bytes);
+  loom_free(t->tensors);
+  loom_free(t->ptrs);
+  loom_free(t->bytes);
   memset(t, 0, sizeof *t);
 }

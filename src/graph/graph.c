@@ -1,5 +1,6 @@
 /* Graph construction, attributes and constant tensors. */
 #include "graph/graph.h"
+#include "support/alloc.h"
 
 #include <string.h>
 
@@ -238,7 +239,7 @@ void graph_replace_uses(Graph *g, ValueId from, ValueId to) {
 loom_status graph_verify(const Graph *g, LoomError *err) {
   /* A value is available once it is a graph input, a constant, or the output
    * of an earlier node. */
-  char *avail = calloc((size_t)g->nvalues + 1, 1);
+  char *avail = loom_calloc((size_t)g->nvalues + 1, 1);
   if (!avail) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   for (int k = 0; k < g->ninputs; k++) avail[g->inputs[k]] = 1;
   for (int v = 0; v < g->nvalues; v++)
@@ -260,7 +261,7 @@ loom_status graph_verify(const Graph *g, LoomError *err) {
   }
   for (int k = 0; k < g->noutputs && !st; k++)
     if (!avail[g->outputs[k]]) st = err_set(err, LOOM_ERR_INVALID_ARG, "graph output \"%s\" is never produced", g->values[g->outputs[k]].name);
-  free(avail);
+  loom_free(avail);
   return st;
 }
 

@@ -9,6 +9,7 @@
  * their ids: two equal nodes that both name one stay. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +86,8 @@ typedef struct CseTable {
 static bool table_init(CseTable *t, int n) {
   size_t cap = 16;
   while (cap < (size_t)n * 2 + 1) cap *= 2;
-  t->slot = malloc(cap * sizeof(int));
-  t->key = malloc(cap * sizeof(uint64_t));
+  t->slot = loom_malloc(cap * sizeof(int));
+  t->key = loom_malloc(cap * sizeof(uint64_t));
   t->mask = cap - 1;
   if (!t->slot || !t->key) return false;
   for (size_t k = 0; k < cap; k++) t->slot[k] = -1;
@@ -94,8 +95,8 @@ static bool table_init(CseTable *t, int n) {
 }
 
 static void table_free(CseTable *t) {
-  free(t->slot);
-  free(t->key);
+  loom_free(t->slot);
+  loom_free(t->key);
 }
 
 static bool output_is_graph_output(const Graph *g, const GraphNode *n) {
@@ -126,10 +127,10 @@ static void dedup_constants(Graph *g, CseTable *t) {
 
 loom_status graph_pass_cse(Graph *g, LoomError *err) {
   CseTable ct = {0}, nt = {0};
-  bool *remove = calloc((size_t)g->nnodes + 1, 1);
+  bool *remove = loom_calloc((size_t)g->nnodes + 1, 1);
   bool ok = remove && table_init(&ct, g->nvalues) && table_init(&nt, g->nnodes);
   if (!ok) {
-    free(remove);
+    loom_free(remove);
     table_free(&ct);
     table_free(&nt);
     return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
@@ -171,7 +172,7 @@ loom_status graph_pass_cse(Graph *g, LoomError *err) {
     remove[i] = true;
   }
   graph_remove_nodes(g, remove);
-  free(remove);
+  loom_free(remove);
   table_free(&ct);
   table_free(&nt);
   return graph_verify(g, err);

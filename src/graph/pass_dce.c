@@ -2,15 +2,16 @@
  * output or an input of a live node. One backward sweep suffices because
  * nodes are in topological order. */
 #include "graph/graph.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 
 loom_status graph_pass_dce(Graph *g, LoomError *err) {
-  bool *live_value = calloc((size_t)g->nvalues + 1, 1);
-  bool *remove = calloc((size_t)g->nnodes + 1, 1);
+  bool *live_value = loom_calloc((size_t)g->nvalues + 1, 1);
+  bool *remove = loom_calloc((size_t)g->nnodes + 1, 1);
   if (!live_value || !remove) {
-    free(live_value);
-    free(remove);
+    loom_free(live_value);
+    loom_free(remove);
     return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   }
   for (int k = 0; k < g->noutputs; k++) live_value[g->outputs[k]] = true;
@@ -31,7 +32,7 @@ loom_status graph_pass_dce(Graph *g, LoomError *err) {
    * but drop their data so nothing downstream embeds them. */
   for (int v = 0; v < g->nvalues; v++)
     if (g->values[v].constant && !live_value[v]) g->values[v].constant = NULL;
-  free(live_value);
-  free(remove);
+  loom_free(live_value);
+  loom_free(remove);
   return LOOM_OK;
 }

@@ -4,6 +4,7 @@
  * reduction over an empty set is folded earlier (graph/fold_reduce.c). An
  * empty graph output is handed back by the runtime without a kernel. */
 #include "graph/passes.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ static GraphTensor *value_tensor(Graph *g, ValueId v) {
 }
 
 loom_status graph_pass_fold_empty(Graph *g, LoomError *err) {
-  bool *remove = calloc((size_t)g->nnodes + 1, sizeof *remove);
+  bool *remove = loom_calloc((size_t)g->nnodes + 1, sizeof *remove);
   if (!remove) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   for (int i = 0; i < g->nnodes; i++) {
     GraphNode *n = &g->nodes[i];
@@ -53,6 +54,6 @@ loom_status graph_pass_fold_empty(Graph *g, LoomError *err) {
     }
   }
   graph_remove_nodes(g, remove);
-  free(remove);
+  loom_free(remove);
   return LOOM_OK;
 }

@@ -7,6 +7,7 @@
  * data whatever its size. */
 #include "graph/graph.h"
 #include "graph/infer_internal.h"
+#include "support/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -401,7 +402,7 @@ static bool fold_node(FoldCtx *c) {
 }
 
 loom_status graph_pass_fold_constants(Graph *g, LoomError *err) {
-  bool *remove = calloc((size_t)g->nnodes + 1, 1);
+  bool *remove = loom_calloc((size_t)g->nnodes + 1, 1);
   if (!remove) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   loom_status st = LOOM_OK;
   if (err) err->status = LOOM_OK;
@@ -418,6 +419,6 @@ loom_status graph_pass_fold_constants(Graph *g, LoomError *err) {
     }
   }
   if (!st) graph_remove_nodes(g, remove);
-  free(remove);
+  loom_free(remove);
   return st;
 }

@@ -8,6 +8,7 @@
  * per-channel constants right after a conv. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
+#include "support/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,9 +123,9 @@ loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err) {
   int *uses = graph_use_counts(g);
   if (!uses) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   GraphNodeBuf buf = {0};
-  bool *drop = calloc((size_t)g->nnodes + 1, 1);
+  bool *drop = loom_calloc((size_t)g->nnodes + 1, 1);
   if (!drop) {
-    free(uses);
+    loom_free(uses);
     return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   }
   /* First fold into convs (edits the conv in place, drops the BN). */
@@ -160,8 +161,8 @@ loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err) {
     graph_nodebuf_add(g, &buf, GRAPH_OP_ADD, arena_printf(g->arena, "%s_add", name), in_add, 2, &y, 1);
   }
   graph_nodebuf_commit(g, &buf);
-  free(uses);
-  free(drop);
+  loom_free(uses);
+  loom_free(drop);
   loom_status st = graph_pass_infer(g, err);
   return st ? st : graph_verify(g, err);
 }
@@ -185,10 +186,10 @@ static bool conv_channel_values(const Graph *g, ValueId v, int64_t K, int out_ra
 
 loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err) {
   int *uses = graph_use_counts(g);
-  bool *drop = calloc((size_t)g->nnodes + 1, 1);
+  bool *drop = loom_calloc((size_t)g->nnodes + 1, 1);
   if (!uses || !drop) {
-    free(uses);
-    free(drop);
+    loom_free(uses);
+    loom_free(drop);
     return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   }
   for (int i = 0; i < g->nnodes; i++) {
@@ -207,10 +208,10 @@ loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err) {
     int64_t K = xv->dims[1];
     int ci = foldable_conv(g, uses, x, K);
     if (ci < 0) continue;
-    double *vals = malloc(sizeof(double) * (size_t)K);
+    double *vals = loom_malloc(sizeof(double) * (size_t)K);
     if (!vals) break;
     if (!conv_channel_values(g, cv, K, xv->rank, vals)) {
-      free(vals);
+      loom_free(vals);
       continue;
     }
     BnParams p = {K, ARENA_ARRAY(g->arena, double, K), ARENA_ARRAY(g->arena, double, K)};
@@ -222,13 +223,13 @@ loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err) {
       default: p.scale[k] = 1; p.shift[k] = -vals[k]; break;
       }
     }
-    free(vals);
+    loom_free(vals);
     fold_into_conv(g, ci, n, &p); /* the conv now writes y */
     drop[i] = true;
   }
   graph_remove_nodes(g, drop);
-  free(uses);
-  free(drop);
+  loom_free(uses);
+  loom_free(drop);
   loom_status st = graph_pass_infer(g, err);
   return st ? st : graph_verify(g, err);
 }

@@ -26,6 +26,7 @@
  * max_group_size nodes. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +79,8 @@ static GraphOpPattern edge_pattern(const Graph *g, const GraphNode *consumer, Va
 static bool build_edges(FuseCtx *c) {
   const Graph *g = c->g;
   int total = 0;
-  c->edge_start = calloc((size_t)c->n + 2, sizeof(int));
-  c->extern_ref = calloc((size_t)c->n + 1, 1);
+  c->edge_start = loom_calloc((size_t)c->n + 2, sizeof(int));
+  c->extern_ref = loom_calloc((size_t)c->n + 1, 1);
   if (!c->edge_start || !c->extern_ref) return false;
   for (int j = 0; j < c->n; j++)
     for (int k = 0; k < g->nodes[j].ninputs; k++) {
@@ -90,10 +91,10 @@ static bool build_edges(FuseCtx *c) {
       }
     }
   for (int i = 0; i < c->n; i++) c->edge_start[i + 1] += c->edge_start[i];
-  c->edges = malloc(sizeof(FuseEdge) * (size_t)(total + 1));
-  int *fill = calloc((size_t)c->n + 1, sizeof(int));
+  c->edges = loom_malloc(sizeof(FuseEdge) * (size_t)(total + 1));
+  int *fill = loom_calloc((size_t)c->n + 1, sizeof(int));
   if (!c->edges || !fill) {
-    free(fill);
+    loom_free(fill);
     return false;
   }
   for (int j = 0; j < c->n; j++)
@@ -103,7 +104,7 @@ static bool build_edges(FuseCtx *c) {
       int p = g->values[v].producer;
       c->edges[c->edge_start[p] + fill[p]++] = (FuseEdge){j, edge_pattern(g, &g->nodes[j], v)};
     }
-  free(fill);
+  loom_free(fill);
   for (int k = 0; k < g->noutputs; k++) {
     int p = g->values[g->outputs[k]].producer;
     if (p >= 0) c->extern_ref[p] = true;
@@ -253,31 +254,31 @@ static void run_phase(FuseCtx *c, int phase) {
 }
 
 static void ctx_free(FuseCtx *c) {
-  free(c->edge_start);
-  free(c->edges);
-  free(c->extern_ref);
-  free(c->pd_parent);
-  free(c->pd_depth);
-  free(c->pd_pattern);
-  free(c->uf_parent);
-  free(c->gpattern);
-  free(c->ganchor);
-  free(c->gsize);
-  free(c->visit_mark);
-  free(c->root_mark);
+  loom_free(c->edge_start);
+  loom_free(c->edges);
+  loom_free(c->extern_ref);
+  loom_free(c->pd_parent);
+  loom_free(c->pd_depth);
+  loom_free(c->pd_pattern);
+  loom_free(c->uf_parent);
+  loom_free(c->gpattern);
+  loom_free(c->ganchor);
+  loom_free(c->gsize);
+  loom_free(c->visit_mark);
+  loom_free(c->root_mark);
 }
 
 static bool ctx_alloc(FuseCtx *c) {
   size_t n = (size_t)c->n + 1;
-  c->pd_parent = malloc(n * sizeof(int));
-  c->pd_depth = malloc(n * sizeof(int));
-  c->pd_pattern = malloc(n * sizeof(GraphOpPattern));
-  c->uf_parent = malloc(n * sizeof(int));
-  c->gpattern = malloc(n * sizeof(GraphOpPattern));
-  c->ganchor = malloc(n * sizeof(int));
-  c->gsize = malloc(n * sizeof(int));
-  c->visit_mark = calloc(n, sizeof(int));
-  c->root_mark = calloc(n, sizeof(int));
+  c->pd_parent = loom_malloc(n * sizeof(int));
+  c->pd_depth = loom_malloc(n * sizeof(int));
+  c->pd_pattern = loom_malloc(n * sizeof(GraphOpPattern));
+  c->uf_parent = loom_malloc(n * sizeof(int));
+  c->gpattern = loom_malloc(n * sizeof(GraphOpPattern));
+  c->ganchor = loom_malloc(n * sizeof(int));
+  c->gsize = loom_malloc(n * sizeof(int));
+  c->visit_mark = loom_calloc(n, sizeof(int));
+  c->root_mark = loom_calloc(n, sizeof(int));
   return c->pd_parent && c->pd_depth && c->pd_pattern && c->uf_parent && c->gpattern && c->ganchor && c->gsize &&
          c->visit_mark && c->root_mark && build_edges(c);
 }
@@ -329,11 +330,11 @@ static void describe_group(const Graph *g, const GraphFusionPlan *p, int gid, Ar
  * algorithm, smallest first node first, which keeps the source order). */
 static loom_status order_groups(const Graph *g, GraphFusionPlan *p, int *order, LoomError *err) {
   int ng = p->ngroups;
-  int *indeg = calloc((size_t)ng + 1, sizeof(int));
-  bool *done = calloc((size_t)ng + 1, 1);
+  int *indeg = loom_calloc((size_t)ng + 1, sizeof(int));
+  bool *done = loom_calloc((size_t)ng + 1, 1);
   if (!indeg || !done) {
-    free(indeg);
-    free(done);
+    loom_free(indeg);
+    loom_free(done);
     return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   }
   for (int j = 0; j < g->nnodes; j++)
@@ -368,8 +369,8 @@ static loom_status order_groups(const Graph *g, GraphFusionPlan *p, int *order, 
       }
     }
   }
-  free(indeg);
-  free(done);
+  loom_free(indeg);
+  loom_free(done);
   return st;
 }
 
@@ -398,10 +399,10 @@ loom_status graph_pass_fuse(const Graph *g, const GraphFuseOptions *opts, Arena 
   /* Number groups by their first node, list members ascending. */
   out->nnodes = c.n;
   out->group_of = ARENA_ARRAY(a, int, c.n);
-  int *gid_of_root = malloc(sizeof(int) * ((size_t)c.n + 1));
-  int *members = malloc(sizeof(int) * ((size_t)c.n + 1));
-  int *order = malloc(sizeof(int) * ((size_t)c.n + 1));
-  GraphFusedGroup *unordered = malloc(sizeof(GraphFusedGroup) * ((size_t)c.n + 1));
+  int *gid_of_root = loom_malloc(sizeof(int) * ((size_t)c.n + 1));
+  int *members = loom_malloc(sizeof(int) * ((size_t)c.n + 1));
+  int *order = loom_malloc(sizeof(int) * ((size_t)c.n + 1));
+  GraphFusedGroup *unordered = loom_malloc(sizeof(GraphFusedGroup) * ((size_t)c.n + 1));
   loom_status st = LOOM_OK;
   if (!gid_of_root || !members || !order || !unordered) {
     st = err_set(err, LOOM_ERR_INTERNAL, "out of memory");
@@ -439,10 +440,10 @@ loom_status graph_pass_fuse(const Graph *g, const GraphFuseOptions *opts, Arena 
       memset(out, 0, sizeof *out);
     }
   }
-  free(gid_of_root);
-  free(members);
-  free(order);
-  free(unordered);
+  loom_free(gid_of_root);
+  loom_free(members);
+  loom_free(order);
+  loom_free(unordered);
   ctx_free(&c);
   return st;
 }

@@ -27,6 +27,7 @@
  * count, per conv. */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -475,26 +476,31 @@ static bool try_rewrite_pad(LayoutCtx *c, const GraphNode *n) {
   return true;
 }
 
+/* The per-value tables; any may be NULL (a failed allocation). */
+static void layout_ctx_free(LayoutCtx *c) {
+  loom_free(c->rep_id);
+  loom_free(c->rep_block);
+  loom_free(c->nchw_ok);
+  loom_free(c->alt_id);
+  loom_free(c->alt_block);
+  loom_free(c->fold_src);
+  loom_free(c->fold_pads);
+}
+
 loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, LoomError *err) {
   LayoutCtx c = {0};
   c.g = g;
   c.max_block = opts && opts->max_block > 0 ? opts->max_block : 16;
   c.nvalues0 = g->nvalues;
-  c.rep_id = malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
-  c.rep_block = calloc((size_t)g->nvalues + 1, sizeof(int));
-  c.nchw_ok = malloc((size_t)g->nvalues + 1);
-  c.alt_id = malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
-  c.alt_block = calloc((size_t)g->nvalues + 1, sizeof(int));
-  c.fold_src = malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
-  c.fold_pads = malloc(sizeof(*c.fold_pads) * ((size_t)g->nvalues + 1));
+  c.rep_id = loom_malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
+  c.rep_block = loom_calloc((size_t)g->nvalues + 1, sizeof(int));
+  c.nchw_ok = loom_malloc((size_t)g->nvalues + 1);
+  c.alt_id = loom_malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
+  c.alt_block = loom_calloc((size_t)g->nvalues + 1, sizeof(int));
+  c.fold_src = loom_malloc(sizeof(ValueId) * ((size_t)g->nvalues + 1));
+  c.fold_pads = loom_malloc(sizeof(*c.fold_pads) * ((size_t)g->nvalues + 1));
   if (!c.rep_id || !c.rep_block || !c.nchw_ok || !c.alt_id || !c.alt_block || !c.fold_src || !c.fold_pads) {
-    free(c.rep_id);
-    free(c.rep_block);
-    free(c.nchw_ok);
-    free(c.alt_id);
-    free(c.alt_block);
-    free(c.fold_src);
-    free(c.fold_pads);
+    layout_ctx_free(&c);
     return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   }
   for (int v = 0; v < g->nvalues; v++) {
@@ -518,13 +524,7 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
   }
   for (int k = 0; k < g->noutputs; k++) need_nchw(&c, g->outputs[k]);
   graph_nodebuf_commit(g, &c.buf);
-  free(c.rep_id);
-  free(c.rep_block);
-  free(c.nchw_ok);
-  free(c.alt_id);
-  free(c.alt_block);
-  free(c.fold_src);
-  free(c.fold_pads);
+  layout_ctx_free(&c);
   loom_status st = graph_pass_infer(g, err);
   return st ? st : graph_verify(g, err);
 }

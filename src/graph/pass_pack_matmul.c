@@ -25,6 +25,7 @@
  * transB). */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +86,7 @@ loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err) {
   if (width < 1) return LOOM_OK;
   /* One packed copy per weight, however many products read it. */
   int nvalues0 = g->nvalues;
-  ValueId *packed = malloc(sizeof(ValueId) * (size_t)(nvalues0 > 0 ? nvalues0 : 1));
+  ValueId *packed = loom_malloc(sizeof(ValueId) * (size_t)(nvalues0 > 0 ? nvalues0 : 1));
   if (!packed) return err_set(err, LOOM_ERR_INTERNAL, "pack_matmul: out of memory");
   for (int v = 0; v < nvalues0; v++) packed[v] = GRAPH_NO_VALUE;
   GraphNodeBuf buf = {0};
@@ -105,7 +106,7 @@ loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err) {
     rewrite(g, &buf, &copy, packed[bv], b->dims[1]);
     any = true;
   }
-  free(packed);
+  loom_free(packed);
   graph_nodebuf_commit(g, &buf);
   if (!any) return LOOM_OK;
   loom_status st = graph_pass_infer(g, err);

@@ -1,6 +1,7 @@
 /* Inference-time simplification: Identity and Dropout (test mode) forward
  * their input unchanged, so their uses are redirected to the input. */
 #include "graph/graph.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 
@@ -18,7 +19,7 @@ static bool is_graph_input(const Graph *g, ValueId v) {
 
 loom_status graph_pass_remove_identity(Graph *g, LoomError *err) {
   (void)err;
-  bool *remove = calloc((size_t)g->nnodes + 1, 1);
+  bool *remove = loom_calloc((size_t)g->nnodes + 1, 1);
   if (!remove) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
   for (int i = 0; i < g->nnodes; i++) {
     GraphNode *n = &g->nodes[i];
@@ -51,6 +52,6 @@ loom_status graph_pass_remove_identity(Graph *g, LoomError *err) {
     }
   }
   graph_remove_nodes(g, remove);
-  free(remove);
+  loom_free(remove);
   return LOOM_OK;
 }

@@ -1,5 +1,6 @@
 /* Helpers shared by the rewriting passes (pass_internal.h). */
 #include "graph/pass_internal.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ void graph_nodebuf_commit(Graph *g, GraphNodeBuf *b) {
 }
 
 int *graph_use_counts(const Graph *g) {
-  int *uses = calloc((size_t)g->nvalues + 1, sizeof(int));
+  int *uses = loom_calloc((size_t)g->nvalues + 1, sizeof(int));
   if (!uses) return NULL;
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i].ninputs; k++)

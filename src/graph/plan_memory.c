@@ -14,6 +14,7 @@
  * element is read before the same element is written, by the same thread). */
 #include "graph/pass_internal.h"
 #include "graph/passes.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,7 @@ static bool fl_release(FreeList *fl, int64_t off, int64_t size) {
   }
   if (fl->n == fl->cap) {
     int cap = fl->cap ? fl->cap * 2 : 16;
-    MemBlock *p = realloc(fl->b, sizeof(MemBlock) * (size_t)cap);
+    MemBlock *p = loom_realloc(fl->b, sizeof(MemBlock) * (size_t)cap);
     if (!p) return false;
     fl->b = p;
     fl->cap = cap;
@@ -97,14 +98,14 @@ static bool fl_release(FreeList *fl, int64_t off, int64_t size) {
 }
 
 int64_t mem_plan_intervals(int n, const MemInterval *iv, int64_t *offsets, bool *inplace) {
-  MemEvent *ev = malloc(sizeof(MemEvent) * (size_t)(2 * n + 1));
+  MemEvent *ev = loom_malloc(sizeof(MemEvent) * (size_t)(2 * n + 1));
   /* owner[i]: the interval whose release frees i's block (in-place chains
    * hand a block on); taken[j]: j's block was handed to a successor. */
-  bool *taken = calloc((size_t)n + 1, 1);
+  bool *taken = loom_calloc((size_t)n + 1, 1);
   FreeList fl = {0};
   if (!ev || !taken) {
-    free(ev);
-    free(taken);
+    loom_free(ev);
+    loom_free(taken);
     return -1;
   }
   int ne = 0;
@@ -135,9 +136,9 @@ int64_t mem_plan_intervals(int n, const MemInterval *iv, int64_t *offsets, bool 
     }
   }
   if (result >= 0) result = fl.high;
-  free(fl.b);
-  free(ev);
-  free(taken);
+  loom_free(fl.b);
+  loom_free(ev);
+  loom_free(taken);
   return result;
 }
 
@@ -181,11 +182,11 @@ loom_status graph_plan_memory(const Graph *g, const GraphFusionPlan *plan, Arena
   out->offset = ARENA_ARRAY(a, int64_t, nv);
   out->size = ARENA_ARRAY(a, int64_t, nv);
   out->inplace_of = ARENA_ARRAY(a, ValueId, nv);
-  int *interval_of = malloc(sizeof(int) * ((size_t)nv + 1));
-  MemInterval *iv = malloc(sizeof(MemInterval) * ((size_t)nv + 1));
-  ValueId *value_of = malloc(sizeof(ValueId) * ((size_t)nv + 1));
-  int64_t *offs = malloc(sizeof(int64_t) * ((size_t)nv + 1));
-  bool *inpl = malloc((size_t)nv + 1);
+  int *interval_of = loom_malloc(sizeof(int) * ((size_t)nv + 1));
+  MemInterval *iv = loom_malloc(sizeof(MemInterval) * ((size_t)nv + 1));
+  ValueId *value_of = loom_malloc(sizeof(ValueId) * ((size_t)nv + 1));
+  int64_t *offs = loom_malloc(sizeof(int64_t) * ((size_t)nv + 1));
+  bool *inpl = loom_malloc((size_t)nv + 1);
   loom_status st = LOOM_OK;
   if (!interval_of || !iv || !value_of || !offs || !inpl) {
     st = err_set(err, LOOM_ERR_INTERNAL, "out of memory");
@@ -254,10 +255,10 @@ loom_status graph_plan_memory(const Graph *g, const GraphFusionPlan *plan, Arena
     if (inpl[i]) out->inplace_of[v] = value_of[iv[i].inplace_of];
   }
 done:
-  free(interval_of);
-  free(iv);
-  free(value_of);
-  free(offs);
-  free(inpl);
+  loom_free(interval_of);
+  loom_free(iv);
+  loom_free(value_of);
+  loom_free(offs);
+  loom_free(inpl);
   return st;
 }

@@ -1,5 +1,6 @@
 /* Text form of the graph IR (see graph.h for the grammar by example). */
 #include "graph/graph.h"
+#include "support/alloc.h"
 
 #include <inttypes.h>
 
@@ -66,7 +67,7 @@ static void print_attr(const GraphAttr *a, StrBuf *sb) {
 }
 
 void graph_print(const Graph *g, StrBuf *sb) {
-  bool *used = calloc((size_t)g->nvalues + 1, 1);
+  bool *used = loom_calloc((size_t)g->nvalues + 1, 1);
   LOOM_ASSERT(used);
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i].ninputs; k++)
@@ -128,5 +129,5 @@ void graph_print(const Graph *g, StrBuf *sb) {
     print_ref(g, g->outputs[k], sb);
   }
   sb_puts(sb, "\n}\n");
-  free(used);
+  loom_free(used);
 }

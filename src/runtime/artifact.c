@@ -5,6 +5,7 @@
 #include "runtime/artifact_checksum.h"
 #include "runtime/artifact_format.h"
 #include "runtime/dl_dtype.h"
+#include "support/alloc.h"
 
 #include <cJSON.h>
 #include <ctype.h>
@@ -589,7 +590,7 @@ loom_status artifact_parse(const void *image, size_t len, const char *what, int 
   if (memchr(b + meta_off, 0, meta_size))
     return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt metadata: NUL byte in the JSON", what);
 
-  Artifact *art = calloc(1, sizeof *art);
+  Artifact *art = loom_calloc(1, sizeof *art);
   if (!art) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
   art->arena = arena_new();
   art->so_fd = -1;
@@ -651,13 +652,13 @@ static loom_status load_module(Artifact *art, const char *what, int flags, LoomE
   }
   const char *dir = getenv("TMPDIR");
   size_t n = (dir && *dir ? strlen(dir) : 4) + 32;
-  char *path = malloc(n);
+  char *path = loom_malloc(n);
   if (!path) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
   snprintf(path, n, "%s/loom-model-XXXXXX.so", dir && *dir ? dir : "/tmp");
   fd = mkstemps(path, 3);
   if (fd < 0) {
     int e = errno;
-    free(path);
+    loom_free(path);
     return err_set(err, LOOM_ERR_IO, "artifact \"%s\": cannot create a temporary file for its kernels: %s", what,
                    strerror(e));
   }
@@ -665,7 +666,7 @@ static loom_status load_module(Artifact *art, const char *what, int flags, LoomE
   close(fd);
   if (st) {
     unlink(path);
-    free(path);
+    loom_free(path);
     return err_set(err, LOOM_ERR_IO, "artifact \"%s\": cannot write its kernels to a temporary file", what);
   }
   art->so_tmp_path = path;
@@ -730,7 +731,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
     artifact_free(art);
     return st;
   }
-  art->kernels = calloc((size_t)(art->spec.num_kernels > 0 ? art->spec.num_kernels : 1), sizeof(Kernel));
+  art->kernels = loom_calloc((size_t)(art->spec.num_kernels > 0 ? art->spec.num_kernels : 1), sizeof(Kernel));
   if (!art->kernels) {
     artifact_free(art);
     return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", path);
@@ -753,12 +754,12 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
 
 void artifact_free(Artifact *a) {
   if (!a) return;
-  free(a->kernels);
+  loom_free(a->kernels);
   module_unload(a->module);
   if (a->so_fd >= 0) close(a->so_fd);
   if (a->so_tmp_path) unlink(a->so_tmp_path);
-  free(a->so_tmp_path);
+  loom_free(a->so_tmp_path);
   if (a->map) munmap(a->map, a->map_len);
   arena_free(a->arena);
-  free(a);
+  loom_free(a);
 }

@@ -2,6 +2,7 @@
 
 #include "runtime/dl_dtype.h"
 #include "runtime/threadpool.h"
+#include "support/alloc.h"
 #include "support/clock.h"
 
 #include <stdio.h>
@@ -43,7 +44,7 @@ const char *loom_runtime_version(void) { return LOOM_VERSION_STRING; }
 static void *alloc64(uint64_t bytes, bool zero) {
   if (bytes > SIZE_MAX - 64) return NULL;
   size_t n = (size_t)((bytes + 63) / 64 * 64);
-  void *p = aligned_alloc(64, n ? n : 64);
+  void *p = loom_aligned_alloc(64, n ? n : 64);
   if (p && zero) memset(p, 0, n ? n : 64);
   return p;
 }
@@ -51,26 +52,26 @@ static void *alloc64(uint64_t bytes, bool zero) {
 void loom_model_free(LoomModel *m) {
   if (!m) return;
   if (m->art) {
-    for (int32_t i = 0; m->inputs && i < m->art->spec.num_inputs; i++) free(m->inputs[i]);
-    for (int32_t i = 0; m->outputs && i < m->art->spec.num_outputs; i++) free(m->outputs[i]);
-    for (int32_t i = 0; m->out_shapes && i < m->art->spec.num_outputs; i++) free(m->out_shapes[i]);
+    for (int32_t i = 0; m->inputs && i < m->art->spec.num_inputs; i++) loom_free(m->inputs[i]);
+    for (int32_t i = 0; m->outputs && i < m->art->spec.num_outputs; i++) loom_free(m->outputs[i]);
+    for (int32_t i = 0; m->out_shapes && i < m->art->spec.num_outputs; i++) loom_free(m->out_shapes[i]);
   }
-  free(m->out_shapes);
-  free(m->inputs);
-  free(m->input_set);
-  free(m->outputs);
-  free(m->arena);
-  free(m->workspace);
-  free(m->arg_tensors);
-  free(m->arg_ptrs);
-  free(m->arg_start);
-  free(m->io_tensors);
-  free(m->io_ptrs);
-  free(m->prof_ms);
-  free(m->prof_runs);
+  loom_free(m->out_shapes);
+  loom_free(m->inputs);
+  loom_free(m->input_set);
+  loom_free(m->outputs);
+  loom_free(m->arena);
+  loom_free(m->workspace);
+  loom_free(m->arg_tensors);
+  loom_free(m->arg_ptrs);
+  loom_free(m->arg_start);
+  loom_free(m->io_tensors);
+  loom_free(m->io_ptrs);
+  loom_free(m->prof_ms);
+  loom_free(m->prof_runs);
   threadpool_destroy(m->pool);
   artifact_free(m->art);
-  free(m);
+  loom_free(m);
 }
 
 static void *arg_data(LoomModel *m, const ArtifactArg *a) {
@@ -90,14 +91,14 @@ static void *arg_data(LoomModel *m, const ArtifactArg *a) {
 static loom_status model_setup(LoomModel *m, LoomError *err) {
   const ArtifactSpec *s = &m->art->spec;
   size_t ni = (size_t)s->num_inputs + 1, no = (size_t)s->num_outputs + 1, nc = (size_t)s->num_calls + 1;
-  m->inputs = calloc(ni, sizeof(void *));
-  m->input_set = calloc(ni, sizeof(bool));
-  m->outputs = calloc(no, sizeof(void *));
-  m->out_shapes = calloc(no, sizeof(int64_t *));
+  m->inputs = loom_calloc(ni, sizeof(void *));
+  m->input_set = loom_calloc(ni, sizeof(bool));
+  m->outputs = loom_calloc(no, sizeof(void *));
+  m->out_shapes = loom_calloc(no, sizeof(int64_t *));
   m->arena = alloc64(s->arena_bytes, false);
-  m->arg_start = calloc(nc, sizeof(int32_t));
-  m->prof_ms = calloc(nc, sizeof(double));
-  m->prof_runs = calloc(nc, sizeof(int64_t));
+  m->arg_start = loom_calloc(nc, sizeof(int32_t));
+  m->prof_ms = loom_calloc(nc, sizeof(double));
+  m->prof_runs = loom_calloc(nc, sizeof(int64_t));
   if (!m->inputs || !m->input_set || !m->outputs || !m->out_shapes || !m->arena || !m->arg_start || !m->prof_ms || !m->prof_runs)
     return err_set(err, LOOM_ERR_RUNTIME, "out of memory allocating the model (arena of %llu bytes)",
                    (unsigned long long)s->arena_bytes);
@@ -108,7 +109,7 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
     if (!(m->outputs[i] = alloc64(s->outputs[i].nbytes, true)))
       return err_set(err, LOOM_ERR_RUNTIME, "out of memory for output \"%s\"", s->outputs[i].name);
     if (s->outputs[i].dynamic) {
-      if (!(m->out_shapes[i] = calloc((size_t)s->outputs[i].ndim + 1, sizeof(int64_t))))
+      if (!(m->out_shapes[i] = loom_calloc((size_t)s->outputs[i].ndim + 1, sizeof(int64_t))))
         return err_set(err, LOOM_ERR_RUNTIME, "out of memory for output \"%s\"", s->outputs[i].name);
       memcpy(m->out_shapes[i], s->outputs[i].shape, sizeof(int64_t) * (size_t)s->outputs[i].ndim);
     }
@@ -119,8 +120,8 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
     total += (size_t)s->calls[c].num_args;
   }
   m->arg_start[s->num_calls] = (int32_t)total;
-  m->arg_tensors = calloc(total + 1, sizeof(DLTensor));
-  m->arg_ptrs = calloc(total + 1, sizeof(DLTensor *));
+  m->arg_tensors = loom_calloc(total + 1, sizeof(DLTensor));
+  m->arg_ptrs = loom_calloc(total + 1, sizeof(DLTensor *));
   if (!m->arg_tensors || !m->arg_ptrs) return err_set(err, LOOM_ERR_RUNTIME, "out of memory");
   for (int32_t c = 0; c < s->num_calls; c++)
     for (int32_t j = 0; j < s->calls[c].num_args; j++) {
@@ -134,8 +135,8 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
       m->arg_ptrs[m->arg_start[c] + j] = t;
     }
   size_t nio = (size_t)s->num_inputs + (size_t)s->num_outputs;
-  m->io_tensors = calloc(nio + 1, sizeof(DLTensor));
-  m->io_ptrs = calloc(nio + 1, sizeof(DLTensor *));
+  m->io_tensors = loom_calloc(nio + 1, sizeof(DLTensor));
+  m->io_ptrs = loom_calloc(nio + 1, sizeof(DLTensor *));
   if (!m->io_tensors || !m->io_ptrs) return err_set(err, LOOM_ERR_RUNTIME, "out of memory");
   for (size_t i = 0; i < nio; i++) {
     bool in = i < (size_t)s->num_inputs;
@@ -164,7 +165,7 @@ loom_status loom_model_load(const char *path, const LoomModelOptions *opt, LoomM
   LoomError err = {0};
   loom_status st;
   *out = NULL;
-  LoomModel *m = calloc(1, sizeof *m);
+  LoomModel *m = loom_calloc(1, sizeof *m);
   if (!m) {
     st = err_set(&err, LOOM_ERR_RUNTIME, "out of memory");
   } else if (!path) {

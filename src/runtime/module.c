@@ -1,4 +1,5 @@
 #include "runtime/module.h"
+#include "support/alloc.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -18,24 +19,24 @@ loom_status module_load(const char *path, Module **out, LoomError *err) {
   char *resolved = NULL;
   if (!strchr(path, '/')) {
     size_t n = strlen(path) + 3;
-    resolved = malloc(n);
+    resolved = loom_malloc(n);
     if (!resolved) return err_set(err, LOOM_ERR_RUNTIME, "module_load: out of memory");
     snprintf(resolved, n, "./%s", path);
   } else {
-    resolved = strdup(path);
+    resolved = loom_strdup(path);
     if (!resolved) return err_set(err, LOOM_ERR_RUNTIME, "module_load: out of memory");
   }
   dlerror();
   void *h = dlopen(resolved, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *why = dlerror();
-    free(resolved);
+    loom_free(resolved);
     return err_set(err, LOOM_ERR_IO, "cannot load module \"%s\": %s", path, why ? why : "unknown dlopen error");
   }
-  Module *m = calloc(1, sizeof *m);
+  Module *m = loom_calloc(1, sizeof *m);
   if (!m) {
     dlclose(h);
-    free(resolved);
+    loom_free(resolved);
     return err_set(err, LOOM_ERR_RUNTIME, "module_load: out of memory");
   }
   m->handle = h;
@@ -47,8 +48,8 @@ loom_status module_load(const char *path, Module **out, LoomError *err) {
 void module_unload(Module *m) {
   if (!m) return;
   dlclose(m->handle);
-  free(m->path);
-  free(m);
+  loom_free(m->path);
+  loom_free(m);
 }
 
 const char *module_path(const Module *m) { return m->path; }
@@ -102,13 +103,13 @@ loom_status kernel_call(const Kernel *k, DLTensor *const *args, int32_t num_args
   threadpool_fill_env(pool, &env);
   if (k->workspace_bytes) {
     size_t bytes = (k->workspace_bytes + 63) / 64 * 64;
-    env.workspace = aligned_alloc(64, bytes);
+    env.workspace = loom_aligned_alloc(64, bytes);
     if (!env.workspace)
       return err_set(err, LOOM_ERR_RUNTIME, "kernel \"%s\": cannot allocate %zu workspace bytes", k->name, bytes);
     env.workspace_bytes = bytes;
   }
   int32_t rc = k->fn(args, num_args, &env);
-  free(env.workspace);
+  loom_free(env.workspace);
   if (code) *code = rc;
   if (rc == 0) return LOOM_OK;
   LoomKernelErr kind = LOOM_KERNEL_ERR_KIND(rc);

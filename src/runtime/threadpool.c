@@ -1,4 +1,5 @@
 #include "runtime/threadpool.h"
+#include "support/alloc.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -122,7 +123,7 @@ loom_status threadpool_create(int num_threads, ThreadPool **out, LoomError *err)
   if (num_threads > 1024)
     return err_set(err, LOOM_ERR_INVALID_ARG, "thread pool: num_threads %d, expected at most 1024", num_threads);
   if (num_threads <= 0) num_threads = threadpool_default_threads();
-  ThreadPool *p = calloc(1, sizeof *p);
+  ThreadPool *p = loom_calloc(1, sizeof *p);
   if (!p) return err_set(err, LOOM_ERR_RUNTIME, "thread pool: out of memory");
   p->n_threads = num_threads;
   pthread_mutex_init(&p->mu, NULL);
@@ -131,7 +132,7 @@ loom_status threadpool_create(int num_threads, ThreadPool **out, LoomError *err)
   atomic_init(&p->generation, 0);
   atomic_init(&p->ticket, 0);
   if (num_threads > 1) {
-    p->workers = calloc((size_t)num_threads - 1, sizeof *p->workers);
+    p->workers = loom_calloc((size_t)num_threads - 1, sizeof *p->workers);
     if (!p->workers) {
       threadpool_destroy(p);
       return err_set(err, LOOM_ERR_RUNTIME, "thread pool: out of memory");
@@ -157,11 +158,11 @@ void threadpool_destroy(ThreadPool *p) {
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->n_workers_started; i++) pthread_join(p->workers[i], NULL);
-  free(p->workers);
+  loom_free(p->workers);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
   pthread_cond_destroy(&p->done);
-  free(p);
+  loom_free(p);
 }
 
 int threadpool_num_threads(const ThreadPool *p) { return p ? p->n_threads : 1; }

@@ -1,4 +1,5 @@
 #include "support/arena.h"
+#include "support/alloc.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@ struct Arena {
 enum { CHUNK_MIN = 64 * 1024 };
 
 Arena *arena_new(void) {
-  Arena *a = calloc(1, sizeof(Arena));
+  Arena *a = loom_calloc(1, sizeof(Arena));
   if (!a) {
     fprintf(stderr, "loom: out of memory creating an arena\n");
     abort();
@@ -32,10 +33,10 @@ void arena_free(Arena *a) {
   Chunk *c = a->head;
   while (c) {
     Chunk *n = c->next;
-    free(c);
+    loom_free(c);
     c = n;
   }
-  free(a);
+  loom_free(a);
 }
 
 void *arena_alloc(Arena *a, size_t size) {
@@ -44,7 +45,7 @@ void *arena_alloc(Arena *a, size_t size) {
   Chunk *c = a->head;
   if (!c || c->size - c->used < size) {
     size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
-    c = malloc(sizeof(Chunk) + cap);
+    c = loom_malloc(sizeof(Chunk) + cap);
     if (!c) {
       fprintf(stderr, "loom: out of memory (arena chunk of %zu bytes)\n", cap);
       abort();

@@ -1,5 +1,6 @@
 #include "support/atomic_file.h"
 
+#include "support/alloc.h"
 #include "support/subprocess.h"
 
 #include <errno.h>
@@ -12,8 +13,8 @@ loom_status atomic_file_open(AtomicFile *af, const char *path, LoomError *err) {
   memset(af, 0, sizeof *af);
   if (!path || !*path) return err_set(err, LOOM_ERR_INVALID_ARG, "cannot write a file with an empty path");
   size_t n = strlen(path);
-  af->path = strdup(path);
-  af->tmp = malloc(n + 16);
+  af->path = loom_strdup(path);
+  af->tmp = loom_malloc(n + 16);
   if (!af->path || !af->tmp) {
     atomic_file_abort(af);
     return err_set(err, LOOM_ERR_RUNTIME, "out of memory writing \"%s\"", path);
@@ -23,7 +24,7 @@ loom_status atomic_file_open(AtomicFile *af, const char *path, LoomError *err) {
   int fd = mkstemp(af->tmp);
   if (fd < 0) {
     int e = errno;
-    free(af->tmp);
+    loom_free(af->tmp);
     af->tmp = NULL;
     atomic_file_abort(af);
     return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", path, strerror(e));
@@ -50,8 +51,8 @@ void atomic_file_write(AtomicFile *af, const void *data, size_t n) {
 
 static void finish(AtomicFile *af) {
   if (af->tmp) subprocess_untrack_file(af->tmp);
-  free(af->path);
-  free(af->tmp);
+  loom_free(af->path);
+  loom_free(af->tmp);
   af->path = af->tmp = NULL;
   af->f = NULL;
 }

@@ -1,4 +1,5 @@
 #include "support/strbuf.h"
+#include "support/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +8,7 @@
 void sb_init(StrBuf *sb) { memset(sb, 0, sizeof *sb); }
 
 void sb_free(StrBuf *sb) {
-  free(sb->data);
+  loom_free(sb->data);
   sb_init(sb);
 }
 
@@ -15,7 +16,7 @@ static void sb_reserve(StrBuf *sb, size_t extra) {
   if (sb->len + extra + 1 <= sb->cap) return;
   size_t cap = sb->cap ? sb->cap : 256;
   while (cap < sb->len + extra + 1) cap *= 2;
-  char *p = realloc(sb->data, cap);
+  char *p = loom_realloc(sb->data, cap);
   if (!p) {
     fprintf(stderr, "loom: out of memory growing a string to %zu bytes\n", cap);
     abort();
@@ -62,7 +63,7 @@ void sb_indent(StrBuf *sb, int level) {
 char *sb_take(StrBuf *sb) {
   char *p = sb->data;
   if (!p) {
-    p = malloc(1);
+    p = loom_malloc(1);
     if (!p) abort();
     p[0] = 0;
   }

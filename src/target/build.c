@@ -1,4 +1,5 @@
 #include "target/build.h"
+#include "support/alloc.h"
 #include "target/target.h"
 
 #include "support/clock.h"
@@ -58,15 +59,15 @@ static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   size_t cap = 4096, n = 0;
-  char *s = malloc(cap);
+  char *s = loom_malloc(cap);
   while (s) {
     size_t got = fread(s + n, 1, cap - n - 1, f);
     n += got;
     if (n + 1 < cap) break;
     cap *= 2;
-    char *t = realloc(s, cap);
+    char *t = loom_realloc(s, cap);
     if (!t) {
-      free(s);
+      loom_free(s);
       s = NULL;
     } else {
       s = t;
@@ -163,7 +164,7 @@ static void job_free(CompileJob *j) {
     subprocess_untrack_file(j->tmp);
     subprocess_untrack_file(j->log);
   }
-  free(j->flags);
+  loom_free(j->flags);
 }
 
 /* cc <cflags> <extra> [-I inc] <mode...> -o <tmp> <inputs...> [-lm]. */
@@ -176,7 +177,7 @@ static loom_status job_init(CompileJob *j, const BuildEnv *env, const char *dest
   subprocess_temp_name(j->log, sizeof j->log, dest);
   strncat(j->log, ".log", sizeof j->log - strlen(j->log) - 1);
   size_t flen = strlen(env->cflags) + strlen(env->extra) + 2;
-  if (!(j->flags = malloc(flen))) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  if (!(j->flags = loom_malloc(flen))) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
   snprintf(j->flags, flen, "%s %s", env->cflags, env->extra);
   int argc = 0, max = BUILD_MAX_ARGS - 1;
   j->argv[argc++] = (char *)env->cc;
@@ -218,7 +219,7 @@ static loom_status job_finish(CompileJob *j, int code, LoomError *err) {
     else
       err_set(err, LOOM_ERR_BUILD, "compiling \"%s\" with %s failed (exit %d):\n%s%s", j->source, j->argv[0], code,
               text ? text : "(no compiler output)", cut ? "\n[...truncated]" : "");
-    free(text);
+    loom_free(text);
     return LOOM_ERR_BUILD;
   }
   if (rename(j->tmp, j->dest) != 0)
@@ -338,7 +339,7 @@ static loom_status build_env_init(const BuildOptions *opt, BuildEnv *env, LoomEr
       char *text = read_file(hdr, NULL);
       if (!text) return err_set(err, LOOM_ERR_IO, "kernel header \"%s\" not readable: %s", hdr, strerror(errno));
       h = hash_str(h, text);
-      free(text);
+      loom_free(text);
     }
   }
   env->key = h;
@@ -359,7 +360,7 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
   loom_status st = build_env_init(opt, &env, err);
   if (st) return st;
 
-  uint64_t *unit_key = calloc((size_t)n, sizeof *unit_key);
+  uint64_t *unit_key = loom_calloc((size_t)n, sizeof *unit_key);
   if (!unit_key) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
   uint64_t so_key = n == 1 ? 0 : hash_str(env.key, "link");
   for (int i = 0; i < n; i++) {
@@ -370,7 +371,7 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
   cache_path(out->so_path, sizeof out->so_path, &env, so_key, ".so");
   if (file_exists(out->so_path)) {
     out->cache_hit = true;
-    free(unit_key);
+    loom_free(unit_key);
     return LOOM_OK;
   }
 
@@ -378,13 +379,13 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
    * to an object of its own, cached by its own key (a unit unchanged
    * since an earlier build is not compiled again), in parallel, then
    * linked. */
-  CompileJob *jobs = calloc((size_t)n + 1, sizeof *jobs);
-  char (*c_paths)[PATH_MAX] = calloc((size_t)n, sizeof *c_paths);
-  char (*o_paths)[PATH_MAX] = calloc((size_t)n, sizeof *o_paths);
-  const char **objects = calloc((size_t)n, sizeof *objects);
+  CompileJob *jobs = loom_calloc((size_t)n + 1, sizeof *jobs);
+  char (*c_paths)[PATH_MAX] = loom_calloc((size_t)n, sizeof *c_paths);
+  char (*o_paths)[PATH_MAX] = loom_calloc((size_t)n, sizeof *o_paths);
+  const char **objects = loom_calloc((size_t)n, sizeof *objects);
   int njobs = 0, nobjects = 0;
   if (!jobs || !c_paths || !o_paths || !objects) st = err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
-  int *order = calloc((size_t)n, sizeof *order), norder = 0;
+  int *order = loom_calloc((size_t)n, sizeof *order), norder = 0;
   if (!order) st = err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
   for (int i = 0; !st && i < n; i++) {
     bool repeated = false;
@@ -410,7 +411,7 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
     st = n == 1 ? job_init(&jobs[njobs++], &env, out->so_path, shared, &src, 1, true, err)
                 : job_init(&jobs[njobs++], &env, o_paths[i], compile_only, &src, 1, false, err);
   }
-  free(order);
+  loom_free(order);
   if (!st) st = run_jobs(jobs, njobs, env.parallel, env.timeout, err);
   if (!st && n > 1) {
     static const char *const shared[] = {"-shared", NULL};
@@ -419,11 +420,11 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
     if (!st) st = run_jobs(link, 1, 1, env.timeout, err);
   }
   for (int i = 0; jobs && i < njobs; i++) job_free(&jobs[i]);
-  free(jobs);
-  free(c_paths);
-  free(o_paths);
-  free(objects);
-  free(unit_key);
+  loom_free(jobs);
+  loom_free(c_paths);
+  loom_free(o_paths);
+  loom_free(objects);
+  loom_free(unit_key);
   return st;
 }
 

@@ -1,6 +1,7 @@
 #include "tensor_data/npy.h"
 
 #include "runtime/dl_dtype.h"
+#include "support/alloc.h"
 #include "support/atomic_file.h"
 
 #include <ctype.h>
@@ -176,7 +177,7 @@ loom_status npy_parse(const void *buf, size_t len, const char *what, NpyArray *o
                    len - data_at, dl_dtype_name(out->dtype), dl_shape_str(out->shape, out->ndim, sh, sizeof sh));
   }
   out->nbytes = (size_t)nbytes;
-  out->data = aligned_alloc(64, (out->nbytes + 63) / 64 * 64 + 64);
+  out->data = loom_aligned_alloc(64, (out->nbytes + 63) / 64 * 64 + 64);
   if (!out->data) return err_set(err, LOOM_ERR_RUNTIME, "%s: out of memory (%zu bytes)", what, out->nbytes);
   memcpy(out->data, b + data_at, out->nbytes);
   return LOOM_OK;
@@ -191,9 +192,9 @@ loom_status npy_read(const char *path, NpyArray *out, LoomError *err) {
   for (;;) {
     if (len == cap) {
       cap = cap ? cap * 2 : 1 << 16;
-      char *nb = realloc(buf, cap);
+      char *nb = loom_realloc(buf, cap);
       if (!nb) {
-        free(buf);
+        loom_free(buf);
         fclose(f);
         return err_set(err, LOOM_ERR_RUNTIME, "\"%s\": out of memory", path);
       }
@@ -206,16 +207,16 @@ loom_status npy_read(const char *path, NpyArray *out, LoomError *err) {
   bool bad = ferror(f);
   fclose(f);
   if (bad) {
-    free(buf);
+    loom_free(buf);
     return err_set(err, LOOM_ERR_IO, "cannot read \"%s\"", path);
   }
   loom_status st = npy_parse(buf, len, path, out, err);
-  free(buf);
+  loom_free(buf);
   return st;
 }
 
 void npy_free(NpyArray *a) {
-  free(a->data);
+  loom_free(a->data);
   a->data = NULL;
 }
 
@@ -259,7 +260,7 @@ loom_status npy_write(const char *path, const DLTensor *t, LoomError *err) {
   size_t header_len = padded - prefix;
   unsigned char head[16] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(header_len & 0xff),
                             (unsigned char)(header_len >> 8)};
-  char *hdr = malloc(header_len);
+  char *hdr = loom_malloc(header_len);
   if (!hdr) return err_set(err, LOOM_ERR_RUNTIME, "out of memory writing \"%s\"", path);
   memset(hdr, ' ', header_len);
   memcpy(hdr, dict, (size_t)n);
@@ -267,12 +268,12 @@ loom_status npy_write(const char *path, const DLTensor *t, LoomError *err) {
   AtomicFile af;
   loom_status st = atomic_file_open(&af, path, err);
   if (st) {
-    free(hdr);
+    loom_free(hdr);
     return st;
   }
   atomic_file_write(&af, head, prefix);
   atomic_file_write(&af, hdr, header_len);
   atomic_file_write(&af, (const char *)t->data + t->byte_offset, (size_t)nbytes);
-  free(hdr);
+  loom_free(hdr);
   return atomic_file_commit(&af, err);
 }

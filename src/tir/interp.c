@@ -6,6 +6,7 @@
  * evaluate all lanes before writing any, as a vector store does. */
 #include "tir/interp.h"
 
+#include "support/alloc.h"
 #include "support/ptrmap.h"
 
 #include <math.h>
@@ -156,11 +157,11 @@ static BufState *bufstate_new(Interp *in, const Buffer *b, void *data) {
     return st;
   }
   size_t n = (size_t)(st->n_elems > 0 ? st->n_elems : 1);
-  st->data = calloc(n, (size_t)st->elem_bytes);
-  st->written = in->opts.check_uninit ? calloc(n, 1) : NULL;
+  st->data = loom_calloc(n, (size_t)st->elem_bytes);
+  st->written = in->opts.check_uninit ? loom_calloc(n, 1) : NULL;
   if (!st->data || (in->opts.check_uninit && !st->written)) {
-    free(st->data);
-    free(st->written);
+    loom_free(st->data);
+    loom_free(st->written);
     fail(in, LOOM_ERR_RUNTIME, "interpreter: cannot allocate %lld elements for buffer \"%s\"",
          (long long)st->n_elems, b->name);
     return NULL;
@@ -171,8 +172,8 @@ static BufState *bufstate_new(Interp *in, const Buffer *b, void *data) {
 
 static void bufstate_free(BufState *st) {
   if (st && st->owned) {
-    free(st->data);
-    free(st->written);
+    loom_free(st->data);
+    loom_free(st->written);
     st->data = NULL;
     st->written = NULL;
   }
@@ -660,8 +661,8 @@ static bool exec_store(Interp *in, const Stmt *s) {
   int64_t idx[n > 0 ? n : 1];
   Scalar small_v[16];
   int64_t small_k[16];
-  Scalar *vals = lanes <= 16 ? small_v : malloc(sizeof(Scalar) * (size_t)lanes);
-  int64_t *offs = lanes <= 16 ? small_k : malloc(sizeof(int64_t) * (size_t)lanes);
+  Scalar *vals = lanes <= 16 ? small_v : loom_malloc(sizeof(Scalar) * (size_t)lanes);
+  int64_t *offs = lanes <= 16 ? small_k : loom_malloc(sizeof(int64_t) * (size_t)lanes);
   bool ok = vals && offs;
   if (!ok) fail(in, LOOM_ERR_RUNTIME, "interpreter: out of memory");
   for (int l = 0; ok && l < lanes; l++) {
@@ -673,8 +674,8 @@ static bool exec_store(Interp *in, const Stmt *s) {
     ok = ok && eval(in, s->store.value, l, &vals[l]) && buf_offset(in, st, idx, n, "store", &offs[l]);
   }
   for (int l = 0; ok && l < lanes; l++) elem_write(st, offs[l], vals[l]);
-  if (vals != small_v) free(vals);
-  if (offs != small_k) free(offs);
+  if (vals != small_v) loom_free(vals);
+  if (offs != small_k) loom_free(offs);
   return ok;
 }
 

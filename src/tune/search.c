@@ -1,6 +1,7 @@
 /* The tuner's search: candidates from the records' best traces mutated
  * (evolutionary) or drawn at random, ranked by the cost model, the batch
  * kept diverse (tune.h has the design). */
+#include "support/alloc.h"
 #include "tune/tune_internal.h"
 
 #include "compile/compile.h"
@@ -56,13 +57,13 @@ bool tune_make_candidate(Tuner *t, Task *task, Schedule *s, const char *provenan
   c->s = s, c->trace = trace, c->provenance = provenance, c->score = 0;
   return true;
 drop:
-  free(trace);
+  loom_free(trace);
   sch_free(s);
   return false;
 }
 
 void tune_free_candidates(Candidate *c, int n) {
-  for (int i = 0; i < n; i++) free(c[i].trace), sch_free(c[i].s);
+  for (int i = 0; i < n; i++) loom_free(c[i].trace), sch_free(c[i].s);
 }
 
 static bool same_features(const float *a, const float *b, int dim) {
@@ -72,11 +73,11 @@ static bool same_features(const float *a, const float *b, int dim) {
 }
 
 int tune_select_diverse(const float *X, const float *scores, int n, int dim, int want, int *out) {
-  int *order = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), picked = 0;
-  bool *taken = calloc((size_t)(n > 0 ? n : 1), 1);
+  int *order = loom_malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), picked = 0;
+  bool *taken = loom_calloc((size_t)(n > 0 ? n : 1), 1);
   if (!order || !taken) {
-    free(order);
-    free(taken);
+    loom_free(order);
+    loom_free(taken);
     return 0;
   }
   for (int i = 0; i < n; i++) order[i] = i;
@@ -96,8 +97,8 @@ int tune_select_diverse(const float *X, const float *scores, int n, int dim, int
       taken[c] = true;
       out[picked++] = c;
     }
-  free(order);
-  free(taken);
+  loom_free(order);
+  loom_free(taken);
   return picked;
 }
 
@@ -107,7 +108,7 @@ int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_t
   if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY)
     (void)records_foreach(t->rec, task->key, t->target.name, collect_record, &pop, &err);
   int pool_cap = want * CANDIDATES_PER_SLOT, n = 0;
-  Candidate *pool = calloc((size_t)pool_cap, sizeof *pool);
+  Candidate *pool = loom_calloc((size_t)pool_cap, sizeof *pool);
   for (int attempt = 0; attempt < pool_cap * MAX_ATTEMPTS_PER_SLOT && n < pool_cap; attempt++) {
     uint64_t seed = tune_next_rand(&t->rng);
     double u = (double)(tune_next_rand(&t->rng) >> 11) * (1.0 / 9007199254740992.0);
@@ -129,7 +130,7 @@ int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_t
   }
   arena_free(pop.a);
   if (n == 0) {
-    free(pool);
+    loom_free(pool);
     return 0;
   }
   /* The cost model ranks the pool; the batch takes the best of them but not
@@ -138,21 +139,21 @@ int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_t
    * (exploration: the model only knows what it saw). */
   int keep = n < want ? n : want;
   if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY) {
-    float *X = malloc(sizeof(float) * FEATURES_DIM * (size_t)n), *scores = malloc(sizeof(float) * (size_t)n);
-    int *pick = malloc(sizeof(int) * (size_t)n);
+    float *X = loom_malloc(sizeof(float) * FEATURES_DIM * (size_t)n), *scores = loom_malloc(sizeof(float) * (size_t)n);
+    int *pick = loom_malloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) memcpy(X + (size_t)i * FEATURES_DIM, pool[i].feat, sizeof pool[i].feat);
     if (cost_model_predict(t->cm, X, n, FEATURES_DIM, scores, &err) == LOOM_OK)
       for (int i = 0; i < n; i++) pool[i].score = scores[i];
     for (int i = 0; i < n; i++) scores[i] = pool[i].score;
     /* Reorder the pool: the diverse picks first (by score), then the rest by score. */
     int np = tune_select_diverse(X, scores, n, FEATURES_DIM, n, pick);
-    Candidate *sorted = malloc(sizeof *sorted * (size_t)n);
+    Candidate *sorted = loom_malloc(sizeof *sorted * (size_t)n);
     for (int i = 0; i < np; i++) sorted[i] = pool[pick[i]];
     memcpy(pool, sorted, sizeof *pool * (size_t)np);
-    free(sorted);
-    free(pick);
-    free(X);
-    free(scores);
+    loom_free(sorted);
+    loom_free(pick);
+    loom_free(X);
+    loom_free(scores);
     int eps = (int)ceil(EPSILON * keep);
     for (int i = keep - eps; i < keep && n > keep; i++) { /* swap in random picks from the tail */
       int j = keep + (int)(tune_next_rand(&t->rng) % (uint64_t)(n - keep));
@@ -162,6 +163,6 @@ int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_t
   }
   memcpy(out, pool, sizeof *pool * (size_t)keep);
   tune_free_candidates(pool + keep, n - keep);
-  free(pool);
+  loom_free(pool);
   return keep;
 }

@@ -1,4 +1,5 @@
 /* The auto-tuner's loop (tune.h has the design). */
+#include "support/alloc.h"
 #include "tune/tune_internal.h"
 
 #include "compile/compile.h"
@@ -93,8 +94,8 @@ static bool warm_record(const TuneRecord *r, void *user) {
  * samples are in it). */
 static void warm_start(Tuner *t) {
   enum { WARM_MAX_PER_TASK = 512 };
-  WarmSamples w = {NULL, malloc(sizeof(float) * FEATURES_DIM * WARM_MAX_PER_TASK),
-                   malloc(sizeof(float) * WARM_MAX_PER_TASK), 0, WARM_MAX_PER_TASK};
+  WarmSamples w = {NULL, loom_malloc(sizeof(float) * FEATURES_DIM * WARM_MAX_PER_TASK),
+                   loom_malloc(sizeof(float) * WARM_MAX_PER_TASK), 0, WARM_MAX_PER_TASK};
   for (int i = 0; w.X && w.y && i < t->ntasks; i++) {
     LoomError err = {0};
     w.task = &t->tasks[i];
@@ -103,8 +104,8 @@ static void warm_start(Tuner *t) {
     (void)records_foreach(t->rec, w.task->key, t->target.name, warm_record, &w, &err);
     if (w.n > 0) (void)cost_model_update(t->cm, w.task->key, w.X, w.n, FEATURES_DIM, w.y, &err);
   }
-  free(w.X);
-  free(w.y);
+  loom_free(w.X);
+  loom_free(w.y);
 }
 
 /* ---- build, measure, record ---- */
@@ -114,7 +115,7 @@ loom_status tune_build_reference(Tuner *t, Task *task, Arena *a, LoomError *err)
   compile_schedule_group_on(s, &t->target, t->threads);
   char *trace = trace_to_text(sch_trace(s));
   task->default_trace = arena_strdup(t->arena, trace);
-  free(trace);
+  loom_free(trace);
   const PrimFunc *f = sch_func(s);
   BuildOptions build = {.cflags = t->target.cflags}; /* no time limit: the reference must build */
   loom_status st = measure_build_batch(a, &f, 1, NULL, &build, &task->ref, err);
@@ -229,7 +230,7 @@ static void update_progress(Tuner *t, const Task *last) {
 /* The next task (tune_pick_task, the gradient rule); NULL when every task
  * is exhausted. */
 static Task *next_task(Tuner *t) {
-  TuneTaskState *st = malloc(sizeof *st * (size_t)(t->ntasks > 0 ? t->ntasks : 1));
+  TuneTaskState *st = loom_malloc(sizeof *st * (size_t)(t->ntasks > 0 ? t->ntasks : 1));
   if (!st) return NULL;
   for (int i = 0; i < t->ntasks; i++) {
     const Task *k = &t->tasks[i];
@@ -240,7 +241,7 @@ static Task *next_task(Tuner *t) {
   }
   double u = (double)(tune_next_rand(&t->rng) >> 11) * (1.0 / 9007199254740992.0);
   int pick = tune_pick_task(st, t->ntasks, u, tune_next_rand(&t->rng));
-  free(st);
+  loom_free(st);
   return pick >= 0 ? &t->tasks[pick] : NULL;
 }
 
@@ -307,8 +308,8 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
    * others (transfer: another model's records and cost model); else a new
    * one. A file that does not load is replaced at the end (it is only a
    * cache of what the records hold). */
-  char *model_path = o.cost_model ? strdup(o.cost_model) : NULL;
-  if (!model_path && (model_path = malloc(strlen(o.records) + 7))) sprintf(model_path, "%s.model", o.records);
+  char *model_path = o.cost_model ? loom_strdup(o.cost_model) : NULL;
+  if (!model_path && (model_path = loom_malloc(strlen(o.records) + 7))) sprintf(model_path, "%s.model", o.records);
   if (!st && model_path && access(model_path, F_OK) == 0) {
     LoomError e2 = {0};
     if (!(t.cm = cost_model_load(model_path, NULL, &e2)))
@@ -329,7 +330,7 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
     }
     int want = o.batch;
     if (t.budget > 0 && want > t.budget - t.prog.trials) want = t.budget - t.prog.trials;
-    Candidate *c = calloc((size_t)want, sizeof *c);
+    Candidate *c = loom_calloc((size_t)want, sizeof *c);
     int n = 0;
     /* Every task's default schedule is measured first, alone, before any
      * task searches: a short budget still gets every default (the
@@ -344,7 +345,7 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
     else st = run_batch(&t, task, c, n, err);
     task->best_after[task->rounds++ % (TUNE_GRADIENT_WINDOW + 1)] = task->best_us;
     tune_free_candidates(c, n);
-    free(c);
+    loom_free(c);
     arena_free(a);
     update_progress(&t, task);
   }
@@ -353,7 +354,7 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
     if (cost_model_save(t.cm, model_path, &e2))
       fprintf(stderr, "loom: note: tune: the cost model was not saved: %s\n", e2.msg);
   }
-  free(model_path);
+  loom_free(model_path);
   /* The final round (unless the machinery failed). */
   for (int i = 0; !st && i < t.ntasks; i++) st = tune_final_round(&t, &t.tasks[i], err);
   update_progress(&t, NULL);

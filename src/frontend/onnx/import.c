@@ -1,6 +1,7 @@
 /* ONNX import driver: decode, check the model as a whole (opset, names,
  * supported ops, acyclicity), then convert nodes in topological order. */
 #include "frontend/onnx/import_internal.h"
+#include "support/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -172,9 +173,9 @@ static loom_status order_nodes(Importer *im, const OnnxGraph *og, int *order) {
     }
   }
   /* state: 0 unvisited, 1 on the stack, 2 emitted; next_input: resume point. */
-  char *state = calloc((size_t)nn + 1, 1);
-  int *next_input = calloc((size_t)nn + 1, sizeof(int));
-  int *stack = calloc((size_t)nn + 1, sizeof(int));
+  char *state = loom_calloc((size_t)nn + 1, 1);
+  int *next_input = loom_calloc((size_t)nn + 1, sizeof(int));
+  int *stack = loom_calloc((size_t)nn + 1, sizeof(int));
   LOOM_ASSERT(state && next_input && stack);
   int done = 0;
   for (int root = 0; root < nn && !st; root++) {
@@ -208,9 +209,9 @@ static loom_status order_nodes(Importer *im, const OnnxGraph *og, int *order) {
       }
     }
   }
-  free(state);
-  free(next_input);
-  free(stack);
+  loom_free(state);
+  loom_free(next_input);
+  loom_free(stack);
   namemap_free(&producer);
   return st;
 }
@@ -262,14 +263,14 @@ Graph *onnx_import_bytes_fed(const uint8_t *data, size_t size, const char *base_
   if (!st) st = add_inputs(&im, m->graph);
   int *order = NULL;
   if (!st) {
-    order = calloc((size_t)m->graph->nnodes + 1, sizeof(int));
+    order = loom_calloc((size_t)m->graph->nnodes + 1, sizeof(int));
     LOOM_ASSERT(order);
     st = order_nodes(&im, m->graph, order);
   }
   for (int i = 0; !st && i < m->graph->nnodes; i++) st = onnx_convert_node(&im, &m->graph->nodes[order[i]]);
   if (!st) st = add_outputs(&im, m->graph);
   if (!st) st = graph_verify(im.g, err);
-  free(order);
+  loom_free(order);
   namemap_free(&im.names);
   if (!st && keep) onnx_keep_model(im.g, im.scratch);
   else arena_free(im.scratch);
@@ -295,9 +296,9 @@ uint8_t *onnx_read_file(const char *path, size_t *len_out, LoomError *err) {
   for (;;) {
     if (len == cap) {
       cap = cap ? cap * 2 : 1 << 16;
-      uint8_t *p = realloc(buf, cap);
+      uint8_t *p = loom_realloc(buf, cap);
       if (!p) {
-        free(buf);
+        loom_free(buf);
         fclose(f);
         err_set(err, LOOM_ERR_IO, "\"%s\" is too large to read", path);
         return NULL;
@@ -311,7 +312,7 @@ uint8_t *onnx_read_file(const char *path, size_t *len_out, LoomError *err) {
   bool read_err = ferror(f);
   fclose(f);
   if (read_err) {
-    free(buf);
+    loom_free(buf);
     err_set(err, LOOM_ERR_IO, "error reading \"%s\"", path);
     return NULL;
   }
@@ -324,14 +325,14 @@ Graph *onnx_import_file_fed(const char *path, const char *const *fed, int nfed, 
   uint8_t *buf = onnx_read_file(path, &len, err);
   if (!buf) return NULL;
   /* External data lives next to the model file. */
-  char *dir = strdup(path);
+  char *dir = loom_strdup(path);
   LOOM_ASSERT(dir);
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   else strcpy(dir, ".");
   Graph *g = onnx_import_bytes_fed(buf, len, dir, fed, nfed, err);
-  free(dir);
-  free(buf);
+  loom_free(dir);
+  loom_free(buf);
   if (!g) err_prefix(err, "%s", path);
   return g;
 }

@@ -1,5 +1,6 @@
 /* TensorProto data -> graph tensors, and the importer's name map. */
 #include "frontend/onnx/import_internal.h"
+#include "support/alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,8 +20,8 @@ static uint64_t name_hash(const char *s) {
 void namemap_init(NameMap *m) { memset(m, 0, sizeof *m); }
 
 void namemap_free(NameMap *m) {
-  free(m->keys);
-  free(m->vals);
+  loom_free(m->keys);
+  loom_free(m->vals);
   memset(m, 0, sizeof *m);
 }
 
@@ -28,8 +29,8 @@ static void namemap_grow(NameMap *m) {
   NameMap bigger;
   bigger.cap = m->cap ? m->cap * 2 : 256;
   bigger.count = 0;
-  bigger.keys = calloc((size_t)bigger.cap, sizeof *bigger.keys);
-  bigger.vals = calloc((size_t)bigger.cap, sizeof *bigger.vals);
+  bigger.keys = loom_calloc((size_t)bigger.cap, sizeof *bigger.keys);
+  bigger.vals = loom_calloc((size_t)bigger.cap, sizeof *bigger.vals);
   LOOM_ASSERT(bigger.keys && bigger.vals);
   for (int k = 0; k < m->cap; k++)
     if (m->keys[k]) namemap_put(&bigger, m->keys[k], m->vals[k]);

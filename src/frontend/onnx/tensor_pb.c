@@ -1,6 +1,7 @@
 #include "frontend/onnx/tensor_pb.h"
 
 #include "frontend/onnx/import_internal.h"
+#include "support/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ GraphTensor *onnx_tensor_pb_read(Graph *g, const char *path, LoomError *err) {
   uint8_t *buf = onnx_read_file(path, &len, err);
   if (!buf) return NULL;
   GraphTensor *t = onnx_tensor_pb_decode(g, buf, len, path, err);
-  free(buf);
+  loom_free(buf);
   return t;
 }
 
@@ -63,7 +64,7 @@ loom_status onnx_tensor_pb_encode(const char *name, DType dtype, int rank, const
   size_t nlen = strlen(name);
   /* Each field: tag (1 byte) + length/value varint (<= 10 bytes) + payload. */
   size_t cap = (size_t)rank * 11 + 11 + 11 + nlen + 11 + nbytes + 16;
-  uint8_t *p = malloc(cap);
+  uint8_t *p = loom_malloc(cap);
   if (!p) return err_set(err, LOOM_ERR_RUNTIME, "tensor \"%s\": out of memory encoding %zu bytes", name, nbytes);
   size_t at = 0;
   for (int k = 0; k < rank; k++) {

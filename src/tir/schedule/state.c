@@ -1,4 +1,5 @@
 /* The schedule's state: RV table, decision source, trace recording, lookups. */
+#include "support/alloc.h"
 #include "tir/schedule/sched_internal.h"
 
 #include <stdio.h>
@@ -217,7 +218,7 @@ static bool path_search(PathCtx *c, const Stmt *s) {
 
 static int ancestors(const Stmt *root, const Stmt *target, const Stmt **out) {
   const Stmt *stack[256];
-  PathCtx *c = calloc(1, sizeof *c);
+  PathCtx *c = loom_calloc(1, sizeof *c);
   if (!c) return -1;
   c->target = target;
   c->stack = stack;
@@ -227,7 +228,7 @@ static int ancestors(const Stmt *root, const Stmt *target, const Stmt **out) {
     n = c->found_depth;
     memcpy(out, c->found_stack, sizeof(Stmt *) * (size_t)n);
   }
-  free(c);
+  loom_free(c);
   return n;
 }
 
