@@ -13,6 +13,7 @@ typedef enum loom_status {
   LOOM_ERR_BUILD = 6,       /* the system C compiler failed on generated code */
   LOOM_ERR_RUNTIME = 7,     /* a kernel or artifact failed at run time */
   LOOM_ERR_INTERNAL = 8,
+  LOOM_ERR_OUT_OF_MEMORY = 9, /* an allocation failed; the message names what was being allocated */
 } loom_status;
 
 #endif

@@ -183,7 +183,7 @@ static loom_status build_json(const ArtifactSpec *s, const uint64_t *w_offsets, 
   }
   if (!st) {
     *out = cJSON_PrintUnformatted(root);
-    if (!*out) st = err_set(err, LOOM_ERR_RUNTIME, "artifact_write: out of memory printing the metadata");
+    if (!*out) st = err_set(err, LOOM_ERR_OUT_OF_MEMORY, "artifact_write: out of memory printing the metadata");
   }
   cJSON_Delete(root);
   return st;
@@ -294,9 +294,9 @@ loom_status artifact_write(const char *path, const ArtifactSpec *s, LoomError *e
 
   /* Weights: 64-byte aligned offsets in one blob. */
   uint64_t *w_offsets = loom_calloc((size_t)s->num_weights + 1, sizeof *w_offsets);
-  if (!w_offsets) return err_set(err, LOOM_ERR_RUNTIME, "artifact_write: out of memory");
+  if (!w_offsets) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "artifact_write: out of memory");
   uint64_t blob = 0, *w_bytes = loom_calloc((size_t)s->num_weights + 1, sizeof *w_bytes);
-  loom_status st = w_bytes ? LOOM_OK : err_set(err, LOOM_ERR_RUNTIME, "artifact_write: out of memory");
+  loom_status st = w_bytes ? LOOM_OK : err_set(err, LOOM_ERR_OUT_OF_MEMORY, "artifact_write: out of memory");
   for (int32_t i = 0; !st && i < s->num_weights; i++) {
     const ArtifactWeight *w = &s->weights[i];
     if (!w->t.name) st = err_set(err, LOOM_ERR_INVALID_ARG, "artifact_write: weights[%d] has no name", (int)i);

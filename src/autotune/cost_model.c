@@ -124,7 +124,7 @@ CostModel *cost_model_new(int dim, const CostModelOptions *opt, LoomError *err) 
   }
   CostModel *cm = loom_calloc(1, sizeof *cm);
   if (!cm) {
-    err_set(err, LOOM_ERR_INTERNAL, "cost_model_new: out of memory");
+    err_set(err, LOOM_ERR_OUT_OF_MEMORY, "cost_model_new: out of memory");
     return NULL;
   }
   cm->opt = o, cm->dim = dim;
@@ -207,7 +207,7 @@ static loom_status train(CostModel *cm, LoomError *err) {
   DMatrixHandle dm = NULL;
   BoosterHandle b = NULL;
   if (!X || !label || !group || !best) {
-    st = err_set(err, LOOM_ERR_INTERNAL, "cost model: out of memory for %d samples", n);
+    st = err_set(err, LOOM_ERR_OUT_OF_MEMORY, "cost model: out of memory for %d samples", n);
     goto done;
   }
   for (int i = 0; i < n; i++)
@@ -258,10 +258,10 @@ loom_status cost_model_update(CostModel *cm, const char *workload, const float *
   }
   if (n == 0) return LOOM_OK;
   if (cm->n > INT32_MAX - n || !reserve_samples(cm, cm->n + n))
-    return err_set(err, LOOM_ERR_INTERNAL, "cost_model_update: out of memory for %d samples", cm->n + n);
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "cost_model_update: out of memory for %d samples", cm->n + n);
   int old_n = cm->n, old_wl = cm->n_wl;
   int w = workload_index(cm, workload);
-  if (w < 0) return err_set(err, LOOM_ERR_INTERNAL, "cost_model_update: out of memory");
+  if (w < 0) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "cost_model_update: out of memory");
   memcpy(cm->X + (size_t)old_n * dim, X, (size_t)n * dim * sizeof *X);
   for (int i = 0; i < n; i++) cm->y[old_n + i] = throughput[i], cm->wl[old_n + i] = w;
   cm->n += n;
@@ -446,7 +446,7 @@ static loom_status load_body(Reader *r, const CostModelOptions *o, CostModel **o
   }
   if (n > 0) {
     if (!reserve_samples(cm, n)) {
-      st = err_set(err, LOOM_ERR_INTERNAL, "cost_model_load: out of memory for %d samples", n);
+      st = err_set(err, LOOM_ERR_OUT_OF_MEMORY, "cost_model_load: out of memory for %d samples", n);
       goto fail;
     }
     if (!read_bytes(r, cm->wl, (size_t)n * sizeof *cm->wl) || !read_bytes(r, cm->y, (size_t)n * sizeof *cm->y) ||

@@ -285,7 +285,7 @@ loom_status measurer_start(Measurer **out, LoomError *err) {
   if (!out) return err_set(err, LOOM_ERR_INVALID_ARG, "measurer_start: out must be non-NULL");
   *out = NULL;
   Measurer *m = loom_calloc(1, sizeof *m);
-  if (!m) return err_set(err, LOOM_ERR_INTERNAL, "measurer_start: out of memory");
+  if (!m) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "measurer_start: out of memory");
   m->io.in = m->io.out = m->io.err = -1;
   loom_status st = find_executable(m->exe, sizeof m->exe, err);
   if (!st) st = start_process(m, err);
@@ -555,7 +555,7 @@ loom_status measure_build_batch(Arena *a, const PrimFunc *const *funcs, int n, c
                    n);
   LowerOptions lo = lower ? *lower : lower_options_default();
   char **code = loom_calloc((size_t)n, sizeof *code); /* each candidate's C, NULL when it has none */
-  if (!code) return err_set(err, LOOM_ERR_INTERNAL, "measure_build_batch: out of memory");
+  if (!code) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "measure_build_batch: out of memory");
   int n_ok = 0;
   for (int i = 0; i < n; i++) {
     MeasureBuild *b = &out[i];
@@ -610,7 +610,7 @@ loom_status measure_build_batch(Arena *a, const PrimFunc *const *funcs, int n, c
 
   BuildResult r;
   LoomError e = {0};
-  loom_status st = !units ? err_set(&e, LOOM_ERR_INTERNAL, "out of memory")
+  loom_status st = !units ? err_set(&e, LOOM_ERR_OUT_OF_MEMORY, "out of memory")
                    : u > 0 ? build_shared_object_units((const char *const *)units, u, build, &r, &e)
                            : LOOM_OK;
   for (int i = 0; u > 0 && i < n; i++) {

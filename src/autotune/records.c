@@ -250,14 +250,14 @@ loom_status records_add_time(RecordStore *s, int64_t id, double median_us, LoomE
   if (!all || !sorted) {
     loom_free(all ? all : times);
     loom_free(sorted);
-    return err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", s->path);
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory", s->path);
   }
   all[n++] = median_us;
   memcpy(sorted, all, sizeof(double) * (size_t)n);
   qsort(sorted, (size_t)n, sizeof(double), compare_double);
   double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   char *json = records_times_to_json(all, n);
-  st = json ? s->ops->set_times(s, id, json, median, err) : err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", s->path);
+  st = json ? s->ops->set_times(s, id, json, median, err) : err_set(err, LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory", s->path);
   loom_free(json);
   loom_free(all);
   loom_free(sorted);

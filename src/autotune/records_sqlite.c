@@ -339,7 +339,7 @@ static loom_status check_header(const char *path, LoomError *err) {
 static loom_status create_file(const char *path, LoomError *err) {
   size_t cap = strlen(path) + 48;
   char *tmp = loom_malloc(cap);
-  if (!tmp) return err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", path);
+  if (!tmp) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   /* Not mkstemp: its files are 0600, and a records file gets the mode of
    * any new file (0666 less the umask), so others can read a shared one. */
   int fd = -1;
@@ -428,7 +428,7 @@ loom_status records_sqlite_open(const char *path, RecordStore **out, LoomError *
   if (!s || !p) {
     loom_free(s);
     loom_free(p);
-    return err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", path);
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   }
   s->base.ops = &sqlite_ops;
   s->base.path = p;
@@ -493,7 +493,7 @@ static loom_status sqlite_add(RecordStore *base, const TuneRecord *r, const char
   SqliteStore *s = as_sqlite(base);
   sqlite3_stmt *q = s->q[Q_INSERT];
   char *times = records_times_to_json(r->times_us, r->n_times);
-  if (!times) return err_set(err, LOOM_ERR_INTERNAL, "%s: out of memory", base->path);
+  if (!times) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory", base->path);
   int rc = sqlite3_bind_text(q, 1, r->workload, -1, SQLITE_STATIC);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(q, 2, r->target, -1, SQLITE_STATIC);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int(q, 3, r->threads);

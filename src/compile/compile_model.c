@@ -27,6 +27,7 @@
 #include "autotune/workload.h"
 #include "loom/loom_compile.h"
 #include "support/alloc.h"
+#include "support/oom.h"
 #include "tir/flops.h"
 #include "tir/schedule/schedule.h"
 #include "tir/text.h"
@@ -439,8 +440,8 @@ static void copy_error(const LoomError *err, char *errbuf, size_t errlen) {
   if (errbuf && errlen) snprintf(errbuf, errlen, "%s", err->msg[0] ? err->msg : loom_status_name(err->status));
 }
 
-loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const LoomCompileOptions *opt,
-                              char *errbuf, size_t errlen) {
+static loom_status compile_onnx(const char *onnx_path, const char *out_path, const LoomCompileOptions *opt,
+                                char *errbuf, size_t errlen) {
   LoomError err = {0};
   Compiled c;
   loom_status st;
@@ -541,8 +542,8 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
   return st;
 }
 
-loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
-                              char *errbuf, size_t errlen) {
+static loom_status inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
+                                char *errbuf, size_t errlen) {
   LoomError err = {0};
   if (dump && strcmp(dump, "graph") && strcmp(dump, "fused") && strcmp(dump, "tir") && strcmp(dump, "c")) {
     err_set(&err, LOOM_ERR_INVALID_ARG, "--dump %s: expected graph, fused, tir or c", dump);
@@ -579,10 +580,12 @@ loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const Loo
     } else if (dump && !strcmp(dump, "fused")) {
       graph_fusion_plan_print(c.graph, &c.plan, &sb);
     } else if (dump && !strcmp(dump, "tir")) {
+      /* Straight out: nothing between printing and freeing t can raise
+       * out of memory (support/oom.h) and leak it. */
       for (int i = 0; i < c.ngroups; i++) {
         char *t = tir_print_func(c.funcs[i]);
-        sb_puts(&sb, t);
-        sb_puts(&sb, "\n");
+        fputs(t, out);
+        fputs("\n", out);
         loom_free(t);
       }
     } else if (dump) {
@@ -602,5 +605,34 @@ loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const Loo
   }
   compiled_free(&c);
   if (st) copy_error(&err, errbuf, errlen);
+  return st;
+}
+
+/* The public entries' recovery points for running out of memory
+ * (support/oom.h): the arenas of the compilation are freed and the error
+ * names what was being allocated. */
+static loom_status out_of_memory(OomRecovery *r, const char *onnx_path, char *errbuf, size_t errlen) {
+  LoomError err = {0};
+  oom_recovery_unwind(r, &err);
+  err_prefix(&err, "%s", onnx_path ? onnx_path : "(no model)");
+  copy_error(&err, errbuf, errlen);
+  return err.status;
+}
+
+loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const LoomCompileOptions *opt,
+                              char *errbuf, size_t errlen) {
+  OomRecovery r;
+  if (setjmp(*oom_recovery_push(&r))) return out_of_memory(&r, onnx_path, errbuf, errlen);
+  loom_status st = compile_onnx(onnx_path, out_path, opt, errbuf, errlen);
+  oom_recovery_pop(&r);
+  return st;
+}
+
+loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
+                              char *errbuf, size_t errlen) {
+  OomRecovery r;
+  if (setjmp(*oom_recovery_push(&r))) return out_of_memory(&r, onnx_path, errbuf, errlen);
+  loom_status st = inspect_onnx(onnx_path, dump, opt, out, errbuf, errlen);
+  oom_recovery_pop(&r);
   return st;
 }

@@ -104,7 +104,7 @@ static int input_slot(const Graph *g, const char *name) {
 
 loom_status compile_specialize_decide(const Graph *g, const LoomInputValue *vals, int n, bool *bind, LoomError *err) {
   bool *need = values_needed(g);
-  if (!need) return err_set(err, LOOM_ERR_INTERNAL, "specialize: out of memory");
+  if (!need) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "specialize: out of memory");
   for (int i = 0; i < n; i++) {
     bind[i] = false;
     if (!vals[i].name || !vals[i].tensor) continue;
@@ -149,7 +149,7 @@ loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int 
     if (st) return st;
   }
   bool *bind = loom_calloc((size_t)n + 1, sizeof *bind);
-  if (!bind) return err_set(err, LOOM_ERR_INTERNAL, "specialize: out of memory");
+  if (!bind) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "specialize: out of memory");
   loom_status st = compile_specialize_decide(g, vals, n, bind, err);
   for (int i = 0; !st && i < n; i++) {
     if (bound) bound[i] = false;
@@ -179,7 +179,7 @@ loom_status compile_import_specialized(const char *path, const LoomInputValue *v
    * initializer gives it a default (IR version 3 files). */
   const char **fed = loom_calloc((size_t)n + 1, sizeof *fed);
   loom_status st =
-      force && bound && more && fed ? LOOM_OK : err_set(err, LOOM_ERR_INTERNAL, "specialize: out of memory");
+      force && bound && more && fed ? LOOM_OK : err_set(err, LOOM_ERR_OUT_OF_MEMORY, "specialize: out of memory");
   for (int i = 0; fed && i < n; i++) fed[i] = vals[i].name;
   for (int round = 0; !st; round++) {
     Graph *g = onnx_import_file_fed(path, fed, n, err);

@@ -144,7 +144,7 @@ loom_status driver_build(Arena *a, const PrimFunc *const *funcs, int n, const Dr
   if (opt && opt->build) build = *opt->build;
 
   DriverModule *m = loom_calloc(1, sizeof *m);
-  if (!m) return err_set(err, LOOM_ERR_INTERNAL, "driver_build: out of memory");
+  if (!m) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "driver_build: out of memory");
   m->n = n;
   m->lowered = ARENA_ARRAY(a, const PrimFunc *, n);
 

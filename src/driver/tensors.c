@@ -23,7 +23,7 @@ loom_status driver_tensors_alloc(const PrimFunc *f, uint64_t seed, DriverTensors
   out->bytes = loom_calloc((size_t)(n > 0 ? n : 1), sizeof *out->bytes);
   if (!out->tensors || !out->ptrs || !out->bytes) {
     driver_tensors_free(out);
-    return err_set(err, LOOM_ERR_INTERNAL, "driver_tensors_alloc: out of memory");
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "driver_tensors_alloc: out of memory");
   }
   for (int i = 0; i < n; i++) {
     const Buffer *b = param_buffer(f, i);
@@ -57,7 +57,7 @@ loom_status driver_tensors_alloc(const PrimFunc *f, uint64_t seed, DriverTensors
     t->data = loom_aligned_alloc(64, padded ? padded : 64);
     if (!t->data) {
       driver_tensors_free(out);
-      return err_set(err, LOOM_ERR_INTERNAL, "driver_tensors_alloc: out of memory for \"%s\"", b->name);
+      return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "driver_tensors_alloc: out of memory for \"%s\"", b->name);
     }
     memset(t->data, 0, padded ? padded : 64);
     out->bytes[i] = bytes;

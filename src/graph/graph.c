@@ -240,7 +240,7 @@ loom_status graph_verify(const Graph *g, LoomError *err) {
   /* A value is available once it is a graph input, a constant, or the output
    * of an earlier node. */
   char *avail = loom_calloc((size_t)g->nvalues + 1, 1);
-  if (!avail) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+  if (!avail) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   for (int k = 0; k < g->ninputs; k++) avail[g->inputs[k]] = 1;
   for (int v = 0; v < g->nvalues; v++)
     if (g->values[v].constant) avail[v] = 1;

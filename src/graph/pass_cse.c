@@ -133,7 +133,7 @@ loom_status graph_pass_cse(Graph *g, LoomError *err) {
     loom_free(remove);
     table_free(&ct);
     table_free(&nt);
-    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   dedup_constants(g, &ct);
   for (int i = 0; i < g->nnodes; i++) {

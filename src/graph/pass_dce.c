@@ -12,7 +12,7 @@ loom_status graph_pass_dce(Graph *g, LoomError *err) {
   if (!live_value || !remove) {
     loom_free(live_value);
     loom_free(remove);
-    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int k = 0; k < g->noutputs; k++) live_value[g->outputs[k]] = true;
   for (int i = g->nnodes - 1; i >= 0; i--) {

@@ -21,7 +21,7 @@ static GraphTensor *value_tensor(Graph *g, ValueId v) {
 
 loom_status graph_pass_fold_empty(Graph *g, LoomError *err) {
   bool *remove = loom_calloc((size_t)g->nnodes + 1, sizeof *remove);
-  if (!remove) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+  if (!remove) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < g->nnodes; i++) {
     GraphNode *n = &g->nodes[i];
     bool all_empty = n->noutputs > 0, known = true;

@@ -402,8 +402,9 @@ static bool fold_node(FoldCtx *c) {
 }
 
 loom_status graph_pass_fold_constants(Graph *g, LoomError *err) {
-  bool *remove = loom_calloc((size_t)g->nnodes + 1, 1);
-  if (!remove) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+  /* In the graph's arena: folding allocates there, and the recovery point
+   * frees it whole if memory runs out (support/oom.h). */
+  bool *remove = ARENA_ARRAY(g->arena, bool, g->nnodes + 1);
   loom_status st = LOOM_OK;
   if (err) err->status = LOOM_OK;
   for (int i = 0; i < g->nnodes; i++) {
@@ -419,6 +420,5 @@ loom_status graph_pass_fold_constants(Graph *g, LoomError *err) {
     }
   }
   if (!st) graph_remove_nodes(g, remove);
-  loom_free(remove);
   return st;
 }

@@ -121,12 +121,12 @@ static ValueId channel_const(Graph *g, const char *base, const char *suffix, con
 
 loom_status graph_pass_fold_batchnorm(Graph *g, LoomError *err) {
   int *uses = graph_use_counts(g);
-  if (!uses) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+  if (!uses) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   GraphNodeBuf buf = {0};
   bool *drop = loom_calloc((size_t)g->nnodes + 1, 1);
   if (!drop) {
     loom_free(uses);
-    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   /* First fold into convs (edits the conv in place, drops the BN). */
   for (int i = 0; i < g->nnodes; i++) {
@@ -190,7 +190,7 @@ loom_status graph_pass_fold_conv_affine(Graph *g, LoomError *err) {
   if (!uses || !drop) {
     loom_free(uses);
     loom_free(drop);
-    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int i = 0; i < g->nnodes; i++) {
     GraphNode *n = &g->nodes[i];

@@ -57,6 +57,9 @@ typedef struct FuseCtx {
   int *visit_mark;
   int visit_epoch;
   int *root_mark;
+  /* Owns every table above: freed whole, and by the recovery point when
+   * memory runs out mid-pass (support/oom.h). */
+  Arena *scratch;
 } FuseCtx;
 
 static GraphOpPattern pmax(GraphOpPattern a, GraphOpPattern b) { return a > b ? a : b; }
@@ -76,12 +79,11 @@ static GraphOpPattern edge_pattern(const Graph *g, const GraphNode *consumer, Va
   return p;
 }
 
-static bool build_edges(FuseCtx *c) {
+static void build_edges(FuseCtx *c) {
   const Graph *g = c->g;
   int total = 0;
-  c->edge_start = loom_calloc((size_t)c->n + 2, sizeof(int));
-  c->extern_ref = loom_calloc((size_t)c->n + 1, 1);
-  if (!c->edge_start || !c->extern_ref) return false;
+  c->edge_start = arena_alloc(c->scratch, ((size_t)c->n + 2) * sizeof(int));
+  c->extern_ref = arena_alloc(c->scratch, (size_t)c->n + 1);
   for (int j = 0; j < c->n; j++)
     for (int k = 0; k < g->nodes[j].ninputs; k++) {
       ValueId v = g->nodes[j].inputs[k];
@@ -91,12 +93,8 @@ static bool build_edges(FuseCtx *c) {
       }
     }
   for (int i = 0; i < c->n; i++) c->edge_start[i + 1] += c->edge_start[i];
-  c->edges = loom_malloc(sizeof(FuseEdge) * (size_t)(total + 1));
-  int *fill = loom_calloc((size_t)c->n + 1, sizeof(int));
-  if (!c->edges || !fill) {
-    loom_free(fill);
-    return false;
-  }
+  c->edges = arena_alloc(c->scratch, sizeof(FuseEdge) * (size_t)(total + 1));
+  int *fill = arena_alloc(c->scratch, ((size_t)c->n + 1) * sizeof(int));
   for (int j = 0; j < c->n; j++)
     for (int k = 0; k < g->nodes[j].ninputs; k++) {
       ValueId v = g->nodes[j].inputs[k];
@@ -104,12 +102,10 @@ static bool build_edges(FuseCtx *c) {
       int p = g->values[v].producer;
       c->edges[c->edge_start[p] + fill[p]++] = (FuseEdge){j, edge_pattern(g, &g->nodes[j], v)};
     }
-  loom_free(fill);
   for (int k = 0; k < g->noutputs; k++) {
     int p = g->values[g->outputs[k]].producer;
     if (p >= 0) c->extern_ref[p] = true;
   }
-  return true;
 }
 
 static int lca2(FuseCtx *c, int a, int b, GraphOpPattern *pat) {
@@ -253,34 +249,19 @@ static void run_phase(FuseCtx *c, int phase) {
   }
 }
 
-static void ctx_free(FuseCtx *c) {
-  loom_free(c->edge_start);
-  loom_free(c->edges);
-  loom_free(c->extern_ref);
-  loom_free(c->pd_parent);
-  loom_free(c->pd_depth);
-  loom_free(c->pd_pattern);
-  loom_free(c->uf_parent);
-  loom_free(c->gpattern);
-  loom_free(c->ganchor);
-  loom_free(c->gsize);
-  loom_free(c->visit_mark);
-  loom_free(c->root_mark);
-}
-
-static bool ctx_alloc(FuseCtx *c) {
+/* Every table in c->scratch: arena_alloc does not return NULL. */
+static void ctx_alloc(FuseCtx *c) {
   size_t n = (size_t)c->n + 1;
-  c->pd_parent = loom_malloc(n * sizeof(int));
-  c->pd_depth = loom_malloc(n * sizeof(int));
-  c->pd_pattern = loom_malloc(n * sizeof(GraphOpPattern));
-  c->uf_parent = loom_malloc(n * sizeof(int));
-  c->gpattern = loom_malloc(n * sizeof(GraphOpPattern));
-  c->ganchor = loom_malloc(n * sizeof(int));
-  c->gsize = loom_malloc(n * sizeof(int));
-  c->visit_mark = loom_calloc(n, sizeof(int));
-  c->root_mark = loom_calloc(n, sizeof(int));
-  return c->pd_parent && c->pd_depth && c->pd_pattern && c->uf_parent && c->gpattern && c->ganchor && c->gsize &&
-         c->visit_mark && c->root_mark && build_edges(c);
+  c->pd_parent = arena_alloc(c->scratch, n * sizeof(int));
+  c->pd_depth = arena_alloc(c->scratch, n * sizeof(int));
+  c->pd_pattern = arena_alloc(c->scratch, n * sizeof(GraphOpPattern));
+  c->uf_parent = arena_alloc(c->scratch, n * sizeof(int));
+  c->gpattern = arena_alloc(c->scratch, n * sizeof(GraphOpPattern));
+  c->ganchor = arena_alloc(c->scratch, n * sizeof(int));
+  c->gsize = arena_alloc(c->scratch, n * sizeof(int));
+  c->visit_mark = arena_alloc(c->scratch, n * sizeof(int));
+  c->root_mark = arena_alloc(c->scratch, n * sizeof(int));
+  build_edges(c);
 }
 
 /* Fills one group's node list, anchor, inputs and outputs. */
@@ -335,7 +316,7 @@ static loom_status order_groups(const Graph *g, GraphFusionPlan *p, int *order, 
   if (!indeg || !done) {
     loom_free(indeg);
     loom_free(done);
-    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int j = 0; j < g->nnodes; j++)
     for (int k = 0; k < g->nodes[j].ninputs; k++) {
@@ -381,10 +362,8 @@ loom_status graph_pass_fuse(const Graph *g, const GraphFuseOptions *opts, Arena 
   c.n = g->nnodes;
   c.max_size = opts && opts->max_group_size > 0 ? opts->max_group_size : GRAPH_FUSE_DEFAULT_MAX_GROUP;
   c.reduce_epilogue = opts && opts->reduce_epilogue;
-  if (!ctx_alloc(&c)) {
-    ctx_free(&c);
-    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
-  }
+  c.scratch = arena_new();
+  ctx_alloc(&c);
   for (int i = 0; i < c.n; i++) {
     GraphOpPattern p = graph_op_info(g->nodes[i].op)->pattern;
     c.uf_parent[i] = i;
@@ -399,13 +378,13 @@ loom_status graph_pass_fuse(const Graph *g, const GraphFuseOptions *opts, Arena 
   /* Number groups by their first node, list members ascending. */
   out->nnodes = c.n;
   out->group_of = ARENA_ARRAY(a, int, c.n);
-  int *gid_of_root = loom_malloc(sizeof(int) * ((size_t)c.n + 1));
-  int *members = loom_malloc(sizeof(int) * ((size_t)c.n + 1));
-  int *order = loom_malloc(sizeof(int) * ((size_t)c.n + 1));
-  GraphFusedGroup *unordered = loom_malloc(sizeof(GraphFusedGroup) * ((size_t)c.n + 1));
+  int *gid_of_root = arena_alloc(c.scratch, sizeof(int) * ((size_t)c.n + 1));
+  int *members = arena_alloc(c.scratch, sizeof(int) * ((size_t)c.n + 1));
+  int *order = arena_alloc(c.scratch, sizeof(int) * ((size_t)c.n + 1));
+  GraphFusedGroup *unordered = arena_alloc(c.scratch, sizeof(GraphFusedGroup) * ((size_t)c.n + 1));
   loom_status st = LOOM_OK;
   if (!gid_of_root || !members || !order || !unordered) {
-    st = err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    st = err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   } else {
     for (int i = 0; i < c.n; i++) gid_of_root[i] = -1;
     int ng = 0;
@@ -440,11 +419,7 @@ loom_status graph_pass_fuse(const Graph *g, const GraphFuseOptions *opts, Arena 
       memset(out, 0, sizeof *out);
     }
   }
-  loom_free(gid_of_root);
-  loom_free(members);
-  loom_free(order);
-  loom_free(unordered);
-  ctx_free(&c);
+  arena_free(c.scratch);
   return st;
 }
 

@@ -501,7 +501,7 @@ loom_status graph_pass_layout_nchwc(Graph *g, const GraphLayoutOptions *opts, Lo
   c.fold_pads = loom_malloc(sizeof(*c.fold_pads) * ((size_t)g->nvalues + 1));
   if (!c.rep_id || !c.rep_block || !c.nchw_ok || !c.alt_id || !c.alt_block || !c.fold_src || !c.fold_pads) {
     layout_ctx_free(&c);
-    return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int v = 0; v < g->nvalues; v++) {
     c.rep_id[v] = v;

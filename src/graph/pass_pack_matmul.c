@@ -87,7 +87,7 @@ loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err) {
   /* One packed copy per weight, however many products read it. */
   int nvalues0 = g->nvalues;
   ValueId *packed = loom_malloc(sizeof(ValueId) * (size_t)(nvalues0 > 0 ? nvalues0 : 1));
-  if (!packed) return err_set(err, LOOM_ERR_INTERNAL, "pack_matmul: out of memory");
+  if (!packed) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "pack_matmul: out of memory");
   for (int v = 0; v < nvalues0; v++) packed[v] = GRAPH_NO_VALUE;
   GraphNodeBuf buf = {0};
   bool any = false;

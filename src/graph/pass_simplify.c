@@ -20,7 +20,7 @@ static bool is_graph_input(const Graph *g, ValueId v) {
 loom_status graph_pass_remove_identity(Graph *g, LoomError *err) {
   (void)err;
   bool *remove = loom_calloc((size_t)g->nnodes + 1, 1);
-  if (!remove) return err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+  if (!remove) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < g->nnodes; i++) {
     GraphNode *n = &g->nodes[i];
     if (n->op != GRAPH_OP_IDENTITY && n->op != GRAPH_OP_DROPOUT) continue;

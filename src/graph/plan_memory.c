@@ -189,7 +189,7 @@ loom_status graph_plan_memory(const Graph *g, const GraphFusionPlan *plan, Arena
   bool *inpl = loom_malloc((size_t)nv + 1);
   loom_status st = LOOM_OK;
   if (!interval_of || !iv || !value_of || !offs || !inpl) {
-    st = err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    st = err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   for (int v = 0; v < nv; v++) {
@@ -243,7 +243,7 @@ loom_status graph_plan_memory(const Graph *g, const GraphFusionPlan *plan, Arena
   }
   int64_t arena = mem_plan_intervals(n, iv, offs, inpl);
   if (arena < 0) {
-    st = err_set(err, LOOM_ERR_INTERNAL, "out of memory");
+    st = err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   out->arena_size = arena;

@@ -100,17 +100,17 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
   m->prof_ms = loom_calloc(nc, sizeof(double));
   m->prof_runs = loom_calloc(nc, sizeof(int64_t));
   if (!m->inputs || !m->input_set || !m->outputs || !m->out_shapes || !m->arena || !m->arg_start || !m->prof_ms || !m->prof_runs)
-    return err_set(err, LOOM_ERR_RUNTIME, "out of memory allocating the model (arena of %llu bytes)",
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory allocating the model (arena of %llu bytes)",
                    (unsigned long long)s->arena_bytes);
   for (int32_t i = 0; i < s->num_inputs; i++)
     if (!(m->inputs[i] = alloc64(s->inputs[i].nbytes, true)))
-      return err_set(err, LOOM_ERR_RUNTIME, "out of memory for input \"%s\"", s->inputs[i].name);
+      return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory for input \"%s\"", s->inputs[i].name);
   for (int32_t i = 0; i < s->num_outputs; i++) {
     if (!(m->outputs[i] = alloc64(s->outputs[i].nbytes, true)))
-      return err_set(err, LOOM_ERR_RUNTIME, "out of memory for output \"%s\"", s->outputs[i].name);
+      return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory for output \"%s\"", s->outputs[i].name);
     if (s->outputs[i].dynamic) {
       if (!(m->out_shapes[i] = loom_calloc((size_t)s->outputs[i].ndim + 1, sizeof(int64_t))))
-        return err_set(err, LOOM_ERR_RUNTIME, "out of memory for output \"%s\"", s->outputs[i].name);
+        return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory for output \"%s\"", s->outputs[i].name);
       memcpy(m->out_shapes[i], s->outputs[i].shape, sizeof(int64_t) * (size_t)s->outputs[i].ndim);
     }
   }
@@ -122,7 +122,7 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
   m->arg_start[s->num_calls] = (int32_t)total;
   m->arg_tensors = loom_calloc(total + 1, sizeof(DLTensor));
   m->arg_ptrs = loom_calloc(total + 1, sizeof(DLTensor *));
-  if (!m->arg_tensors || !m->arg_ptrs) return err_set(err, LOOM_ERR_RUNTIME, "out of memory");
+  if (!m->arg_tensors || !m->arg_ptrs) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   for (int32_t c = 0; c < s->num_calls; c++)
     for (int32_t j = 0; j < s->calls[c].num_args; j++) {
       const ArtifactArg *a = &s->calls[c].args[j];
@@ -137,7 +137,7 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
   size_t nio = (size_t)s->num_inputs + (size_t)s->num_outputs;
   m->io_tensors = loom_calloc(nio + 1, sizeof(DLTensor));
   m->io_ptrs = loom_calloc(nio + 1, sizeof(DLTensor *));
-  if (!m->io_tensors || !m->io_ptrs) return err_set(err, LOOM_ERR_RUNTIME, "out of memory");
+  if (!m->io_tensors || !m->io_ptrs) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; i < nio; i++) {
     bool in = i < (size_t)s->num_inputs;
     const ArtifactTensor *src = in ? &s->inputs[i] : &s->outputs[i - (size_t)s->num_inputs];
@@ -155,7 +155,7 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
   if (m->workspace_bytes) {
     m->workspace_bytes = (m->workspace_bytes + 63) / 64 * 64;
     if (!(m->workspace = alloc64(m->workspace_bytes, false)))
-      return err_set(err, LOOM_ERR_RUNTIME, "out of memory for a %zu-byte kernel workspace", m->workspace_bytes);
+      return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte kernel workspace", m->workspace_bytes);
   }
   return LOOM_OK;
 }
@@ -167,7 +167,7 @@ loom_status loom_model_load(const char *path, const LoomModelOptions *opt, LoomM
   *out = NULL;
   LoomModel *m = loom_calloc(1, sizeof *m);
   if (!m) {
-    st = err_set(&err, LOOM_ERR_RUNTIME, "out of memory");
+    st = err_set(&err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   } else if (!path) {
     st = err_set(&err, LOOM_ERR_INVALID_ARG, "loom_model_load: NULL path");
   } else if (!(st = artifact_load(path, 0, &m->art, &err)) &&

@@ -20,11 +20,11 @@ loom_status module_load(const char *path, Module **out, LoomError *err) {
   if (!strchr(path, '/')) {
     size_t n = strlen(path) + 3;
     resolved = loom_malloc(n);
-    if (!resolved) return err_set(err, LOOM_ERR_RUNTIME, "module_load: out of memory");
+    if (!resolved) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "module_load: out of memory");
     snprintf(resolved, n, "./%s", path);
   } else {
     resolved = loom_strdup(path);
-    if (!resolved) return err_set(err, LOOM_ERR_RUNTIME, "module_load: out of memory");
+    if (!resolved) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "module_load: out of memory");
   }
   dlerror();
   void *h = dlopen(resolved, RTLD_NOW | RTLD_LOCAL);
@@ -37,7 +37,7 @@ loom_status module_load(const char *path, Module **out, LoomError *err) {
   if (!m) {
     dlclose(h);
     loom_free(resolved);
-    return err_set(err, LOOM_ERR_RUNTIME, "module_load: out of memory");
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "module_load: out of memory");
   }
   m->handle = h;
   m->path = resolved;

@@ -124,7 +124,7 @@ loom_status threadpool_create(int num_threads, ThreadPool **out, LoomError *err)
     return err_set(err, LOOM_ERR_INVALID_ARG, "thread pool: num_threads %d, expected at most 1024", num_threads);
   if (num_threads <= 0) num_threads = threadpool_default_threads();
   ThreadPool *p = loom_calloc(1, sizeof *p);
-  if (!p) return err_set(err, LOOM_ERR_RUNTIME, "thread pool: out of memory");
+  if (!p) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
   p->n_threads = num_threads;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
@@ -135,7 +135,7 @@ loom_status threadpool_create(int num_threads, ThreadPool **out, LoomError *err)
     p->workers = loom_calloc((size_t)num_threads - 1, sizeof *p->workers);
     if (!p->workers) {
       threadpool_destroy(p);
-      return err_set(err, LOOM_ERR_RUNTIME, "thread pool: out of memory");
+      return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
     }
     for (int i = 0; i < num_threads - 1; i++) {
       int rc = pthread_create(&p->workers[i], NULL, worker_main, p);

@@ -1,5 +1,6 @@
 #include "support/arena.h"
 #include "support/alloc.h"
+#include "support/oom.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -13,23 +14,25 @@ typedef struct Chunk {
 } Chunk;
 
 struct Arena {
+  OomNode oom; /* first: released through it by a recovery point */
   Chunk *head;
   size_t bytes;
 };
+
+static void arena_release(OomNode *n) { arena_free((Arena *)n); }
 
 enum { CHUNK_MIN = 64 * 1024 };
 
 Arena *arena_new(void) {
   Arena *a = loom_calloc(1, sizeof(Arena));
-  if (!a) {
-    fprintf(stderr, "loom: out of memory creating an arena\n");
-    abort();
-  }
+  if (!a) oom_raise("an arena");
+  oom_track(&a->oom, arena_release);
   return a;
 }
 
 void arena_free(Arena *a) {
   if (!a) return;
+  oom_untrack(&a->oom);
   Chunk *c = a->head;
   while (c) {
     Chunk *n = c->next;
@@ -46,10 +49,7 @@ void *arena_alloc(Arena *a, size_t size) {
   if (!c || c->size - c->used < size) {
     size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
     c = loom_malloc(sizeof(Chunk) + cap);
-    if (!c) {
-      fprintf(stderr, "loom: out of memory (arena chunk of %zu bytes)\n", cap);
-      abort();
-    }
+    if (!c) oom_raise("an arena chunk of %zu bytes", cap);
     c->size = cap;
     c->used = 0;
     c->next = a->head;

@@ -10,8 +10,10 @@ typedef struct Arena Arena;
 
 Arena *arena_new(void);
 void arena_free(Arena *a);
-/* Zeroed, 16-byte aligned memory. Running out of memory is an internal fault,
- * not a user error: it prints a message and aborts. */
+/* Zeroed, 16-byte aligned memory. Running out of memory longjmps to the
+ * innermost recovery point (support/oom.h: the public entry returns
+ * LOOM_ERR_OUT_OF_MEMORY and frees the arenas created since), or prints a
+ * message and aborts where none is set. */
 void *arena_alloc(Arena *a, size_t size);
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
 #define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)((n) > 0 ? (n) : 1)))

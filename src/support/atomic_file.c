@@ -17,7 +17,7 @@ loom_status atomic_file_open(AtomicFile *af, const char *path, LoomError *err) {
   af->tmp = loom_malloc(n + 16);
   if (!af->path || !af->tmp) {
     atomic_file_abort(af);
-    return err_set(err, LOOM_ERR_RUNTIME, "out of memory writing \"%s\"", path);
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory writing \"%s\"", path);
   }
   memcpy(af->tmp, path, n);
   memcpy(af->tmp + n, ".tmp.XXXXXX", 12);

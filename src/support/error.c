@@ -55,6 +55,7 @@ const char *loom_status_name(loom_status s) {
     case LOOM_ERR_BUILD: return "build error";
     case LOOM_ERR_RUNTIME: return "runtime error";
     case LOOM_ERR_INTERNAL: return "internal error";
+    case LOOM_ERR_OUT_OF_MEMORY: return "out of memory";
   }
   return "unknown error";
 }

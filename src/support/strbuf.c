@@ -1,14 +1,27 @@
 #include "support/strbuf.h"
 #include "support/alloc.h"
+#include "support/oom.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The buffer starts with an OomNode, so that a recovery point frees it
+ * when memory runs out mid-entry (support/oom.h); sb->data points past it. */
+static OomNode *header_of(char *data) { return (OomNode *)(void *)data - 1; }
+static void release_buffer(OomNode *n) {
+  oom_untrack(n);
+  loom_free(n);
+}
+
 void sb_init(StrBuf *sb) { memset(sb, 0, sizeof *sb); }
 
 void sb_free(StrBuf *sb) {
-  loom_free(sb->data);
+  if (sb->data) {
+    OomNode *h = header_of(sb->data);
+    oom_untrack(h);
+    loom_free(h);
+  }
   sb_init(sb);
 }
 
@@ -16,12 +29,16 @@ static void sb_reserve(StrBuf *sb, size_t extra) {
   if (sb->len + extra + 1 <= sb->cap) return;
   size_t cap = sb->cap ? sb->cap : 256;
   while (cap < sb->len + extra + 1) cap *= 2;
-  char *p = loom_realloc(sb->data, cap);
-  if (!p) {
-    fprintf(stderr, "loom: out of memory growing a string to %zu bytes\n", cap);
-    abort();
+  OomNode *old = sb->data ? header_of(sb->data) : NULL, saved = {0};
+  if (old) saved = *old;
+  OomNode *h = loom_realloc(old, sizeof(OomNode) + cap);
+  if (!h) {
+    sb_free(sb);
+    oom_raise("a string of %zu bytes", cap);
   }
-  sb->data = p;
+  if (old) oom_retrack(h, &saved);
+  else oom_track(h, release_buffer);
+  sb->data = (char *)(h + 1);
   sb->cap = cap;
 }
 
@@ -61,13 +78,12 @@ void sb_indent(StrBuf *sb, int level) {
 }
 
 char *sb_take(StrBuf *sb) {
-  char *p = sb->data;
-  if (!p) {
-    p = loom_malloc(1);
-    if (!p) abort();
-    p[0] = 0;
-  }
-  sb_init(sb);
+  /* A plain copy: the caller frees it with free(), which knows no header. */
+  char *p = loom_malloc(sb->len + 1);
+  if (!p) oom_raise("a string of %zu bytes", sb->len + 1);
+  if (sb->data) memcpy(p, sb->data, sb->len + 1);
+  else p[0] = 0;
+  sb_free(sb);
   return p;
 }
 

@@ -17,7 +17,8 @@ void sb_puts(StrBuf *sb, const char *s);
 void sb_printf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap);
 void sb_indent(StrBuf *sb, int level); /* two spaces per level */
-/* Hands the string over (caller frees); sb is reset to empty. */
+/* Hands the string over as a fresh copy (caller frees); sb is reset to
+ * empty. */
 char *sb_take(StrBuf *sb);
 const char *sb_cstr(StrBuf *sb); /* "" if empty */
 

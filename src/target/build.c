@@ -177,7 +177,7 @@ static loom_status job_init(CompileJob *j, const BuildEnv *env, const char *dest
   subprocess_temp_name(j->log, sizeof j->log, dest);
   strncat(j->log, ".log", sizeof j->log - strlen(j->log) - 1);
   size_t flen = strlen(env->cflags) + strlen(env->extra) + 2;
-  if (!(j->flags = loom_malloc(flen))) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  if (!(j->flags = loom_malloc(flen))) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "build: out of memory");
   snprintf(j->flags, flen, "%s %s", env->cflags, env->extra);
   int argc = 0, max = BUILD_MAX_ARGS - 1;
   j->argv[argc++] = (char *)env->cc;
@@ -361,7 +361,7 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
   if (st) return st;
 
   uint64_t *unit_key = loom_calloc((size_t)n, sizeof *unit_key);
-  if (!unit_key) return err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  if (!unit_key) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "build: out of memory");
   uint64_t so_key = n == 1 ? 0 : hash_str(env.key, "link");
   for (int i = 0; i < n; i++) {
     unit_key[i] = hash_str(env.key, units[i]);
@@ -384,9 +384,9 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
   char (*o_paths)[PATH_MAX] = loom_calloc((size_t)n, sizeof *o_paths);
   const char **objects = loom_calloc((size_t)n, sizeof *objects);
   int njobs = 0, nobjects = 0;
-  if (!jobs || !c_paths || !o_paths || !objects) st = err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  if (!jobs || !c_paths || !o_paths || !objects) st = err_set(err, LOOM_ERR_OUT_OF_MEMORY, "build: out of memory");
   int *order = loom_calloc((size_t)n, sizeof *order), norder = 0;
-  if (!order) st = err_set(err, LOOM_ERR_INTERNAL, "build: out of memory");
+  if (!order) st = err_set(err, LOOM_ERR_OUT_OF_MEMORY, "build: out of memory");
   for (int i = 0; !st && i < n; i++) {
     bool repeated = false;
     for (int k = 0; k < i; k++) repeated |= unit_key[k] == unit_key[i];

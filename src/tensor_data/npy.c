@@ -178,7 +178,7 @@ loom_status npy_parse(const void *buf, size_t len, const char *what, NpyArray *o
   }
   out->nbytes = (size_t)nbytes;
   out->data = loom_aligned_alloc(64, (out->nbytes + 63) / 64 * 64 + 64);
-  if (!out->data) return err_set(err, LOOM_ERR_RUNTIME, "%s: out of memory (%zu bytes)", what, out->nbytes);
+  if (!out->data) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory (%zu bytes)", what, out->nbytes);
   memcpy(out->data, b + data_at, out->nbytes);
   return LOOM_OK;
 }
@@ -261,7 +261,7 @@ loom_status npy_write(const char *path, const DLTensor *t, LoomError *err) {
   unsigned char head[16] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(header_len & 0xff),
                             (unsigned char)(header_len >> 8)};
   char *hdr = loom_malloc(header_len);
-  if (!hdr) return err_set(err, LOOM_ERR_RUNTIME, "out of memory writing \"%s\"", path);
+  if (!hdr) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory writing \"%s\"", path);
   memset(hdr, ' ', header_len);
   memcpy(hdr, dict, (size_t)n);
   hdr[header_len - 1] = '\n';

@@ -664,7 +664,7 @@ static bool exec_store(Interp *in, const Stmt *s) {
   Scalar *vals = lanes <= 16 ? small_v : loom_malloc(sizeof(Scalar) * (size_t)lanes);
   int64_t *offs = lanes <= 16 ? small_k : loom_malloc(sizeof(int64_t) * (size_t)lanes);
   bool ok = vals && offs;
-  if (!ok) fail(in, LOOM_ERR_RUNTIME, "interpreter: out of memory");
+  if (!ok) fail(in, LOOM_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
   for (int l = 0; ok && l < lanes; l++) {
     for (int d = 0; ok && d < n; d++) {
       Scalar v;

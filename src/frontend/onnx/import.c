@@ -2,6 +2,7 @@
  * supported ops, acyclicity), then convert nodes in topological order. */
 #include "frontend/onnx/import_internal.h"
 #include "support/alloc.h"
+#include "support/oom.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +160,7 @@ static loom_status add_inputs(Importer *im, const OnnxGraph *og) {
 static loom_status order_nodes(Importer *im, const OnnxGraph *og, int *order) {
   int nn = og->nnodes;
   NameMap producer; /* output name -> node index */
-  namemap_init(&producer);
+  namemap_init(&producer, im->scratch);
   loom_status st = LOOM_OK;
   for (int i = 0; i < nn && !st; i++) {
     const OnnxNode *n = &og->nodes[i];
@@ -173,10 +174,9 @@ static loom_status order_nodes(Importer *im, const OnnxGraph *og, int *order) {
     }
   }
   /* state: 0 unvisited, 1 on the stack, 2 emitted; next_input: resume point. */
-  char *state = loom_calloc((size_t)nn + 1, 1);
-  int *next_input = loom_calloc((size_t)nn + 1, sizeof(int));
-  int *stack = loom_calloc((size_t)nn + 1, sizeof(int));
-  LOOM_ASSERT(state && next_input && stack);
+  char *state = ARENA_ARRAY(im->scratch, char, nn + 1);
+  int *next_input = ARENA_ARRAY(im->scratch, int, nn + 1);
+  int *stack = ARENA_ARRAY(im->scratch, int, nn + 1);
   int done = 0;
   for (int root = 0; root < nn && !st; root++) {
     if (state[root]) continue;
@@ -209,10 +209,6 @@ static loom_status order_nodes(Importer *im, const OnnxGraph *og, int *order) {
       }
     }
   }
-  loom_free(state);
-  loom_free(next_input);
-  loom_free(stack);
-  namemap_free(&producer);
   return st;
 }
 
@@ -229,8 +225,8 @@ static loom_status add_outputs(Importer *im, const OnnxGraph *og) {
   return LOOM_OK;
 }
 
-Graph *onnx_import_bytes_fed(const uint8_t *data, size_t size, const char *base_dir, const char *const *fed, int nfed,
-                             LoomError *err) {
+static Graph *import_bytes(const uint8_t *data, size_t size, const char *base_dir, const char *const *fed, int nfed,
+                           LoomError *err) {
   Importer im;
   memset(&im, 0, sizeof im);
   im.scratch = arena_new();
@@ -238,7 +234,7 @@ Graph *onnx_import_bytes_fed(const uint8_t *data, size_t size, const char *base_
   im.err = err;
   im.fed = fed;
   im.nfed = fed ? nfed : 0;
-  namemap_init(&im.names);
+  namemap_init(&im.names, im.scratch);
   loom_status st = LOOM_OK;
   OnnxModel *m = onnx_model_decode(im.scratch, data, size, err);
   if (!m) st = err && err->status ? err->status : LOOM_ERR_PARSE;
@@ -263,15 +259,12 @@ Graph *onnx_import_bytes_fed(const uint8_t *data, size_t size, const char *base_
   if (!st) st = add_inputs(&im, m->graph);
   int *order = NULL;
   if (!st) {
-    order = loom_calloc((size_t)m->graph->nnodes + 1, sizeof(int));
-    LOOM_ASSERT(order);
+    order = ARENA_ARRAY(im.scratch, int, m->graph->nnodes + 1);
     st = order_nodes(&im, m->graph, order);
   }
   for (int i = 0; !st && i < m->graph->nnodes; i++) st = onnx_convert_node(&im, &m->graph->nodes[order[i]]);
   if (!st) st = add_outputs(&im, m->graph);
   if (!st) st = graph_verify(im.g, err);
-  loom_free(order);
-  namemap_free(&im.names);
   if (!st && keep) onnx_keep_model(im.g, im.scratch);
   else arena_free(im.scratch);
   if (st) {
@@ -279,6 +272,21 @@ Graph *onnx_import_bytes_fed(const uint8_t *data, size_t size, const char *base_
     return NULL;
   }
   return im.g;
+}
+
+/* The recovery point for running out of memory (support/oom.h): every
+ * allocation of an import is in its scratch arena or the graph's. */
+Graph *onnx_import_bytes_fed(const uint8_t *data, size_t size, const char *base_dir, const char *const *fed, int nfed,
+                             LoomError *err) {
+  OomRecovery r;
+  if (setjmp(*oom_recovery_push(&r))) {
+    oom_recovery_unwind(&r, err);
+    err_prefix(err, "importing the ONNX model");
+    return NULL;
+  }
+  Graph *g = import_bytes(data, size, base_dir, fed, nfed, err);
+  oom_recovery_pop(&r);
+  return g;
 }
 
 Graph *onnx_import_bytes(const uint8_t *data, size_t size, const char *base_dir, LoomError *err) {
@@ -300,7 +308,7 @@ uint8_t *onnx_read_file(const char *path, size_t *len_out, LoomError *err) {
       if (!p) {
         loom_free(buf);
         fclose(f);
-        err_set(err, LOOM_ERR_IO, "\"%s\" is too large to read", path);
+        err_set(err, LOOM_ERR_OUT_OF_MEMORY, "\"%s\": out of memory allocating %zu bytes to read it", path, cap);
         return NULL;
       }
       buf = p;
@@ -326,7 +334,11 @@ Graph *onnx_import_file_fed(const char *path, const char *const *fed, int nfed, 
   if (!buf) return NULL;
   /* External data lives next to the model file. */
   char *dir = loom_strdup(path);
-  LOOM_ASSERT(dir);
+  if (!dir) {
+    loom_free(buf);
+    err_set(err, LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory allocating a copy of the path", path);
+    return NULL;
+  }
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   else strcpy(dir, ".");
@@ -350,12 +362,25 @@ loom_status onnx_prepare_graph(Graph *g, const char *path, LoomError *err) {
   return st;
 }
 
-Graph *onnx_import_file_prepared(const char *path, LoomError *err) {
+static Graph *import_file_prepared(const char *path, LoomError *err) {
   Graph *g = onnx_import_file(path, err);
   if (g && onnx_prepare_graph(g, path, err)) {
     graph_free(g);
     return NULL;
   }
+  return g;
+}
+
+/* A recovery point of its own for the preparing passes (support/oom.h). */
+Graph *onnx_import_file_prepared(const char *path, LoomError *err) {
+  OomRecovery r;
+  if (setjmp(*oom_recovery_push(&r))) {
+    oom_recovery_unwind(&r, err);
+    err_prefix(err, "%s: preparing the graph", path);
+    return NULL;
+  }
+  Graph *g = import_file_prepared(path, err);
+  oom_recovery_pop(&r);
   return g;
 }
 

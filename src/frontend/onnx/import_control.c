@@ -108,9 +108,8 @@ loom_status onnx_convert_control(Importer *im, const OnnxNode *n, const ValueId 
   for (int k = 0; k < n->nattrs; k++) {
     if (!n->attrs[k].g) continue;
     NameMap local; /* each body's own names; a name map used as a set */
-    namemap_init(&local);
+    namemap_init(&local, im->scratch);
     implicit_inputs(im, n->attrs[k].g, &local, ins + nins, &nimplicit, MAX_IMPLICIT + 1);
-    namemap_free(&local);
   }
   if (nimplicit > MAX_IMPLICIT)
     return err_set(im->err, LOOM_ERR_UNSUPPORTED, "%s (node \"%s\"): its bodies read more than %d outer values",
@@ -513,7 +512,7 @@ loom_status onnx_inline_control_flow(Graph *g, LoomError *err) {
     in.on = a->p;
     in.im.opset = graph_attr_int(&node, "opset", ONNX_MAX_OPSET);
     in.outer_scope = graph_node_attr(&node, "scope") ? graph_attr_string(&node, "scope", NULL) : NULL;
-    namemap_init(&in.im.names);
+    namemap_init(&in.im.names, in.im.scratch);
     for (ValueId v = 0; v < g->nvalues; v++) namemap_put(&in.im.names, g->values[v].name, v);
     /* The body's ops must be known before any of it is converted. */
     const char *bodies[] = {"then_branch", "else_branch", "body"};
@@ -526,7 +525,6 @@ loom_status onnx_inline_control_flow(Graph *g, LoomError *err) {
       else if (node.op == GRAPH_OP_LOOP) st = inline_loop(&in);
       else st = inline_scan(&in, in.im.opset);
     }
-    namemap_free(&in.im.names);
     graph_append_nodes(g, tail, ntail);
     if (st) return st;
   }

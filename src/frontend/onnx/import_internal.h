@@ -5,11 +5,15 @@
 #include "frontend/onnx/onnx.h"
 #include "frontend/onnx/onnx_proto.h"
 
-/* String -> ValueId map (open addressing; names are owned elsewhere). */
+/* String -> ValueId map (open addressing; names are owned elsewhere). Its
+ * tables live in an arena (outgrown ones stay there, at most doubling what
+ * the map uses) so that running out of memory mid-import leaks nothing
+ * (support/oom.h). */
 typedef struct NameMap {
   const char **keys;
   ValueId *vals;
   int cap, count;
+  Arena *arena;
 } NameMap;
 
 typedef struct Importer {
@@ -25,8 +29,7 @@ typedef struct Importer {
   int nfed;
 } Importer;
 
-void namemap_init(NameMap *m);
-void namemap_free(NameMap *m);
+void namemap_init(NameMap *m, Arena *arena);
 void namemap_put(NameMap *m, const char *key, ValueId v);
 /* -1 when absent. */
 ValueId namemap_get(const NameMap *m, const char *key);

@@ -17,24 +17,20 @@ static uint64_t name_hash(const char *s) {
   return h;
 }
 
-void namemap_init(NameMap *m) { memset(m, 0, sizeof *m); }
-
-void namemap_free(NameMap *m) {
-  loom_free(m->keys);
-  loom_free(m->vals);
+void namemap_init(NameMap *m, Arena *arena) {
   memset(m, 0, sizeof *m);
+  m->arena = arena;
 }
 
 static void namemap_grow(NameMap *m) {
   NameMap bigger;
   bigger.cap = m->cap ? m->cap * 2 : 256;
   bigger.count = 0;
-  bigger.keys = loom_calloc((size_t)bigger.cap, sizeof *bigger.keys);
-  bigger.vals = loom_calloc((size_t)bigger.cap, sizeof *bigger.vals);
-  LOOM_ASSERT(bigger.keys && bigger.vals);
+  bigger.arena = m->arena;
+  bigger.keys = ARENA_ARRAY(m->arena, const char *, bigger.cap);
+  bigger.vals = ARENA_ARRAY(m->arena, ValueId, bigger.cap);
   for (int k = 0; k < m->cap; k++)
     if (m->keys[k]) namemap_put(&bigger, m->keys[k], m->vals[k]);
-  namemap_free(m);
   *m = bigger;
 }
 

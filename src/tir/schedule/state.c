@@ -1,5 +1,6 @@
 /* The schedule's state: RV table, decision source, trace recording, lookups. */
 #include "support/alloc.h"
+#include "support/oom.h"
 #include "tir/schedule/sched_internal.h"
 
 #include <stdio.h>
@@ -219,7 +220,8 @@ static bool path_search(PathCtx *c, const Stmt *s) {
 static int ancestors(const Stmt *root, const Stmt *target, const Stmt **out) {
   const Stmt *stack[256];
   PathCtx *c = loom_calloc(1, sizeof *c);
-  if (!c) return -1;
+  /* Not -1: callers read that as "not found" and would schedule on. */
+  if (!c) oom_raise("a schedule path search (%zu bytes)", sizeof *c);
   c->target = target;
   c->stack = stack;
   c->max_depth = 256;
