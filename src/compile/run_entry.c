@@ -8,6 +8,7 @@
  * artifact_run_hash, baked in as NAME_plan_hash for the loader to check. */
 #include "compile/compile.h"
 #include "support/alloc.h"
+#include "support/oom.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ static int shape_id(ShapeTable *st, int32_t ndim, const int64_t *shape) {
   if (st->n == st->cap) {
     st->cap = st->cap ? st->cap * 2 : 16;
     char **nk = loom_realloc(st->keys, (size_t)st->cap * sizeof *nk);
-    LOOM_ASSERT(nk);
+    if (!nk) oom_raise("the table of %d shape keys", st->cap);
     st->keys = nk;
   }
   sb_printf(st->out, "static int64_t %s_shape_%d[] = {%s};\n", st->prefix, st->n, sb_cstr(&key));

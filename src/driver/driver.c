@@ -2,6 +2,7 @@
 #include "driver/driver.h"
 
 #include "support/alloc.h"
+#include "support/oom.h"
 #include "support/strbuf.h"
 #include "target/codegen_c.h"
 #include "tir/text.h"
@@ -72,7 +73,7 @@ static void units_push(Units *u, StrBuf *sb) {
   if (u->n == u->cap) {
     u->cap = u->cap ? 2 * u->cap : 8;
     char **t = loom_realloc(u->text, (size_t)u->cap * sizeof *t);
-    LOOM_ASSERT(t);
+    if (!t) oom_raise("the list of %d translation units", u->cap);
     u->text = t;
   }
   u->text[u->n++] = sb_take(sb);

@@ -1,6 +1,5 @@
 /* Text form of the graph IR (see graph.h for the grammar by example). */
 #include "graph/graph.h"
-#include "support/alloc.h"
 
 #include <inttypes.h>
 
@@ -67,8 +66,10 @@ static void print_attr(const GraphAttr *a, StrBuf *sb) {
 }
 
 void graph_print(const Graph *g, StrBuf *sb) {
-  bool *used = loom_calloc((size_t)g->nvalues + 1, 1);
-  LOOM_ASSERT(used);
+  /* An arena, not the heap: writing to sb may run out of memory and unwind
+   * to a recovery point, which frees arenas (support/oom.h). */
+  Arena *scratch = arena_new();
+  bool *used = ARENA_ARRAY(scratch, bool, g->nvalues + 1);
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i].ninputs; k++)
       if (g->nodes[i].inputs[k] >= 0) used[g->nodes[i].inputs[k]] = true;
@@ -129,5 +130,5 @@ void graph_print(const Graph *g, StrBuf *sb) {
     print_ref(g, g->outputs[k], sb);
   }
   sb_puts(sb, "\n}\n");
-  loom_free(used);
+  arena_free(scratch);
 }
