@@ -265,6 +265,15 @@ Target target_for_artifact(const char *artifact_target) {
 loom_status target_parse(const char *spec, Target *out, LoomError *err) {
   *out = target_host();
   if (!spec || !*spec || !strcmp(spec, "host")) return LOOM_OK;
+  if (!strcmp(spec, "generic")) {
+    /* Plain C11 for any machine (loom export-c): no vector types;
+     * one scalar FMA per cycle. Cores and caches stay this machine's. */
+    snprintf(out->name, sizeof out->name, "generic");
+    out->vector_bits = 0;
+    out->vector_registers = 16;
+    out->flops_per_cycle = 2;
+    return LOOM_OK; /* built here (loom compile): the host's flags and features */
+  }
 #if defined(__x86_64__)
   if (!strcmp(spec, "x86_64")) return LOOM_OK;
   for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
@@ -279,7 +288,7 @@ loom_status target_parse(const char *spec, Target *out, LoomError *err) {
     }
 #endif
   return err_set(err, LOOM_ERR_UNSUPPORTED,
-                 "target \"%s\" is not supported: expected host, x86_64 (this machine, %s), x86_64-sse2, "
+                 "target \"%s\" is not supported: expected host, generic, x86_64 (this machine, %s), x86_64-sse2, "
                  "x86_64-avx2 or x86_64-avx512 (on an x86_64 machine)",
                  spec, out->name);
 }
