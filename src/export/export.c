@@ -204,8 +204,8 @@ static void rename_kernels(Arena *a, const char *prefix, CompileModelParts *part
 
 static loom_status check_options(const ExportOptions *o, LoomError *err) {
   if (!o->out_dir || !*o->out_dir) return err_set(err, LOOM_ERR_INVALID_ARG, "export-c: missing -o DIR");
-  if (o->name && !is_c_identifier(o->name))
-    return err_set(err, LOOM_ERR_INVALID_ARG, "export-c: --name \"%s\": expected a C identifier ([A-Za-z_][A-Za-z0-9_]*)",
+  if (o->name && (!is_c_identifier(o->name) || strlen(o->name) > 48))
+    return err_set(err, LOOM_ERR_INVALID_ARG, "export-c: --name \"%s\": expected a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 48 characters)",
                    o->name);
   if (o->weights && strcmp(o->weights, "embed")) {
     if (!strcmp(o->weights, "file"))
@@ -217,7 +217,9 @@ static loom_status check_options(const ExportOptions *o, LoomError *err) {
                    "export-c: --threads %d: not yet implemented (the exported code runs single-threaded)", o->threads);
   if (o->threads < 0) return err_set(err, LOOM_ERR_INVALID_ARG, "export-c: --threads %d: expected 1", o->threads);
   Target t;
-  return target_parse(o->target ? o->target : "generic", &t, err);
+  loom_status st = target_parse(o->target ? o->target : "generic", &t, err);
+  if (st) err_prefix(err, "export-c: --target");
+  return st;
 }
 
 loom_status export_c_project(const char *onnx_path, const ExportOptions *o, LoomError *err) {
@@ -233,6 +235,8 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
                          : "cores=1";
   LoomCompileOptions copt = {.target = target, .target_options = topt, .opt_level = 2, .records = o->records};
   ExportModel m = {.prefix = o->name ? o->name : "model", .model_path = onnx_path, .target = target};
+  for (size_t i = 0; m.prefix[i] && i + 1 < sizeof m.upper; i++)
+    m.upper[i] = (char)(m.prefix[i] >= 'a' && m.prefix[i] <= 'z' ? m.prefix[i] - 32 : m.prefix[i]);
   CompileModelParts parts;
   st = compile_model_parts(onnx_path, &copt, arena_printf(a, "%s_entry", m.prefix), &parts, err);
   ArtifactSpec spec;
@@ -252,6 +256,18 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
                      spec.outputs[i].name);
       else
         st = export_tensor_of(&spec.outputs[i], &m.outputs[i], err);
+    }
+    /* two names that differ only in characters C cannot spell: number the later one */
+    for (int32_t i = 0; i < spec.num_inputs + spec.num_outputs && !st; i++) {
+      ExportTensor *t = i < spec.num_inputs ? &m.inputs[i] : &m.outputs[i - spec.num_inputs];
+      for (int32_t j = 0; j < i; j++) {
+        const ExportTensor *u = j < spec.num_inputs ? &m.inputs[j] : &m.outputs[j - spec.num_inputs];
+        if (!strcmp(t->field, u->field)) {
+          size_t n = strlen(t->field);
+          snprintf(t->field + (n < 52 ? n : 52), sizeof t->field - (n < 52 ? n : 52), "_%d", (int)i);
+          break;
+        }
+      }
     }
     m.arena_bytes = (spec.arena_bytes + 63) / 64 * 64;
     uint64_t *offsets = ARENA_ARRAY(a, uint64_t, spec.num_weights + 1);

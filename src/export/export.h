@@ -55,7 +55,8 @@ typedef struct ExportTensor {
 } ExportTensor;
 
 typedef struct ExportModel {
-  const char *prefix;
+  const char *prefix;         /* functions and types: PREFIX_run, PREFIX_inputs */
+  char upper[64];             /* macros and status codes: PREFIX_WORKSPACE_BYTES, PREFIX_OK */
   const char *model_path;
   const char *target;
   const ArtifactSpec *spec;   /* kernels renamed PREFIX_k<i>_<op>, run_entry PREFIX_entry */

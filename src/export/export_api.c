@@ -29,6 +29,11 @@ loom_status export_tensor_of(const ArtifactTensor *t, ExportTensor *out, LoomErr
   if (!out->ctype)
     return err_set(err, LOOM_ERR_UNSUPPORTED, "export-c: tensor \"%s\": dtype code %u bits %u has no C type here",
                    t->name, t->dtype.code, t->dtype.bits);
+  for (int32_t d = 0; d < t->ndim; d++)
+    if (t->shape[d] < 0)
+      return err_set(err, LOOM_ERR_UNSUPPORTED,
+                     "export-c: tensor \"%s\": dimension %d is not static (export needs static shapes)", t->name,
+                     (int)d);
   out->name = t->name;
   out->ndim = t->ndim;
   out->shape = t->shape;
@@ -80,7 +85,7 @@ static void tensor_macros(StrBuf *o, const char *P, const char *kind, int i, con
 }
 
 void export_header(const ExportModel *m, StrBuf *o) {
-  const char *P = m->prefix;
+  const char *P = m->prefix, *U = m->upper;
   const ArtifactSpec *s = m->spec;
   sb_printf(o,
             "/* %s: %s compiled by Loom %s (loom export-c, target %s).\n"
@@ -95,13 +100,13 @@ void export_header(const ExportModel *m, StrBuf *o) {
             " * separate workspaces may run concurrently. Single-threaded. */\n"
             "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
-            P, m->model_path, LOOM_VERSION_STRING, m->target, P, P, P, P, P, P, P, P, P);
-  sb_printf(o, "#define %s_WORKSPACE_BYTES %" PRIu64 "\n#define %s_WORKSPACE_ALIGN 64\n", P,
-            m->arena_bytes + m->scratch_bytes > 0 ? m->arena_bytes + m->scratch_bytes : 64, P);
-  sb_printf(o, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n", P, (int)s->num_inputs, P,
+            P, m->model_path, LOOM_VERSION_STRING, m->target, P, P, P, U, U, P, P, U, U);
+  sb_printf(o, "#define %s_WORKSPACE_BYTES %" PRIu64 "\n#define %s_WORKSPACE_ALIGN 64\n", U,
+            m->arena_bytes + m->scratch_bytes > 0 ? m->arena_bytes + m->scratch_bytes : 64, U);
+  sb_printf(o, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n", U, (int)s->num_inputs, U,
             (int)s->num_outputs);
-  for (int32_t i = 0; i < s->num_inputs; i++) tensor_macros(o, P, "INPUT", i, &m->inputs[i]);
-  for (int32_t i = 0; i < s->num_outputs; i++) tensor_macros(o, P, "OUTPUT", i, &m->outputs[i]);
+  for (int32_t i = 0; i < s->num_inputs; i++) tensor_macros(o, U, "INPUT", i, &m->inputs[i]);
+  for (int32_t i = 0; i < s->num_outputs; i++) tensor_macros(o, U, "OUTPUT", i, &m->outputs[i]);
   for (int k = 0; k < 2; k++) {
     int32_t n = k ? s->num_outputs : s->num_inputs;
     const ExportTensor *ts = k ? m->outputs : m->inputs;
@@ -113,7 +118,7 @@ void export_header(const ExportModel *m, StrBuf *o) {
   }
   sb_printf(o, "\ntypedef enum %s_status {\n", P);
   for (int i = 0; i < NUM_STATUS; i++)
-    sb_printf(o, "  %s_%s = %d, /* %s */\n", P, k_status[i].name, k_status[i].value, k_status[i].message);
+    sb_printf(o, "  %s_%s = %d, /* %s */\n", U, k_status[i].name, k_status[i].value, k_status[i].message);
   sb_printf(o,
             "} %s_status;\n\n"
             "/* A static string for a %s_run result (\"unknown status\" for others). */\n"
@@ -143,19 +148,19 @@ static void tensor_array(StrBuf *o, const char *var, int32_t n) {
 }
 
 void export_run_source(const ExportModel *m, StrBuf *o) {
-  const char *P = m->prefix;
+  const char *P = m->prefix, *U = m->upper;
   const ArtifactSpec *s = m->spec;
   sb_printf(o, "\n/* ---- the API (%s.h) ---- */\n\nconst char *%s_status_string(int status) {\n  switch (status) {\n",
             P, P);
   for (int i = 0; i < NUM_STATUS; i++)
-    sb_printf(o, "    case %s_%s: return \"%s\";\n", P, k_status[i].name, k_status[i].message);
+    sb_printf(o, "    case %s_%s: return \"%s\";\n", U, k_status[i].name, k_status[i].message);
   sb_puts(o, "    default: return \"unknown status\";\n  }\n}\n\n");
   sb_printf(o,
             "extern const unsigned char %s_weights[];\n\n"
             "int %s_run(const %s_inputs *in, %s_outputs *out, void *workspace) {\n"
             "  if (!in || !out || !workspace) return %s_ERR_NULL;\n"
             "  if ((uintptr_t)workspace %% 64 != 0) return %s_ERR_ALIGN;\n",
-            P, P, P, P, P, P);
+            P, P, P, P, U, U);
   for (int32_t i = 0; i < s->num_inputs; i++) tensor_init(o, "tin", "in", i, &m->inputs[i]);
   for (int32_t i = 0; i < s->num_outputs; i++) tensor_init(o, "tout", "out", i, &m->outputs[i]);
   tensor_array(o, "tin", s->num_inputs);
@@ -171,7 +176,7 @@ void export_run_source(const ExportModel *m, StrBuf *o) {
             "    case LOOM_KERNEL_ERR_WORKSPACE: return %s_ERR_WORKSPACE;\n"
             "    default: return %s_ERR_INTERNAL;\n"
             "  }\n}\n",
-            m->arena_bytes, m->scratch_bytes, s->run_entry, P, P, P, P, P, P);
+            m->arena_bytes, m->scratch_bytes, s->run_entry, P, U, U, U, U, U);
 }
 
 void export_weights_source(const ExportModel *m, StrBuf *o) {

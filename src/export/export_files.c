@@ -195,5 +195,5 @@ void export_example_main(const ExportModel *m, StrBuf *o) {
             "  for (int i = 0; i < NI + NO + 1; i++) free(data[i]);\n"
             "  return rc;\n"
             "}\n",
-            P, P, P, P, P, P);
+            m->upper, m->upper, P, m->upper, P, P);
 }
