@@ -415,6 +415,9 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
 
 /* Kernels and the generated run entry, in one source and shared object. */
 static loom_status compile_build(Compiled *c, LoomError *err) {
+  if (c->target.cross_cc)
+    return err_set(err, LOOM_ERR_UNSUPPORTED, "--target %s: another ISA, for `loom export-c --target %s` only",
+                   c->target.name, c->target.name);
   loom_status st = plan_artifact(c, err);
   if (st) return st;
   StrBuf entry;

@@ -243,8 +243,9 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
   if (!st) {
     spec = *parts.spec;
     m.spec = &spec;
-    m.cflags = parts.target.cflags && strcmp(target, "generic") ? parts.target.cflags : "";
+    m.cflags = parts.target.cflags && strcmp(target, "generic") ? parts.target.cflags : "-O2";
     if (!parts.target.cflags && strcmp(target, "generic")) m.cflags = "-march=native";
+    m.cross_cc = parts.target.cross_cc;
     rename_kernels(a, m.prefix, &parts, &spec);
     m.inputs = ARENA_ARRAY(a, ExportTensor, spec.num_inputs > 0 ? spec.num_inputs : 1);
     m.outputs = ARENA_ARRAY(a, ExportTensor, spec.num_outputs > 0 ? spec.num_outputs : 1);

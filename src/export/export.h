@@ -65,6 +65,7 @@ typedef struct ExportModel {
   uint64_t scratch_bytes;     /* the largest kernel workspace */
   uint64_t weights_bytes;     /* the blob (artifact_weight_layout) */
   const char *cflags;         /* the target's C flags for the Makefile, "" for none */
+  const char *cross_cc;       /* the cross compiler of another ISA's target, else NULL */
 } ExportModel;
 
 /* The model's tensors as the project sees them; LOOM_ERR_UNSUPPORTED naming

@@ -10,8 +10,8 @@ void export_makefile(const ExportModel *m, StrBuf *o) {
   const char *P = m->prefix;
   sb_printf(o,
             "# %s: built by `make` (CC, CFLAGS and LDFLAGS as usual; Loom export-c, target %s).\n"
-            "CC ?= cc\n"
-            "CFLAGS ?= -O2\n"
+            "CC %s %s\n"
+            "CFLAGS ?=\n"
             "TARGET_CFLAGS = %s\n"
             "ALL_CFLAGS = -std=c11 $(TARGET_CFLAGS) $(CFLAGS)\n\n"
             "all: example_main\n\n"
@@ -21,7 +21,7 @@ void export_makefile(const ExportModel *m, StrBuf *o) {
             "example_main: example_main.o %s.o %s_weights.o\n"
             "\t$(CC) $(LDFLAGS) -o $@ example_main.o %s.o %s_weights.o -lm\n\n"
             "clean:\n\trm -f example_main *.o\n\n.PHONY: all clean\n",
-            P, m->target, m->cflags, P, P, P, P, P, P, P, P, P, P, P, P);
+            P, m->target, m->cross_cc ? "=" : "?=", m->cross_cc ? m->cross_cc : "cc", m->cflags, P, P, P, P, P, P, P, P, P, P, P, P);
 }
 
 void export_cmakelists(const ExportModel *m, StrBuf *o) {
@@ -38,9 +38,11 @@ void export_cmakelists(const ExportModel *m, StrBuf *o) {
             "target_compile_options(%s PRIVATE ${%s_TARGET_CFLAGS})\n"
             "find_library(%s_LIBM m)\n"
             "if(%s_LIBM)\n  target_link_libraries(%s PUBLIC ${%s_LIBM})\nendif()\n"
+            "%s"
             "add_executable(example_main example_main.c)\n"
             "target_link_libraries(example_main PRIVATE %s)\n",
-            P, m->target, P, P, P, P, P, P, P, m->cflags, P, P, P, P, P, P, P);
+            P, m->target, P, P, P, P, P, P, P, m->cflags, P, P, P, P, P, P,
+            m->cross_cc ? "# another ISA: configure with -DCMAKE_C_COMPILER=<its cross compiler>\n" : "", P);
 }
 
 /* The example's fixed part: .npy read/write for little-endian, C-order

@@ -112,7 +112,8 @@ class ExportTest(unittest.TestCase):
         if key not in self.projects:
             out = os.path.join(self.dir, "proj_" + "_".join(k.strip("-") for k in key))
             self.ok("export-c", self.models[model][0], "-o", out, "--name", model, *extra)
-            self.run_cmd(["make", "CC=" + CC], cwd=out)
+            # a cross target's Makefile names its compiler; the host's takes CC
+            self.run_cmd(["make"] + ([] if "--target" in extra else ["CC=" + CC]), cwd=out)
             self.projects[key] = out
         return self.projects[key]
 
@@ -125,10 +126,10 @@ class ExportTest(unittest.TestCase):
             self.ok("run", art, *inputs, "--output-dir", outdir)
         return {os.path.basename(f): np.load(f) for f in glob.glob(os.path.join(outdir, "*.npy"))}
 
-    def check_matches_host(self, model, *extra):
+    def check_matches_host(self, model, *extra, runner=()):
         proj = self.project(model, *extra)
         outdir = tempfile.mkdtemp(dir=self.dir)
-        self.run_cmd([os.path.join(proj, "example_main"), *self.models[model][1], outdir])
+        self.run_cmd([*runner, os.path.join(proj, "example_main"), *self.models[model][1], outdir])
         got = {f: np.load(os.path.join(outdir, f)) for f in os.listdir(outdir)}
         want = self.host_outputs(model)
         self.assertEqual(len(got), len(want))
@@ -156,6 +157,28 @@ class ExportTest(unittest.TestCase):
         self.run_cmd(["cmake", "-S", proj, "-B", build])
         self.run_cmd(["cmake", "--build", build])
         self.assertTrue(os.path.exists(os.path.join(build, "example_main")))
+
+    # ---- cross targets, run under qemu-user ----
+
+    def check_cross(self, target, package):
+        cc, qemu = f"{target}-linux-gnu-gcc", f"qemu-{target}"
+        for tool, pkg in ((cc, package), (qemu, "qemu-user")):
+            if not shutil.which(tool):
+                self.skipTest(f"{tool} not found: install the Debian package {pkg} (scripts/setup does)")
+        for model in self.models:
+            proj = self.project(model, "--target", target)
+            with open(os.path.join(proj, "Makefile")) as f:
+                self.assertIn(f"CC = {cc}", f.read())
+            self.check_matches_host(model, "--target", target,
+                                    runner=[qemu, "-L", f"/usr/{target}-linux-gnu"])
+
+    def test_aarch64_under_qemu(self):
+        self.check_cross("aarch64", "gcc-aarch64-linux-gnu")
+        with open(os.path.join(self.project("conv", "--target", "aarch64"), "conv.c")) as f:
+            self.assertIn("vector_size(16)", f.read())  # 128-bit NEON through GCC vector types
+
+    def test_riscv64_under_qemu(self):
+        self.check_cross("riscv64", "gcc-riscv64-linux-gnu")
 
     # ---- the generated code ----
 
@@ -212,8 +235,12 @@ class ExportTest(unittest.TestCase):
 
     def test_unknown_target(self):
         self.err("export-c", self.models["mlp"][0], "-o", os.path.join(self.dir, "t"), "--target", "sparc",
-                 expect=["--target", "sparc"])
+                 expect=["--target", "sparc", "aarch64, riscv64"])
         self.assertFalse(os.path.exists(os.path.join(self.dir, "t")))
+
+    def test_cross_target_is_export_only(self):
+        self.err("compile", self.models["mlp"][0], "-o", os.path.join(self.dir, "x.loom"), "--target", "riscv64",
+                 expect=["--target riscv64", "export-c"])
 
     def test_unwritable_output_dir(self):
         blocker = os.path.join(self.dir, "a_file")
