@@ -9,6 +9,8 @@
  * .onnx model compiles it first, specialized to the given inputs (the
  * dynamic-shape path: shapes that depend on input values).
  *   loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--dump-before/--dump-after ...]
+ *   loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64-...] [--records FILE] [--name PREFIX]
+ *            [--weights embed] [--threads 1] [--force]   (docs/export.md)
  *
  * --dump-before / --dump-after print the IR around the named passes: to
  * stderr for compile (stdout keeps its one "wrote" line), to stdout for
@@ -16,6 +18,7 @@
  *
  * Exit status 0 on success; otherwise 1 (or 2 for a usage error) with one
  * "loom: error: ..." line on stderr. docs/runtime.md has the details. */
+#include "export/export.h"
 #include "frontend/onnx/onnx.h"
 #include "frontend/onnx/tensor_pb.h"
 #include "loom/loom_compile.h"
@@ -68,6 +71,9 @@ static const char k_usage[] =
     "   --dump-list-passes prints the passes in pipeline order.\n"
     "  loom tune MODEL.onnx --records FILE [--trials N] [--time 30m] [--target NAME] [--target-opt ...]\n"
     "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N] [--cost-model FILE]\n"
+    "  loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512]\n"
+    "           [--target-opt ...] [--records FILE] [--name PREFIX] [--weights embed] [--threads 1] [--force]\n"
+    "   (a dependency-free C project: PREFIX.h/.c, PREFIX_weights.c, Makefile, example_main.c)\n"
     "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
     "  (targets: host or x86_64 = this machine; x86_64-sse2, x86_64-avx2, x86_64-avx512 =\n"
     "   the x86-64 baseline (128-bit vectors), x86-64-v3 (256-bit), x86-64-v4 (512-bit))\n"
@@ -1067,6 +1073,51 @@ static int cmd_tune(int argc, char **argv) {
   return 0;
 }
 
+/* ---- export-c ---- */
+
+static int cmd_export_c(int argc, char **argv) {
+  const char *model = NULL;
+  ExportOptions opt = {0};
+  for (int i = 0; i < argc; i++) {
+    bool missing = false;
+    const char *v;
+    if ((v = flag_value(argc, argv, &i, "-o", &missing)) || (v = flag_value(argc, argv, &i, "--output", &missing))) {
+      opt.out_dir = v;
+    } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
+      opt.target_options = v;
+    } else if ((v = flag_value(argc, argv, &i, "--target", &missing))) {
+      opt.target = v;
+    } else if ((v = flag_value(argc, argv, &i, "--records", &missing))) {
+      opt.records = v;
+    } else if ((v = flag_value(argc, argv, &i, "--name", &missing))) {
+      opt.name = v;
+    } else if ((v = flag_value(argc, argv, &i, "--weights", &missing))) {
+      opt.weights = v;
+    } else if ((v = flag_value(argc, argv, &i, "--threads", &missing))) {
+      long n;
+      if (!parse_int(v, 1, 4096, &n)) return fail(EXIT_USAGE, "export-c: --threads \"%s\": expected a count >= 1", v);
+      opt.threads = (int)n;
+    } else if (missing) {
+      return fail(EXIT_USAGE, "export-c: %s needs a value", argv[i]);
+    } else if (!strcmp(argv[i], "--force")) {
+      opt.force = true;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return fail(EXIT_USAGE, "export-c: unknown flag \"%s\"", argv[i]);
+    } else if (!model) {
+      model = argv[i];
+    } else {
+      return fail(EXIT_USAGE, "export-c: unexpected argument \"%s\" (one model only)", argv[i]);
+    }
+  }
+  if (!model) return fail(EXIT_USAGE, "export-c: missing MODEL.onnx\n%s", k_usage);
+  if (!opt.out_dir) return fail(EXIT_USAGE, "export-c: missing -o DIR");
+  if (!file_exists(model)) return fail(1, "export-c: cannot open \"%s\": %s", model, strerror(errno ? errno : ENOENT));
+  LoomError err = {0};
+  if (export_c_project(model, &opt, &err)) return fail(1, "%s", err.msg);
+  printf("wrote %s\n", opt.out_dir);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   /* Ctrl-C or a timeout's SIGTERM stops the compilers Loom started and
    * removes its temporary files before Loom goes. */
@@ -1078,6 +1129,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
   if (!strcmp(cmd, "target")) return cmd_target(argc - 2, argv + 2);
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 2, argv + 2);
+  if (!strcmp(cmd, "export-c")) return cmd_export_c(argc - 2, argv + 2);
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     char host[128];
     printf("loom %s (artifact format %d, host target %s)\n", LOOM_VERSION_STRING, ARTIFACT_FORMAT_VERSION,

@@ -132,6 +132,23 @@ loom_status compile_model_tasks(const char *onnx_path, const LoomCompileOptions 
                                 LoomError *err);
 void compile_tasks_free(CompileTasks *t);
 
+/* ---- compile_model.c: a model's scheduled kernels and plan, for export ---- */
+/* Everything loom_compile_onnx has before it builds a shared object: the
+ * scheduled PrimFuncs (one per group, in call order) and the artifact spec
+ * (so_path and target unset; spec.run_entry is run_entry, which the caller
+ * names). src/export turns them into a C project. Free with
+ * compile_model_parts_free (also after an error). */
+typedef struct CompileModelParts {
+  struct Compiled *compiled; /* owns everything below */
+  const PrimFunc *const *funcs;
+  int nfuncs;
+  const ArtifactSpec *spec;
+  Target target;
+} CompileModelParts;
+loom_status compile_model_parts(const char *onnx_path, const LoomCompileOptions *opt, const char *run_entry,
+                                CompileModelParts *out, LoomError *err);
+void compile_model_parts_free(CompileModelParts *p);
+
 /* ---- schedule_group.c: the schedule half of the op strategy ---- */
 /* Inlines the injective stages, schedules the anchor with its topi default
  * schedule (matmul, conv NCHWc) or a generic one, and every other block

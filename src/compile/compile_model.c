@@ -32,6 +32,7 @@
 #include "tir/schedule/schedule.h"
 #include "tir/text.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct Compiled {
@@ -416,6 +417,9 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
 
 /* Kernels and the generated run entry, in one source and shared object. */
 static loom_status compile_build(Compiled *c, LoomError *err) {
+  if (c->target.cross_cc)
+    return err_set(err, LOOM_ERR_UNSUPPORTED, "--target %s: another ISA, for `loom export-c --target %s` only",
+                   c->target.name, c->target.name);
   loom_status st = plan_artifact(c, err);
   if (st) return st;
   StrBuf entry;
@@ -479,6 +483,29 @@ void compile_tasks_free(CompileTasks *t) {
   if (t->graph) graph_free(t->graph);
   arena_free(t->arena);
   memset(t, 0, sizeof *t);
+}
+
+loom_status compile_model_parts(const char *onnx_path, const LoomCompileOptions *opt, const char *run_entry,
+                                CompileModelParts *out, LoomError *err) {
+  memset(out, 0, sizeof *out);
+  Compiled *c = calloc(1, sizeof *c);
+  if (!c) return err_set(err, LOOM_ERR_INTERNAL, "export: out of memory");
+  out->compiled = c;
+  loom_status st = compile_front(onnx_path, opt, stderr, NULL, c, err);
+  if (!st) st = plan_artifact(c, err);
+  if (st) return st;
+  c->spec.run_entry = run_entry;
+  out->funcs = c->funcs;
+  out->nfuncs = c->ngroups;
+  out->spec = &c->spec;
+  out->target = c->target;
+  return LOOM_OK;
+}
+
+void compile_model_parts_free(CompileModelParts *p) {
+  if (p->compiled) compiled_free(p->compiled);
+  free(p->compiled);
+  memset(p, 0, sizeof *p);
 }
 
 typedef struct RecordSummary {

@@ -262,9 +262,49 @@ Target target_for_artifact(const char *artifact_target) {
   return t;
 }
 
+/* Targets of other ISAs, for loom export-c: every constant is the target's
+ * (a typical core of it), none this machine's. */
+static const struct {
+  const char *name;
+  int vector_bits, vector_registers, flops_per_cycle, l1d_kib, l2_kib;
+  const char *cflags, *cross_cc;
+} cross_targets[] = {
+    /* Cortex-A72/Neoverse-N1 class: 2 NEON FMA pipes x 4 fp32 lanes x 2. */
+    {"aarch64", 128, 32, 16, 32, 512, "-O3 -march=armv8-a -ffp-contract=fast -fno-math-errno -Wno-psabi",
+     "aarch64-linux-gnu-gcc"},
+    /* SiFive U74 class, scalar: one FMA a cycle. */
+    {"riscv64", 0, 32, 2, 32, 512, "-O3 -march=rv64gc -mabi=lp64d -ffp-contract=fast -fno-math-errno",
+     "riscv64-linux-gnu-gcc"},
+};
+
 loom_status target_parse(const char *spec, Target *out, LoomError *err) {
   *out = target_host();
   if (!spec || !*spec || !strcmp(spec, "host")) return LOOM_OK;
+  if (!strcmp(spec, "generic")) {
+    /* Plain C11 for any machine (loom export-c): no vector types;
+     * one scalar FMA per cycle. Cores and caches stay this machine's. */
+    snprintf(out->name, sizeof out->name, "generic");
+    out->vector_bits = 0;
+    out->vector_registers = 16;
+    out->flops_per_cycle = 2;
+    return LOOM_OK; /* built here (loom compile): the host's flags and features */
+  }
+  for (size_t i = 0; i < sizeof cross_targets / sizeof cross_targets[0]; i++)
+    if (!strcmp(spec, cross_targets[i].name)) {
+      memset(out, 0, sizeof *out);
+      snprintf(out->name, sizeof out->name, "%s", cross_targets[i].name);
+      out->vector_bits = cross_targets[i].vector_bits;
+      out->vector_registers = cross_targets[i].vector_registers;
+      out->flops_per_cycle = cross_targets[i].flops_per_cycle;
+      out->num_cores = 1;
+      out->l1d_bytes = cross_targets[i].l1d_kib * 1024;
+      out->l2_bytes = cross_targets[i].l2_kib * 1024;
+      out->fma_latency = 4;
+      out->l2_bytes_per_cycle = 32;
+      out->cflags = cross_targets[i].cflags;
+      out->cross_cc = cross_targets[i].cross_cc;
+      return LOOM_OK;
+    }
 #if defined(__x86_64__)
   if (!strcmp(spec, "x86_64")) return LOOM_OK;
   for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
@@ -279,7 +319,7 @@ loom_status target_parse(const char *spec, Target *out, LoomError *err) {
     }
 #endif
   return err_set(err, LOOM_ERR_UNSUPPORTED,
-                 "target \"%s\" is not supported: expected host, x86_64 (this machine, %s), x86_64-sse2, "
-                 "x86_64-avx2 or x86_64-avx512 (on an x86_64 machine)",
+                 "target \"%s\" is not supported: expected host, generic, aarch64, riscv64, x86_64 (this machine, %s), "
+                 "x86_64-sse2, x86_64-avx2 or x86_64-avx512 (on an x86_64 machine)",
                  spec, out->name);
 }

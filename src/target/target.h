@@ -31,6 +31,10 @@ typedef struct Target {
    * runs on. NULL for the host (-march=native; the host's features). */
   const char *cflags;
   const char *artifact_target;
+  /* A target of another ISA (aarch64, riscv64): the Debian cross compiler
+   * that builds its code (scripts/setup installs it). Only loom export-c
+   * produces code for it; NULL for targets this machine runs. */
+  const char *cross_cc;
 } Target;
 
 /* The machine we run on (cpuid through the compiler's builtins, sysconf). */
@@ -40,8 +44,12 @@ Target target_host(void);
  * vectors, no AVX or FMA; runs on any x86-64 CPU), "x86_64-avx2" (x86-64-v3:
  * AVX2, FMA; 256-bit vectors) and "x86_64-avx512" (x86-64-v4: AVX-512
  * F/BW/CD/DQ/VL) are those ISA levels whatever this machine has, so an
- * artifact can be built here for an older x86 CPU. Cores and caches are this machine's. Anything
- * else: LOOM_ERR_UNSUPPORTED naming the target and the accepted ones. */
+ * artifact can be built here for an older x86 CPU. Cores and caches are this machine's.
+ * "generic": plain C for any machine (no vector types). "aarch64" (128-bit
+ * NEON through GCC vector types, 32 registers) and "riscv64" (scalar
+ * RV64GC) describe a typical core of that ISA (one core, its caches), set
+ * cross_cc and are for loom export-c only. Anything else:
+ * LOOM_ERR_UNSUPPORTED naming the target and the accepted ones. */
 loom_status target_parse(const char *spec, Target *out, LoomError *err);
 /* Overrides of single properties, "key=value[,key=value...]": cores, l1d,
  * l2, l3 (bytes, or with K/KiB/M/MiB), ghz, flops_per_cycle,

@@ -71,9 +71,32 @@ static void test_levels(void **state) {
 #endif
 }
 
+/* loom export-c's targets: generic (no vectors) and the cross ISAs, whose
+ * constants are the target's whatever this machine is. */
+static void test_export_targets(void **state) {
+  (void)state;
+  LoomError err = {0};
+  Target t;
+  assert_int_equal(target_parse("generic", &t, &err), LOOM_OK);
+  assert_int_equal(t.vector_bits, 0);
+  assert_null(t.cross_cc);
+  assert_int_equal(target_lanes(&t, DT_F32), 1);
+  assert_int_equal(target_parse("aarch64", &t, &err), LOOM_OK);
+  assert_string_equal(t.name, "aarch64");
+  assert_int_equal(t.vector_bits, 128);
+  assert_int_equal(t.vector_registers, 32);
+  assert_int_equal(t.num_cores, 1);
+  assert_int_equal(t.l1d_bytes, 32 * 1024);
+  assert_string_equal(t.cross_cc, "aarch64-linux-gnu-gcc");
+  assert_int_equal(target_parse("riscv64", &t, &err), LOOM_OK);
+  assert_int_equal(t.vector_bits, 0);
+  assert_string_equal(t.cross_cc, "riscv64-linux-gnu-gcc");
+  assert_non_null(strstr(t.cflags, "rv64gc"));
+}
+
 static void test_refusals(void **state) {
   (void)state;
-  const char *bad[] = {"x86_64banana", "x86_64-avx", "aarch64", "x86_64-avx2 "};
+  const char *bad[] = {"x86_64banana", "x86_64-avx", "sparc", "x86_64-avx2 "};
   for (int i = 0; i < 4; i++) {
     LoomError err = {0};
     Target t;
@@ -129,6 +152,7 @@ int main(void) {
       cmocka_unit_test(test_host_by_default),
       cmocka_unit_test(test_levels),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_export_targets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
