@@ -243,8 +243,11 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
   if (!st) {
     spec = *parts.spec;
     m.spec = &spec;
-    m.cflags = parts.target.cflags && strcmp(target, "generic") ? parts.target.cflags : "-O2";
-    if (!parts.target.cflags && strcmp(target, "generic")) m.cflags = "-march=native";
+    /* The flags Loom's own build uses for the target (the host's: this
+     * machine's ISA); generic is portable C, optimized but no -march. */
+    m.cflags = !strcmp(target, "generic") ? "-O2"
+               : parts.target.cflags     ? parts.target.cflags
+                                         : "-O3 -march=native -ffp-contract=fast -fno-math-errno -Wno-psabi";
     m.cross_cc = parts.target.cross_cc;
     rename_kernels(a, m.prefix, &parts, &spec);
     m.inputs = ARENA_ARRAY(a, ExportTensor, spec.num_inputs > 0 ? spec.num_inputs : 1);
