@@ -140,7 +140,7 @@ static bool fold_elementwise(FoldCtx *c, GraphTensor *o) {
       }
     } else {
       int64_t ob = bcast_offset(idx, o->rank, b);
-      bool fmod_ = n->op == GRAPH_OP_MOD && graph_attr_int(n, "fmod", 0);
+      bool fmod_ = n->op == GRAPH_OP_MOD && graph_node_int(n, "fmod");
       if (as_int) {
         int64_t r, x = graph_tensor_get_i64(a, oa), y = graph_tensor_get_i64(b, ob);
         if (fmod_) r = y == 0 || y == -1 ? 0 : x % y; /* C's %, as the compiled Mod (fmod = 1) */
@@ -171,7 +171,7 @@ static int64_t offset_of(const int64_t *idx, const GraphTensor *t) {
 
 static bool fold_gather(FoldCtx *c, GraphTensor *o) {
   const GraphTensor *x = in_t(c, 0), *ind = in_t(c, 1);
-  int axis = (int)graph_attr_int(c->n, "axis", 0);
+  int axis = (int)graph_node_int(c->n, "axis");
   if (axis < 0) axis += x->rank;
   int64_t outer = graph_shape_numel(axis, x->dims), inner = graph_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
   int64_t nind = graph_tensor_numel(ind), ext = x->dims[axis];

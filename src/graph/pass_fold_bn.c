@@ -49,7 +49,7 @@ static bool bn_params(Graph *g, const GraphNode *n, BnParams *p) {
   const GraphTensor *gamma = channel_param(g, n, 1, c), *beta = channel_param(g, n, 2, c);
   const GraphTensor *mean = channel_param(g, n, 3, c), *var = channel_param(g, n, 4, c);
   if (!gamma || !beta || !mean || !var) return false;
-  double eps = graph_attr_float(n, "epsilon", 1e-5);
+  double eps = graph_node_float(n, "epsilon");
   p->channels = c;
   p->scale = ARENA_ARRAY(g->arena, double, c);
   p->shift = ARENA_ARRAY(g->arena, double, c);

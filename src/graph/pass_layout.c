@@ -133,12 +133,12 @@ static bool conv_eligible(const Graph *g, const GraphNode *n, bool *depthwise) {
   const GraphValue *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
   const GraphTensor *w = graph_value_constant(g, n->inputs[1]);
   if (!is_static_f32_rank(x, 4) || !is_static_f32_rank(y, 4) || !w || w->rank != 4 || !dtype_eq(w->dtype, DT_F32)) return false;
-  if (strcmp(graph_attr_string(n, "auto_pad", "NOTSET"), "NOTSET")) return false;
+  if (strcmp(graph_node_string(n, "auto_pad"), "NOTSET")) return false;
   if (n->ninputs > 2 && n->inputs[2] >= 0) {
     const GraphTensor *b = graph_value_constant(g, n->inputs[2]);
     if (!b || !dtype_eq(b->dtype, DT_F32) || graph_tensor_numel(b) != w->dims[0]) return false;
   }
-  int64_t group = graph_attr_int(n, "group", 1);
+  int64_t group = graph_node_int(n, "group");
   *depthwise = group != 1 && group == x->dims[1] && w->dims[0] == x->dims[1] && w->dims[1] == 1;
   if (group < 1 || x->dims[1] % group != 0 || w->dims[0] % group != 0) return false;
   if (*depthwise) return true;
@@ -180,7 +180,7 @@ static void copy_int_attr_list(Graph *g, GraphNode *dst, const GraphNode *src, c
 static void rewrite_conv(LayoutCtx *c, const GraphNode *n, bool depthwise) {
   Graph *g = c->g;
   ValueId x = n->inputs[0], y = n->outputs[0];
-  int64_t group = graph_attr_int(n, "group", 1), groups = depthwise ? 1 : group;
+  int64_t group = graph_node_int(n, "group"), groups = depthwise ? 1 : group;
   int64_t C = g->values[x].dims[1], K = g->values[y].dims[1];
   int cb = graph_layout_channel_block(C / groups, c->max_block), kb = depthwise ? cb : graph_layout_channel_block(K / groups, c->max_block);
   ValueId xb = get_blocked(c, x, cb);
@@ -377,7 +377,7 @@ static bool try_rewrite_pool(LayoutCtx *c, const GraphNode *n) {
   if (folded >= 0) x = folded;
   int b = c->rep_block[x];
   if (b <= 0 || !is_static_f32_rank(&g->values[x], 4) || !is_static_f32_rank(&g->values[y], 4)) return false;
-  if (strcmp(graph_attr_string(n, "auto_pad", "NOTSET"), "NOTSET")) return false;
+  if (strcmp(graph_node_string(n, "auto_pad"), "NOTSET")) return false;
   const GraphAttr *ks = graph_node_attr(n, "kernel_shape");
   if (!ks || ks->kind != GRAPH_ATTR_INTS || ks->n != 2) return false;
   const GraphAttr *pads = graph_node_attr(n, "pads");
@@ -428,7 +428,7 @@ static bool pad_folds_into_pools(const Graph *g, const GraphNode *n, const int64
     /* Everything try_rewrite_pool checks, so that each consumer is
      * rewritten: nothing may read the Pad's (never emitted) output. */
     if (u->op != GRAPH_OP_AVERAGE_POOL || u->ninputs != 1 || u->noutputs != 1 || u->outputs[0] < 0 ||
-        !is_static_f32_rank(&g->values[u->outputs[0]], 4) || graph_attr_int(u, "ceil_mode", 0) != 0)
+        !is_static_f32_rank(&g->values[u->outputs[0]], 4) || graph_node_int(u, "ceil_mode") != 0)
       return false;
     if (strcmp(graph_attr_string(u, "auto_pad", "NOTSET"), "NOTSET")) return false;
     const GraphAttr *ks = graph_node_attr(u, "kernel_shape"), *up = graph_node_attr(u, "pads"), *dl = graph_node_attr(u, "dilations");

@@ -67,8 +67,8 @@ const GraphTensor *graph_product_weight(const Graph *g, const GraphNode *n) {
   if (n->op == GRAPH_OP_MATMUL && n->ninputs != 2) return NULL;
   bool bias = n->op == GRAPH_OP_GEMM && n->ninputs > 2 && n->inputs[2] >= 0;
   if (n->op == GRAPH_OP_GEMM &&
-      (graph_attr_int(n, "transA", 0) || graph_attr_int(n, "transB", 0) || graph_attr_float(n, "alpha", 1.0) != 1.0 ||
-       (bias && graph_attr_float(n, "beta", 1.0) != 1.0)))
+      (graph_node_int(n, "transA") || graph_node_int(n, "transB") || graph_node_float(n, "alpha") != 1.0 ||
+       (bias && graph_node_float(n, "beta") != 1.0)))
     return NULL;
   const GraphTensor *b = graph_value_constant(g, n->inputs[1]);
   if (!b || b->rank != 2 || !dtype_eq(b->dtype, DT_F32) || !dtype_eq(g->values[n->inputs[0]].dtype, DT_F32)) return NULL;

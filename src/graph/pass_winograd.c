@@ -34,8 +34,8 @@ static bool all_ones(const GraphNode *n, const char *attr) {
 
 /* The kernel of a conv this pass rewrites, else NULL. */
 static const GraphTensor *winograd_kernel(const Graph *g, const GraphNode *n) {
-  if (n->op != GRAPH_OP_CONV_NCHWC || n->ninputs != 2 || graph_attr_int(n, "group", 1) != 1 ||
-      graph_attr_int(n, "winograd_tile", 0) != 0 || !all_ones(n, "strides") || !all_ones(n, "dilations"))
+  if (n->op != GRAPH_OP_CONV_NCHWC || n->ninputs != 2 || graph_node_int(n, "group") != 1 ||
+      graph_node_int(n, "winograd_tile") != 0 || !all_ones(n, "strides") || !all_ones(n, "dilations"))
     return NULL;
   const GraphAttr *pads = graph_node_attr(n, "pads");
   for (int k = 0; pads && k < pads->n; k++)

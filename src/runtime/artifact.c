@@ -6,12 +6,16 @@
 #include "runtime/artifact_format.h"
 #include "runtime/dl_dtype.h"
 #include "support/alloc.h"
+#include "support/oom.h"
 
 #include <cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,9 +409,7 @@ static loom_status read_dynamic(Reader *r, const cJSON *root, const char *key, A
   return LOOM_OK;
 }
 
-static loom_status read_metadata(Reader *r, const char *json, size_t len, Artifact *art) {
-  cJSON *root = cJSON_ParseWithLength(json, len);
-  if (!root) return meta_fail(r, "JSON", "does not parse");
+static loom_status read_metadata(Reader *r, const cJSON *root, Artifact *art) {
   loom_status st = LOOM_OK;
   if (!cJSON_IsObject(root)) st = meta_fail(r, "JSON", "expected an object");
   ArtifactTensor *ins = NULL, *outs = NULL;
@@ -426,6 +428,44 @@ static loom_status read_metadata(Reader *r, const char *json, size_t len, Artifa
   if (!st) st = read_kernels(r, root, art);
   if (!st) st = read_plan(r, root, art);
   if (!st) st = read_run_entry(r, root, art);
+  return st;
+}
+
+/* cJSON allocates through Loom's hook too (so tests can fail it); it
+ * returns NULL when an allocation fails, which this flag tells apart from
+ * text that does not parse. */
+static _Thread_local bool json_out_of_memory;
+static void *json_malloc(size_t n) {
+  void *p = loom_malloc(n);
+  if (!p) json_out_of_memory = true;
+  return p;
+}
+static void json_hooks_install(void) { cJSON_InitHooks(&(cJSON_Hooks){json_malloc, loom_free}); }
+
+/* The tables go into art's arena under a recovery point (support/oom.h):
+ * arena allocations cannot return an error through the readers. The JSON
+ * is parsed before the point, so that the tree is still ours to delete
+ * after a longjmp. */
+static loom_status parse_metadata(Artifact *art, const char *json, size_t len, const char *what, LoomError *err) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, json_hooks_install);
+  json_out_of_memory = false;
+  cJSON *root = cJSON_ParseWithLength(json, len);
+  if (!root && json_out_of_memory)
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "artifact \"%s\": out of memory parsing its metadata", what);
+  if (!root) return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt metadata: JSON: does not parse", what);
+  OomRecovery rec;
+  if (setjmp(*oom_recovery_push(&rec))) {
+    art->arena = NULL; /* created under the point: the unwind releases it */
+    cJSON_Delete(root);
+    loom_status st = oom_recovery_unwind(&rec, err);
+    err_prefix(err, "artifact \"%s\"", what);
+    return st;
+  }
+  art->arena = arena_new();
+  Reader r = {art->arena, what, err};
+  loom_status st = read_metadata(&r, root, art);
+  oom_recovery_pop(&rec);
   cJSON_Delete(root);
   return st;
 }
@@ -591,8 +631,7 @@ loom_status artifact_parse(const void *image, size_t len, const char *what, int 
     return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt metadata: NUL byte in the JSON", what);
 
   Artifact *art = loom_calloc(1, sizeof *art);
-  if (!art) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
-  art->arena = arena_new();
+  if (!art) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "artifact \"%s\": out of memory", what);
   art->so_fd = -1;
   art->format_version = version;
   memcpy(art->loom_version, loom_version, sizeof loom_version);
@@ -608,8 +647,7 @@ loom_status artifact_parse(const void *image, size_t len, const char *what, int 
   art->spec.loom_version = art->loom_version;
   art->spec.so_bytes = b + so_off;
   art->spec.so_size = (size_t)so_size;
-  Reader r = {art->arena, what, err};
-  st = read_metadata(&r, (const char *)b + meta_off, (size_t)meta_size, art);
+  st = parse_metadata(art, (const char *)b + meta_off, (size_t)meta_size, what, err);
   if (st) {
     artifact_free(art);
     return st;
@@ -653,7 +691,7 @@ static loom_status load_module(Artifact *art, const char *what, int flags, LoomE
   const char *dir = getenv("TMPDIR");
   size_t n = (dir && *dir ? strlen(dir) : 4) + 32;
   char *path = loom_malloc(n);
-  if (!path) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
+  if (!path) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "artifact \"%s\": out of memory", what);
   snprintf(path, n, "%s/loom-model-XXXXXX.so", dir && *dir ? dir : "/tmp");
   fd = mkstemps(path, 3);
   if (fd < 0) {
@@ -734,7 +772,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
   art->kernels = loom_calloc((size_t)(art->spec.num_kernels > 0 ? art->spec.num_kernels : 1), sizeof(Kernel));
   if (!art->kernels) {
     artifact_free(art);
-    return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", path);
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "artifact \"%s\": out of memory", path);
   }
   for (int32_t i = 0; i < art->spec.num_kernels; i++) {
     if ((st = module_get_kernel(art->module, art->spec.kernels[i].name, &art->kernels[i], err))) {
