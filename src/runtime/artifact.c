@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -431,28 +430,12 @@ static loom_status read_metadata(Reader *r, const cJSON *root, Artifact *art) {
   return st;
 }
 
-/* cJSON allocates through Loom's hook too (so tests can fail it); it
- * returns NULL when an allocation fails, which this flag tells apart from
- * text that does not parse. */
-static _Thread_local bool json_out_of_memory;
-static void *json_malloc(size_t n) {
-  void *p = loom_malloc(n);
-  if (!p) json_out_of_memory = true;
-  return p;
-}
-static void json_hooks_install(void) { cJSON_InitHooks(&(cJSON_Hooks){json_malloc, loom_free}); }
-
 /* The tables go into art's arena under a recovery point (support/oom.h):
  * arena allocations cannot return an error through the readers. The JSON
  * is parsed before the point, so that the tree is still ours to delete
  * after a longjmp. */
 static loom_status parse_metadata(Artifact *art, const char *json, size_t len, const char *what, LoomError *err) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, json_hooks_install);
-  json_out_of_memory = false;
   cJSON *root = cJSON_ParseWithLength(json, len);
-  if (!root && json_out_of_memory)
-    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "artifact \"%s\": out of memory parsing its metadata", what);
   if (!root) return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": corrupt metadata: JSON: does not parse", what);
   OomRecovery rec;
   if (setjmp(*oom_recovery_push(&rec))) {
@@ -681,9 +664,14 @@ static loom_status load_module(Artifact *art, const char *what, int flags, LoomE
     if (write_all(fd, art->spec.so_bytes, art->spec.so_size) == LOOM_OK) {
       char p[64];
       snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-      if (module_load(p, &art->module, err) == LOOM_OK) {
+      loom_status st = module_load(p, &art->module, err);
+      if (st == LOOM_OK) {
         art->so_fd = fd;
         return LOOM_OK;
+      }
+      if (st == LOOM_ERR_OUT_OF_MEMORY) { /* the fallback would only hide it */
+        close(fd);
+        return st;
       }
     }
     close(fd);
