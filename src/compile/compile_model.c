@@ -95,8 +95,11 @@ static loom_status step_split_gemv(Compiled *c, LoomError *err) {
   return graph_pass_split_gemv(c->graph, c->target.num_cores, err);
 }
 
-/* Panels one vector wide, the matmul schedule's column unit. */
+/* Panels one vector wide, the matmul schedule's column unit. Not on a
+ * target with a local memory: its schedule stages B's tiles by DMA, which
+ * needs B's indices affine (a panel's are floordiv/floormod). */
 static loom_status step_pack_matmul(Compiled *c, LoomError *err) {
+  if (c->target.local_mem_bytes > 0) return LOOM_OK;
   return graph_pass_pack_matmul(c->graph, target_lanes(&c->target, DT_F32), err);
 }
 
@@ -110,7 +113,10 @@ static loom_status step_layout_nchwc(Compiled *c, LoomError *err) {
   return graph_pass_layout_nchwc(c->graph, &layout, err);
 }
 
-static loom_status step_winograd(Compiled *c, LoomError *err) { return graph_pass_winograd(c->graph, err); }
+/* Not on a target with a local memory: only direct convs are staged in it. */
+static loom_status step_winograd(Compiled *c, LoomError *err) {
+  return c->target.local_mem_bytes > 0 ? LOOM_OK : graph_pass_winograd(c->graph, err);
+}
 
 /* Inference, then the checks every later step relies on: a verified graph
  * whose every value has a static shape. */
@@ -295,7 +301,10 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
     const char *name = arena_printf(c->arena, "k%d_%s", i, lower_op);
     if ((st = compile_lower_group(c->arena, c->graph, grp, name, &c->groups[i], err))) break;
     if (upto && !strcmp(upto, "lowered")) continue;
-    c->funcs[i] = rec ? compile_schedule_from_records(rec, &c->groups[i], target, threads, &c->scheds[i]) : NULL;
+    /* A record's trace replays no scratchpad staging: a target with a local memory takes its own schedules. */
+    c->funcs[i] = rec && target->local_mem_bytes == 0
+                      ? compile_schedule_from_records(rec, &c->groups[i], target, threads, &c->scheds[i])
+                      : NULL;
     if (!c->funcs[i]) c->funcs[i] = compile_schedule_group(&c->groups[i], target, threads, &c->scheds[i]);
   }
   records_close(rec);

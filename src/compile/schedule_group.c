@@ -405,12 +405,15 @@ static const struct {
   const char *owns;
   bool mac;
   bool tiled; /* the generated sketch (multi-level tiling) is sampled beside the template */
+  /* On a target with a local memory: staged through it by DMA
+   * (topi_schedule_scratchpad) instead of the template. */
+  bool scratchpad;
 } kAnchorRules[] = {
-    {"matmul", topi_schedule_matmul_cpu, NULL, true, true},
-    {"conv2d_nchwc", topi_schedule_conv2d_nchwc_cpu, "pad", false, true},
-    {"conv2d_winograd", schedule_winograd, "conv2d_winograd_transform", false, false},
-    {"depthwise_conv2d_nchwc", topi_schedule_depthwise_conv2d_nchwc_cpu, "pad", false, false},
-    {"pool2d", topi_schedule_pool2d_cpu, "pad", false, false},
+    {"matmul", topi_schedule_matmul_cpu, NULL, true, true, true},
+    {"conv2d_nchwc", topi_schedule_conv2d_nchwc_cpu, "pad", false, true, true},
+    {"conv2d_winograd", schedule_winograd, "conv2d_winograd_transform", false, false, false},
+    {"depthwise_conv2d_nchwc", topi_schedule_depthwise_conv2d_nchwc_cpu, "pad", false, false, false},
+    {"pool2d", topi_schedule_pool2d_cpu, "pad", false, false, false},
 };
 
 static int anchor_rule(const Block *b) {
@@ -469,7 +472,16 @@ void compile_schedule_group_on(Schedule *s, const Target *target, int num_thread
   const BlockInfo *anchor = find_anchor(&bs, &rule);
 
   const char *done_epilogue = NULL, *owned = NULL;
-  if (anchor && anchor->block->n_writes == 1) {
+  if (anchor && target->local_mem_bytes > 0 && kAnchorRules[rule].scratchpad) {
+    /* A scratchpad target: the kernel is marked whether or not the staging
+     * succeeds, so lowering's verifier reports a kernel that computes from
+     * global memory (a tiling that cannot fit) as an error naming it. */
+    if (topi_schedule_scratchpad(s, anchor->block->name, target) != LOOM_OK) {
+      topi_schedule_note(s, "scratchpad");
+      anchor = NULL;
+    }
+    sch_set_local_mem(s, target->local_mem_bytes, target->dma_double_buffer);
+  } else if (anchor && anchor->block->n_writes == 1) {
     const char *epi = sole_consumer(&bs, anchor->block->writes[0].buffer, anchor->block);
     for (int i = 0; epi && i < bs.items.n; i++)
       if (!strcmp(bs.items.items[i].block->name, epi) && bs.items.items[i].n_reduce > 0) epi = NULL;

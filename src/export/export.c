@@ -165,6 +165,7 @@ static loom_status model_source(Arena *a, const CompileModelParts *parts, Export
   sb_puts(out, k_abi);
   sb_puts(out, inc + strlen(k_prelude_include));
   sb_free(&prelude);
+  export_dma_source(m, parts, out);
   LowerOptions lower = lower_options_default();
   for (int i = 0; i < parts->nfuncs; i++) {
     const PrimFunc *f = tir_lower(a, parts->funcs[i], &lower, err);

@@ -80,5 +80,8 @@ void export_weights_source(const ExportModel *m, StrBuf *out);
 void export_makefile(const ExportModel *m, StrBuf *out);
 void export_cmakelists(const ExportModel *m, StrBuf *out);
 void export_example_main(const ExportModel *m, StrBuf *out);
+/* For kernels scheduled for a local memory: the DMA hooks they call, as
+ * PREFIX_dma_* with memcpy defaults (export_dma.c); nothing otherwise. */
+void export_dma_source(const ExportModel *m, const CompileModelParts *parts, StrBuf *out);
 
 #endif

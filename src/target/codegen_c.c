@@ -15,8 +15,29 @@ static const char *const reserved_names[] = {
     "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
     "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "args",
     "num_args", "env", "closure_arg", "begin", "end", "memcpy", "floorf", "floor", "fmodf", "fmod", "INFINITY",
-    "NAN",
+    "NAN", "loom_dma_get", "loom_dma_put", "loom_dma_get2d", "loom_dma_put2d",
 };
+
+/* The DMA hooks a scratchpad kernel calls (docs/export.md "Scratchpad
+ * targets"): synchronous copies by default, compiled into the kernel
+ * library; a project defines LOOM_DMA_HOOKS and its own functions of these
+ * signatures (loom export-c: PREFIX_dma_get..., export_dma.c). Sizes and
+ * strides in bytes. */
+static const char k_dma_default[] =
+    "#ifndef LOOM_DMA_HOOKS\n"
+    "LOOM_HELPER void loom_dma_get(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }\n"
+    "LOOM_HELPER void loom_dma_put(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }\n"
+    "LOOM_HELPER void loom_dma_get2d(void *dst, const void *src, size_t row_bytes, size_t rows, size_t dst_stride,\n"
+    "                                size_t src_stride) {\n"
+    "  for (size_t r = 0; r < rows; ++r)\n"
+    "    memcpy((char *)dst + r * dst_stride, (const char *)src + r * src_stride, row_bytes);\n"
+    "}\n"
+    "LOOM_HELPER void loom_dma_put2d(void *dst, const void *src, size_t row_bytes, size_t rows, size_t dst_stride,\n"
+    "                                size_t src_stride) {\n"
+    "  for (size_t r = 0; r < rows; ++r)\n"
+    "    memcpy((char *)dst + r * dst_stride, (const char *)src + r * src_stride, row_bytes);\n"
+    "}\n"
+    "#endif\n";
 
 void codegen_c_prelude(StrBuf *out) {
   sb_puts(out,
@@ -294,6 +315,50 @@ static void emit_allocate(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
   sb_puts(sb, "}\n");
 }
 
+/* `&buf[index]` of a DMA end (a scalar load of a flat buffer). */
+static const char *dma_address(CodegenC *cg, const Expr *end) {
+  const Buffer *b = end->load.buffer;
+  if (!cg_in_scope(cg, b)) {
+    cg_fail(cg, LOOM_ERR_INVALID_ARG, "C codegen of \"%s\": DMA of buffer \"%s\", which is neither a parameter nor allocated here",
+            cg->func_name, b->name);
+    return "0";
+  }
+  StrBuf idx;
+  sb_init(&idx);
+  cg_emit_expr(cg, &idx, cg_flat_index(cg, b, end->load.indices, end->load.n));
+  const char *text = arena_printf(cg->arena, "&%s[%s]", cg_name_of(cg, b, b->name), sb_cstr(&idx));
+  sb_free(&idx);
+  return text;
+}
+
+static const char *dma_bytes(CodegenC *cg, const Expr *elems, int64_t elem_bytes) {
+  StrBuf e;
+  sb_init(&e);
+  cg_emit_expr(cg, &e, elems);
+  const char *text = arena_printf(cg->arena, "(size_t)(%s) * %lld", sb_cstr(&e), (long long)elem_bytes);
+  sb_free(&e);
+  return text;
+}
+
+/* A call of the DMA hooks: contiguous when there is one row. */
+static void emit_dma(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
+  cg_put_helper(cg, "loom_dma", k_dma_default);
+  const char *dir = s->dma.dir == DMA_GET ? "get" : "put";
+  int64_t eb = dtype_bytes(dtype_element(s->dma.dst->load.buffer->dtype)), rows;
+  const char *dst = dma_address(cg, s->dma.dst), *src = dma_address(cg, s->dma.src);
+  sb_indent(sb, ind);
+  if (expr_as_int(s->dma.rows, &rows) && rows == 1) {
+    sb_printf(sb, "loom_dma_%s(%s, %s, %s);\n", dir, dst, src, dma_bytes(cg, s->dma.row_elems, eb));
+    return;
+  }
+  StrBuf r;
+  sb_init(&r);
+  cg_emit_expr(cg, &r, s->dma.rows);
+  sb_printf(sb, "loom_dma_%s2d(%s, %s, %s, (size_t)(%s), %s, %s);\n", dir, dst, src, dma_bytes(cg, s->dma.row_elems, eb),
+            sb_cstr(&r), dma_bytes(cg, s->dma.dst_stride, eb), dma_bytes(cg, s->dma.src_stride, eb));
+  sb_free(&r);
+}
+
 static void emit_stmt(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
   if (cg->status != LOOM_OK || !s) return;
   switch (s->kind) {
@@ -328,6 +393,7 @@ static void emit_stmt(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
     }
     case STMT_EVALUATE: return; /* no side effects in our expressions */
     case STMT_ALLOCATE: emit_allocate(cg, sb, s, ind); return;
+    case STMT_DMA: emit_dma(cg, sb, s, ind); return;
     case STMT_BLOCK_REALIZE:
       cg_fail(cg, LOOM_ERR_INVALID_ARG, "C codegen of \"%s\": block \"%s\" was not lowered (run the lowering passes first)",
               cg->func_name, s->realize.block->name);

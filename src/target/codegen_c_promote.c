@@ -65,6 +65,8 @@ static bool scan_stmt(Visitor *v, const Stmt *s) {
   Scan *sc = v->user;
   /* An outlined parallel body would need the variables in its closure. */
   if (s->kind == STMT_FOR && s->loop.kind == FOR_PARALLEL) sc->ok = false;
+  /* A DMA copy needs the buffer's address: it stays an array. */
+  if (s->kind == STMT_DMA && (s->dma.dst->load.buffer == sc->buf || s->dma.src->load.buffer == sc->buf)) sc->ok = false;
   if (sc->ok && s->kind == STMT_STORE && s->store.buffer == sc->buf)
     scan_access(sc, s->store.indices, s->store.n, s->store.value->dtype.lanes);
   return sc->ok;

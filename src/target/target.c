@@ -173,6 +173,7 @@ static bool parse_bytes(const char *s, size_t n, long *out) {
 }
 
 loom_status target_apply_options(Target *t, const char *options, LoomError *err) {
+  bool dma_given = false;
   for (const char *p = options; p && *p;) {
     size_t len = strcspn(p, ",");
     const char *eq = memchr(p, '=', len);
@@ -201,6 +202,20 @@ loom_status target_apply_options(Target *t, const char *options, LoomError *err)
         : KEY("fma_latency")     ? &t->fma_latency
         : KEY("l2_bytes_per_cycle") ? &t->l2_bytes_per_cycle
                                  : &t->vector_registers) = (int)n;
+    } else if (KEY("local_mem")) {
+      if (!parse_bytes(v, vlen, &n) || n < 1024)
+        return err_set(err, LOOM_ERR_INVALID_ARG,
+                       "--target-opt local_mem=%.*s: expected the scratchpad's size, from 1KiB to 1GiB, such as 64KiB",
+                       (int)vlen, v);
+      t->local_mem_bytes = n;
+    } else if (KEY("dma")) {
+      if (strcmp(vbuf, "sync") && strcmp(vbuf, "double"))
+        return err_set(err, LOOM_ERR_INVALID_ARG,
+                       "--target-opt dma=%.*s: expected sync (copies between computations) or double "
+                       "(double-buffered tiles: copies overlap the compute)",
+                       (int)vlen, v);
+      t->dma_double_buffer = !strcmp(vbuf, "double");
+      dma_given = true;
     } else if (KEY("ghz")) {
       double g = strtod(vbuf, &end);
       if (vlen == 0 || vlen >= sizeof vbuf || *end || !(g > 0 && g < 100))
@@ -210,12 +225,15 @@ loom_status target_apply_options(Target *t, const char *options, LoomError *err)
     } else {
       return err_set(err, LOOM_ERR_INVALID_ARG,
                      "--target-opt: unknown key \"%.*s\" (expected cores, l1d, l2, l3, ghz, flops_per_cycle, "
-                     "vector_registers, fma_latency or l2_bytes_per_cycle)",
+                     "vector_registers, fma_latency, l2_bytes_per_cycle, local_mem or dma)",
                      (int)klen, p);
     }
 #undef KEY
     p += len + (p[len] == ',');
   }
+  if (dma_given && t->local_mem_bytes == 0)
+    return err_set(err, LOOM_ERR_INVALID_ARG,
+                   "--target-opt dma: the target has no local memory to copy into (add local_mem=SIZE)");
   return LOOM_OK;
 }
 
@@ -230,6 +248,14 @@ void target_describe(const Target *t, char *buf, size_t cap) {
            t->name, t->vector_bits, t->vector_registers, t->num_cores, t->l1d_bytes / 1024, t->l2_bytes / 1024,
            t->l3_bytes / 1024, clock, t->flops_per_cycle, t->fma_latency,
            t->l2_bytes_per_cycle, gflops);
+  size_t len = strlen(buf);
+  if (t->local_mem_bytes > 0 && len < cap)
+    snprintf(buf + len, cap - len,
+             "local memory: %lld KiB (scratchpad: conv2d and matmul tiles staged in it)\n"
+             "DMA: loom_dma_get/loom_dma_put (and _2d for strided rows), %s\n",
+             (long long)(t->local_mem_bytes / 1024),
+             t->dma_double_buffer ? "double-buffered (the next tile is fetched while this one is computed)"
+                                  : "synchronous (between computations)");
 }
 
 int target_lanes(const Target *t, DType dt) {

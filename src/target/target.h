@@ -35,6 +35,18 @@ typedef struct Target {
    * that builds its code (scripts/setup installs it). Only loom export-c
    * produces code for it; NULL for targets this machine runs. */
   const char *cross_cc;
+  /* A scratchpad (swTVM's local memory, the Sunway LDM): bytes of on-chip
+   * memory that kernels stage their tiles in, filled and drained by DMA
+   * copies (loom_dma_get/loom_dma_put, docs/export.md "Scratchpad
+   * targets"); 0 = none, the default: the machine's caches do it. Only
+   * ever declared (--target-opt local_mem=64KiB), never this host's. */
+  int64_t local_mem_bytes;
+  /* With a local memory: whether the DMA engine copies while the core
+   * computes (dma=double: the conv and matmul schedules double-buffer their
+   * input tiles, prefetching tile i+1 while tile i is computed, so each
+   * staged input takes twice its tile in local memory), or only between
+   * computations (dma=sync, the default). */
+  bool dma_double_buffer;
 } Target;
 
 /* The machine we run on (cpuid through the compiler's builtins, sysconf). */
@@ -54,6 +66,8 @@ loom_status target_parse(const char *spec, Target *out, LoomError *err);
 /* Overrides of single properties, "key=value[,key=value...]": cores, l1d,
  * l2, l3 (bytes, or with K/KiB/M/MiB), ghz, flops_per_cycle,
  * vector_registers, fma_latency, l2_bytes_per_cycle; e.g. "l2=1MiB,cores=8" to build for another machine.
+ * local_mem=SIZE (at least 1KiB) declares a scratchpad and dma=sync|double
+ * how its DMA copies overlap the compute (dma needs local_mem).
  * LOOM_ERR_INVALID_ARG naming the key and what was expected. */
 loom_status target_apply_options(Target *t, const char *options, LoomError *err);
 /* The machine as an artifact built for `artifact_target` (its recorded ISA

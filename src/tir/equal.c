@@ -192,6 +192,10 @@ static bool eq_stmt(Eq *q, const Stmt *x, const Stmt *y) {
     case STMT_EVALUATE: return eq_expr(q, x->eval.value, y->eval.value);
     case STMT_ALLOCATE:
       return eq_buffer_decl(q, x->alloc.buffer, y->alloc.buffer) && eq_stmt(q, x->alloc.body, y->alloc.body);
+    case STMT_DMA:
+      return x->dma.dir == y->dma.dir && eq_expr(q, x->dma.dst, y->dma.dst) && eq_expr(q, x->dma.src, y->dma.src) &&
+             eq_expr(q, x->dma.row_elems, y->dma.row_elems) && eq_expr(q, x->dma.rows, y->dma.rows) &&
+             eq_expr(q, x->dma.dst_stride, y->dma.dst_stride) && eq_expr(q, x->dma.src_stride, y->dma.src_stride);
     case STMT_KIND_COUNT: break;
   }
   return false;

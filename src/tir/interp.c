@@ -43,7 +43,7 @@ typedef struct Interp {
 } Interp;
 
 TirInterpOptions tir_interp_default_options(void) {
-  TirInterpOptions o = {true, true};
+  TirInterpOptions o = {true, true, NULL};
   return o;
 }
 
@@ -694,6 +694,39 @@ static bool exec_for(Interp *in, const Stmt *s) {
   return ok;
 }
 
+/* rows x row_elems elements, element by element through the same checks
+ * as loads and stores (bounds; a temporary's never-written elements). */
+static bool exec_dma(Interp *in, const Stmt *s) {
+  const Expr *d = s->dma.dst, *r = s->dma.src;
+  BufState *dst = buf_lookup(in, d->load.buffer, "DMA to"), *src = dst ? buf_lookup(in, r->load.buffer, "DMA from") : NULL;
+  Scalar d0 = {0}, s0 = {0}, re = {0}, rows = {0}, ds = {0}, ss = {0};
+  if (!src || !eval(in, d->load.indices[0], 0, &d0) || !eval(in, r->load.indices[0], 0, &s0) ||
+      !eval(in, s->dma.row_elems, 0, &re) || !eval(in, s->dma.rows, 0, &rows) || !eval(in, s->dma.dst_stride, 0, &ds) ||
+      !eval(in, s->dma.src_stride, 0, &ss))
+    return false;
+  /* More elements than the destination holds would overwrite some (no
+   * copy Loom makes does), and bounds the work on hostile input. */
+  if (re.i < 0 || rows.i < 0 || (re.i > 0 && rows.i > dst->n_elems / re.i))
+    return fail(in, LOOM_ERR_RUNTIME, "interpreter: DMA of %lld rows of %lld elements into \"%s\" of %lld elements",
+                (long long)rows.i, (long long)re.i, dst->buffer->name, (long long)dst->n_elems);
+  for (int64_t row = 0; row < rows.i; row++)
+    for (int64_t e = 0; e < re.i; e++) {
+      int64_t di = d0.i + row * ds.i + e, si = s0.i + row * ss.i + e, dk, sk;
+      if (!buf_offset(in, src, &si, 1, "DMA read", &sk) || !buf_offset(in, dst, &di, 1, "DMA write", &dk)) return false;
+      if (src->written && !src->written[sk])
+        return fail(in, LOOM_ERR_RUNTIME, "interpreter: DMA from %s[%lld] reads an element that was never written",
+                    src->buffer->name, (long long)si);
+      elem_write(dst, dk, elem_read(src, sk));
+    }
+  TirDmaStats *st = in->opts.dma_stats;
+  if (st) {
+    int64_t bytes = rows.i * re.i * dst->elem_bytes;
+    if (s->dma.dir == DMA_GET) st->gets++, st->get_bytes += bytes;
+    else st->puts++, st->put_bytes += bytes;
+  }
+  return true;
+}
+
 /* Makes buffers live for the duration of a scope; restores the outer state. */
 static bool scope_alloc(Interp *in, const Buffer *const *bufs, int n, BufState **saved, BufState **mine) {
   for (int i = 0; i < n; i++) {
@@ -789,6 +822,7 @@ static bool exec(Interp *in, const Stmt *s) {
       scope_release(in, &s->alloc.buffer, 1, &outer, &mine);
       return ok;
     }
+    case STMT_DMA: return exec_dma(in, s);
     default: return fail(in, LOOM_ERR_INTERNAL, "interpreter: unknown statement kind %d", s->kind);
   }
 }

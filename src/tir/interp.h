@@ -33,9 +33,18 @@ typedef struct TirInterpOptions {
   /* Report block iterators whose binding falls outside the iterator domain
    * (with a true predicate). */
   bool check_iter_domain;
+  /* When not NULL, every DMA statement executed adds one call and its
+   * bytes here (the tests count them against the tiling). */
+  struct TirDmaStats *dma_stats;
 } TirInterpOptions;
 
-/* Both checks on. */
+/* What the DMA statements of one run moved. */
+typedef struct TirDmaStats {
+  int64_t gets, puts;             /* statements executed */
+  int64_t get_bytes, put_bytes;   /* elements x element size */
+} TirDmaStats;
+
+/* Both checks on, no DMA counting. */
 TirInterpOptions tir_interp_default_options(void);
 
 /* Runs f over param_data (one pointer per parameter). LOOM_OK on success;

@@ -245,6 +245,27 @@ static const Stmt *parse_store(TextParser *p) {
   return stmt_store(p->a, b, value, idx, n);
 }
 
+/* `dma_get(dst[i], src[j], row_elems, rows, dst_stride, src_stride)`, or
+ * dma_put: dst and src are element accesses of flat (1-d) buffers of one
+ * dtype. */
+static const Stmt *parse_dma(TextParser *p) {
+  const TextToken *t = parse_advance(p);
+  DmaDir dir = t->start[4] == 'g' ? DMA_GET : DMA_PUT;
+  const Expr **args;
+  if (!parse_expect(p, "(")) return NULL;
+  int n = parse_expr_list(p, ")", &args);
+  if (n < 0) return NULL;
+  if (n != 6) return parse_fail_count(p, t, n, "6 arguments of %s (dst, src, row_elems, rows, dst_stride, src_stride)",
+                                      dir == DMA_GET ? "dma_get" : "dma_put");
+  for (int i = 0; i < 2; i++)
+    if (args[i]->kind != EXPR_LOAD || args[i]->load.n != 1 || args[i]->load.buffer->ndim != 1 ||
+        args[i]->dtype.lanes != 1)
+      return parse_fail(p, t, i == 0 ? "a first argument (dst) that is an element of a 1-d buffer, such as A_local[0]"
+                                     : "a second argument (src) that is an element of a 1-d buffer, such as A[i * 64]");
+  if (!dtype_eq(args[0]->dtype, args[1]->dtype)) return parse_fail(p, t, "dst and src of one dtype");
+  return stmt_dma(p->a, dir, args[0], args[1], args[2], args[3], args[4], args[5]);
+}
+
 static const Stmt *parse_stmt_inner(TextParser *p) {
   const TextToken *t = parse_peek(p);
   if (t->kind != TOK_IDENT) return parse_fail(p, t, "a statement");
@@ -289,8 +310,9 @@ static const Stmt *parse_stmt_inner(TextParser *p) {
     p->n_syms = saved;
     return body ? stmt_allocate(p->a, b, body) : NULL;
   }
+  if (parse_is_word(p, "dma_get") || parse_is_word(p, "dma_put")) return parse_dma(p);
   if (token_is(parse_peek_at(p, 1), TOK_PUNCT, "[")) return parse_store(p);
-  return parse_fail(p, t, "a statement (for, block, if, nop, eval, allocate or a store A[...] = ...)");
+  return parse_fail(p, t, "a statement (for, block, if, nop, eval, allocate, dma_get, dma_put or a store A[...] = ...)");
 }
 
 static const Stmt *parse_stmt(TextParser *p) {
@@ -324,10 +346,25 @@ static PrimFunc *parse_func(TextParser *p) {
     } while (parse_accept(p, ","));
     if (!parse_expect(p, ")")) return NULL;
   }
+  int64_t local_mem = 0;
+  bool double_buffer = false;
+  if (parse_is_word(p, "local_mem")) { /* `local_mem(N)` or `local_mem(N, double_buffer)` */
+    parse_advance(p);
+    if (!parse_expect(p, "(") || !parse_small_int(p, 1, (int64_t)1 << 40, &local_mem)) return NULL;
+    if (parse_accept(p, ",")) {
+      if (!parse_is_word(p, "double_buffer")) return parse_fail(p, parse_peek(p), "double_buffer");
+      parse_advance(p);
+      double_buffer = true;
+    }
+    if (!parse_expect(p, ")")) return NULL;
+  }
   const Stmt *body = parse_braced(p);
   if (!body) return NULL;
   if (parse_peek(p)->kind != TOK_EOF) return parse_fail(p, parse_peek(p), "end of input after the function");
-  return primfunc_new(p->a, name, params.items, params.n, body);
+  PrimFunc *f = primfunc_new(p->a, name, params.items, params.n, body);
+  f->local_mem_bytes = local_mem;
+  f->dma_double_buffer = double_buffer;
+  return f;
 }
 
 PrimFunc *tir_parse_func(Arena *a, const char *text, LoomError *err) {

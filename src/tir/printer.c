@@ -438,6 +438,14 @@ static void print_stmt(Printer *p, const Stmt *s, int indent) {
       print_close(p, indent);
       return;
     }
+    case STMT_DMA: {
+      const Expr *args[6] = {s->dma.dst,  s->dma.src,        s->dma.row_elems,
+                             s->dma.rows, s->dma.dst_stride, s->dma.src_stride};
+      sb_puts(sb, s->dma.dir == DMA_GET ? "dma_get(" : "dma_put(");
+      print_list(p, args, 6);
+      sb_puts(sb, ")\n");
+      return;
+    }
     case STMT_KIND_COUNT: break;
   }
   sb_puts(sb, "nop\n");
@@ -486,7 +494,10 @@ static char *print_func(const PrimFunc *f, bool anonymous) {
     }
     sb_putc(&out, ']');
   }
-  sb_printf(&out, "(%s) {\n%s}\n", sb_cstr(&params), sb_cstr(&body));
+  sb_printf(&out, "(%s)", sb_cstr(&params));
+  if (f->local_mem_bytes > 0)
+    sb_printf(&out, " local_mem(%lld%s)", (long long)f->local_mem_bytes, f->dma_double_buffer ? ", double_buffer" : "");
+  sb_printf(&out, " {\n%s}\n", sb_cstr(&body));
   sb_free(&params);
   sb_free(&body);
   arena_free(p.arena);

@@ -107,6 +107,20 @@ const Stmt *stmt_allocate(Arena *a, const Buffer *b, const Stmt *body) {
   return s;
 }
 
+const Stmt *stmt_dma(Arena *a, DmaDir dir, const Expr *dst, const Expr *src, const Expr *row_elems, const Expr *rows,
+                     const Expr *dst_stride, const Expr *src_stride) {
+  LOOM_ASSERT(dst->kind == EXPR_LOAD && src->kind == EXPR_LOAD);
+  Stmt *s = stmt_node(a, STMT_DMA);
+  s->dma.dir = dir;
+  s->dma.dst = dst;
+  s->dma.src = src;
+  s->dma.row_elems = row_elems;
+  s->dma.rows = rows;
+  s->dma.dst_stride = dst_stride;
+  s->dma.src_stride = src_stride;
+  return s;
+}
+
 Block *block_copy(Arena *a, const Block *b) { return arena_memdup(a, b, sizeof *b); }
 
 BufferRegion region_full(Arena *a, const Buffer *b) {
@@ -331,6 +345,15 @@ const Stmt *mutate_stmt_children(Mutator *m, const Stmt *s) {
       if (body == s->alloc.body) return s;
       return stmt_allocate(a, s->alloc.buffer, body);
     }
+    case STMT_DMA: {
+      const Expr *dst = mutate_expr(m, s->dma.dst), *src = mutate_expr(m, s->dma.src);
+      const Expr *re = mutate_expr(m, s->dma.row_elems), *rows = mutate_expr(m, s->dma.rows);
+      const Expr *ds = mutate_expr(m, s->dma.dst_stride), *ss = mutate_expr(m, s->dma.src_stride);
+      if (dst == s->dma.dst && src == s->dma.src && re == s->dma.row_elems && rows == s->dma.rows &&
+          ds == s->dma.dst_stride && ss == s->dma.src_stride)
+        return s;
+      return stmt_dma(a, s->dma.dir, dst, src, re, rows, ds, ss);
+    }
     case STMT_KIND_COUNT: break;
   }
   LOOM_ASSERT(0 && "bad stmt kind");
@@ -420,6 +443,14 @@ void visit_stmt(Visitor *v, const Stmt *s) {
       return;
     case STMT_EVALUATE: visit_expr(v, s->eval.value); return;
     case STMT_ALLOCATE: visit_stmt(v, s->alloc.body); return;
+    case STMT_DMA:
+      visit_expr(v, s->dma.dst);
+      visit_expr(v, s->dma.src);
+      visit_expr(v, s->dma.row_elems);
+      visit_expr(v, s->dma.rows);
+      visit_expr(v, s->dma.dst_stride);
+      visit_expr(v, s->dma.src_stride);
+      return;
     case STMT_KIND_COUNT: return;
   }
 }

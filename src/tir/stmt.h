@@ -27,8 +27,12 @@ typedef enum StmtKind {
   STMT_IF,
   STMT_EVALUATE, /* no-op placeholder (empty body) */
   STMT_ALLOCATE, /* alloc.buffer lives for alloc.body (after block lowering) */
+  STMT_DMA,      /* a copy between global and local memory (tir_inject_dma) */
   STMT_KIND_COUNT
 } StmtKind;
+
+/* The direction of a DMA copy: into local memory (get) or out of it (put). */
+typedef enum DmaDir { DMA_GET, DMA_PUT } DmaDir;
 
 typedef enum ForKind {
   FOR_SERIAL,
@@ -102,6 +106,18 @@ struct Stmt {
       const Buffer *buffer;
       const Stmt *body;
     } alloc;
+    /* rows x row_elems elements from src to dst: row r starts at
+     * src + r * src_stride and dst + r * dst_stride (elements). dst and src
+     * are scalar loads of flat buffers (`A_local[0]`, `A[i * 64]`): their
+     * buffer and index are the first element's address, and a loads as an
+     * access so generic walks (buffer uses, captures, renames) see the
+     * copy's buffers. rows == 1 is a contiguous copy. Emitted as a call of
+     * loom_dma_get / loom_dma_put (_2d when rows may exceed 1). */
+    struct {
+      DmaDir dir;
+      const Expr *dst, *src;
+      const Expr *row_elems, *rows, *dst_stride, *src_stride;
+    } dma;
   };
 };
 
@@ -114,6 +130,17 @@ typedef struct PrimFunc {
    * flattening (N-d shapes), one per params[i]; NULL before. Code generators
    * index params[i] by a flat offset and use orig_params[i] for shapes. */
   const Buffer *const *orig_params;
+  /* A kernel scheduled for a target with a local memory (scratchpad): its
+   * size in bytes, which its local buffers must fit; 0 for every other
+   * kernel. Set by the group scheduler, it turns on tir_inject_dma and
+   * tir_verify_scratchpad in tir_lower. Text form: `local_mem(N)` after
+   * the parameters. */
+  int64_t local_mem_bytes;
+  /* The schedule asks for double-buffered input tiles (a target with
+   * dma=double): tir_inject_dma gives each tile loop whose body starts
+   * with DMA copies into its local buffers two of each, fetching tile i+1
+   * while tile i is computed. Text form: `local_mem(N, double_buffer)`. */
+  bool dma_double_buffer;
 } PrimFunc;
 
 /* ---- constructors (arrays are copied into the arena) ---- */
@@ -130,6 +157,9 @@ const Stmt *stmt_seq2(Arena *a, const Stmt *x, const Stmt *y);
 const Stmt *stmt_if(Arena *a, const Expr *cond, const Stmt *then_s, const Stmt *else_s);
 const Stmt *stmt_nop(Arena *a);
 const Stmt *stmt_allocate(Arena *a, const Buffer *b, const Stmt *body);
+/* dst and src: scalar loads of 1-d buffers (the first elements copied). */
+const Stmt *stmt_dma(Arena *a, DmaDir dir, const Expr *dst, const Expr *src, const Expr *row_elems, const Expr *rows,
+                     const Expr *dst_stride, const Expr *src_stride);
 /* Shallow copy of a block so a caller can change fields before freezing it. */
 Block *block_copy(Arena *a, const Block *b);
 BufferRegion region_full(Arena *a, const Buffer *b); /* the whole buffer */

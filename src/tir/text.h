@@ -89,5 +89,12 @@ bool tir_stmt_equal(const Stmt *x, const Stmt *y);
  * have their arity. Returns LOOM_OK or LOOM_ERR_INVALID_ARG with a message
  * naming the block/loop/buffer at fault. */
 loom_status tir_verify(const PrimFunc *f, LoomError *err);
+/* For a lowered kernel scheduled for a local memory (f->local_mem_bytes >
+ * 0; LOOM_OK for any other): its local buffers live at once fit
+ * local_mem_bytes, some top-level loop nest stages data by DMA, and inside
+ * such nests only DMA statements touch non-local buffers
+ * (verify_scratchpad.c). LOOM_ERR_INVALID_ARG naming the kernel and the
+ * buffer otherwise. tir_lower runs it last on such kernels. */
+loom_status tir_verify_scratchpad(const PrimFunc *f, LoomError *err);
 
 #endif

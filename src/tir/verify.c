@@ -258,6 +258,20 @@ static bool check_stmt(Verifier *v, const Stmt *s) {
       v->buffers.n--;
       return ok;
     }
+    case STMT_DMA: {
+      const Expr *ends[2] = {s->dma.dst, s->dma.src};
+      for (int i = 0; i < 2; i++)
+        if (ends[i]->kind != EXPR_LOAD || ends[i]->load.n != 1 || ends[i]->dtype.lanes != 1)
+          return vfail(v, "DMA %s %s is not an element of a flat buffer", i ? "source" : "destination",
+                       estr(v, ends[i]));
+      if (!dtype_eq(s->dma.dst->dtype, s->dma.src->dtype))
+        return vfail(v, "DMA from \"%s\" (%s) to \"%s\" (%s): expected one dtype", s->dma.src->load.buffer->name,
+                     dstr(v, s->dma.src->dtype), s->dma.dst->load.buffer->name, dstr(v, s->dma.dst->dtype));
+      return check_expr(v, s->dma.dst) && check_expr(v, s->dma.src) &&
+             check_index_expr(v, s->dma.row_elems, "DMA row length") && check_index_expr(v, s->dma.rows, "DMA rows") &&
+             check_index_expr(v, s->dma.dst_stride, "DMA destination stride") &&
+             check_index_expr(v, s->dma.src_stride, "DMA source stride");
+    }
     case STMT_KIND_COUNT: break;
   }
   return vfail(v, "unknown statement kind %d", (int)s->kind);

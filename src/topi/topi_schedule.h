@@ -68,6 +68,17 @@ bool topi_multi_level_tiling_applies(Schedule *s, const char *block);
 loom_status topi_schedule_multi_level_tiling(Schedule *s, const char *block, const char *epilogue,
                                              const Target *target, int num_threads);
 
+/* A target with a local memory (Target.local_mem_bytes > 0: a scratchpad
+ * reached by DMA): every iterator tiled once, the input tiles staged into
+ * `local` buffers at the innermost reduction-tile loop, the output tile
+ * accumulated in a `local` buffer, tiles the largest whose local buffers
+ * (inputs twice with dma=double) fit the declared size; sampling points
+ * below them (schedule_scratchpad.c, docs/schedule.md "Scratchpad
+ * targets"). For the conv2d and matmul anchors; serial, and the epilogue is
+ * left to its own loop nest. LOOM_ERR_SCHEDULE when the block's accesses
+ * are not affine in its loops or no tiling fits. */
+loom_status topi_schedule_scratchpad(Schedule *s, const char *block, const Target *target);
+
 /* ---- what the schedules know about the machine (schedule_common.c) ----
  * Every register count, vector width and cache size a default schedule
  * uses comes from the target through these (a test greps src/topi for

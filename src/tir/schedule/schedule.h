@@ -54,6 +54,12 @@ const PrimFunc *sch_original(const Schedule *s); /* the program it started from 
 const Trace *sch_trace(const Schedule *s);
 const char *sch_error(const Schedule *s); /* message of the last refusal */
 Arena *sch_arena(Schedule *s);
+/* Marks the program as scheduled for a target with a local memory of
+ * `bytes` (PrimFunc.local_mem_bytes): its lowering turns the copies into
+ * and out of local buffers into DMA calls and checks that the local
+ * buffers fit; double_buffer asks for two of each input tile
+ * (PrimFunc.dma_double_buffer). Not a primitive: traces do not record it. */
+void sch_set_local_mem(Schedule *s, int64_t bytes, bool double_buffer);
 
 /* ---- handles ---- */
 SchRV sch_get_block(Schedule *s, const char *name);

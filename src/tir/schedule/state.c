@@ -158,6 +158,13 @@ const Stmt *sch_lookup_loop(Schedule *s, SchRV rv) {
   return l;
 }
 
+void sch_set_local_mem(Schedule *s, int64_t bytes, bool double_buffer) {
+  PrimFunc *f = arena_memdup(s->arena, s->func, sizeof *f);
+  f->local_mem_bytes = bytes;
+  f->dma_double_buffer = double_buffer;
+  s->func = f;
+}
+
 void sch_set_body(Schedule *s, const Stmt *body) {
   PrimFunc *f = arena_memdup(s->arena, s->func, sizeof *f);
   f->body = body;

@@ -124,6 +124,7 @@ int64_t tir_code_size(const Stmt *s) {
                                 sat_add(tir_code_size(s->if_.then_s), tir_code_size(s->if_.else_s))));
     case STMT_EVALUATE: return tir_expr_code_size(s->eval.value);
     case STMT_ALLOCATE: return tir_code_size(s->alloc.body);
+    case STMT_DMA: return 1; /* one call */
     default: return 1;
   }
 }

@@ -3,6 +3,8 @@
  * name passes from, and the one the .tir test runner looks passes up in. */
 #include "tir/transform/transform.h"
 
+#include "tir/text.h"
+
 #include <string.h>
 
 LowerOptions lower_options_default(void) {
@@ -58,6 +60,17 @@ static const PrimFunc *run_storage_rewrite(Arena *a, const PrimFunc *f, const Lo
   return tir_storage_rewrite(a, f);
 }
 
+static const PrimFunc *run_inject_dma(Arena *a, const PrimFunc *f, const LowerOptions *opt, LoomError *err) {
+  (void)opt, (void)err;
+  return tir_inject_dma(a, f);
+}
+
+/* A check, not a rewrite: the function itself, or NULL with the violation. */
+static const PrimFunc *run_verify_scratchpad(Arena *a, const PrimFunc *f, const LowerOptions *opt, LoomError *err) {
+  (void)a, (void)opt;
+  return tir_verify_scratchpad(f, err) == LOOM_OK ? f : NULL;
+}
+
 enum {
   PASS_SIMPLIFY,
   PASS_LOWER_BLOCKS,
@@ -68,6 +81,8 @@ enum {
   PASS_VECTORIZE,
   PASS_UNROLL,
   PASS_STORAGE_REWRITE,
+  PASS_INJECT_DMA,
+  PASS_VERIFY_SCRATCHPAD,
   PASS_COUNT
 };
 
@@ -82,20 +97,24 @@ static const TirPass k_passes[] = {
     [PASS_VECTORIZE] = {"vectorize", run_vectorize},
     [PASS_UNROLL] = {"unroll", run_unroll},
     [PASS_STORAGE_REWRITE] = {"storage_rewrite", run_storage_rewrite},
+    [PASS_INJECT_DMA] = {"inject_dma", run_inject_dma},
+    [PASS_VERIFY_SCRATCHPAD] = {"verify_scratchpad", run_verify_scratchpad},
 };
 _Static_assert(sizeof k_passes / sizeof k_passes[0] == PASS_COUNT, "one row per pass");
 
 /* ---- the pipeline ---- */
 
-/* The LowerOptions flag a step depends on (named for --dump-list-passes). */
-typedef enum { ALWAYS, IF_PARTITION_LOOPS, IF_COMPACT_BUFFERS, IF_STORAGE_REWRITE } StepCondition;
+/* The LowerOptions flag a step depends on, or the kernel's local memory
+ * (named for --dump-list-passes). */
+typedef enum { ALWAYS, IF_PARTITION_LOOPS, IF_COMPACT_BUFFERS, IF_STORAGE_REWRITE, IF_LOCAL_MEM } StepCondition;
 
-static bool step_enabled(StepCondition when, const LowerOptions *opt) {
+static bool step_enabled(StepCondition when, const LowerOptions *opt, const PrimFunc *f) {
   switch (when) {
   case ALWAYS: return true;
   case IF_PARTITION_LOOPS: return opt->partition_loops;
   case IF_COMPACT_BUFFERS: return opt->compact_buffers;
   case IF_STORAGE_REWRITE: return opt->storage_rewrite;
+  case IF_LOCAL_MEM: return f->local_mem_bytes > 0;
   }
   return true;
 }
@@ -105,6 +124,7 @@ static const char *const k_condition_names[] = {
     [IF_PARTITION_LOOPS] = "partition_loops",
     [IF_COMPACT_BUFFERS] = "compact_buffers",
     [IF_STORAGE_REWRITE] = "storage_rewrite",
+    [IF_LOCAL_MEM] = "local_mem (scratchpad kernels)",
 };
 
 typedef struct LowerStep {
@@ -131,6 +151,11 @@ static const LowerStep k_pipeline[] = {
     {PASS_UNROLL, ALWAYS},
     {PASS_STORAGE_REWRITE, IF_STORAGE_REWRITE},
     {PASS_SIMPLIFY, ALWAYS},
+    /* Scratchpad kernels: the copies are final loop nests by now (nothing
+     * after this vectorizes or unrolls them), so each becomes a DMA call;
+     * then the kernel is checked against its local memory. */
+    {PASS_INJECT_DMA, IF_LOCAL_MEM},
+    {PASS_VERIFY_SCRATCHPAD, IF_LOCAL_MEM},
 };
 
 enum { STEP_COUNT = (int)(sizeof k_pipeline / sizeof k_pipeline[0]) };
@@ -156,7 +181,7 @@ const PrimFunc *tir_lower(Arena *a, const PrimFunc *f, const LowerOptions *opt, 
   LowerOptions defaults = lower_options_default();
   if (!opt) opt = &defaults;
   for (int i = 0; i < STEP_COUNT; i++) {
-    if (!step_enabled(k_pipeline[i].when, opt)) continue;
+    if (!step_enabled(k_pipeline[i].when, opt, f)) continue;
     const TirPass *p = &k_passes[k_pipeline[i].pass];
     if (opt->dump) opt->dump(opt->dump_user, p->name, i + 1, false, f);
     f = p->run(a, f, opt, err);

@@ -28,6 +28,11 @@
  *   storage_rewrite   reuse the memory of temporaries whose lifetimes
  *                     do not overlap (storage_rewrite)
  *   simplify          again, to clean up
+ *   inject_dma        scratchpad kernels only (PrimFunc.local_mem_bytes):
+ *                     copy loops between local and global buffers -> DMA
+ *   verify_scratchpad scratchpad kernels only: local buffers fit, compute
+ *                     loops touch global memory through DMA only
+ *                     (tir_verify_scratchpad, a check)
  * Pass NAME is the function tir_NAME. docs/lowering.md has the details and
  * an example. */
 #ifndef LOOM_TIR_TRANSFORM_H
@@ -104,6 +109,11 @@ const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_unroll(Arena *a, const PrimFunc *f, int max_extent);
 const PrimFunc *tir_storage_rewrite(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_legalize_narrow(Arena *a, const PrimFunc *f);
+/* Scratchpad kernels (f->local_mem_bytes > 0; others are returned as they
+ * are): each copy loop nest between a local and a global flat buffer
+ * becomes a DMA statement, contiguous or 2-d strided, inside the loops it
+ * cannot merge (inject_dma.c). */
+const PrimFunc *tir_inject_dma(Arena *a, const PrimFunc *f);
 
 /* One lowering pass behind a uniform signature (lower.c's table). opt may
  * be NULL (lower_options_default); only unroll reads it. NULL with a message
@@ -116,7 +126,8 @@ typedef struct TirPass {
 } TirPass;
 /* The pass named `name` ("simplify", "lower_blocks", "loop_partition",
  * "compact_buffers", "flatten_buffers", "legalize_narrow", "vectorize",
- * "unroll", "storage_rewrite"), or NULL. */
+ * "unroll", "storage_rewrite", "inject_dma", "verify_scratchpad": a check
+ * that returns the function or fails), or NULL. */
 const TirPass *tir_pass_find(const char *name);
 /* All passes in pipeline order (of their first step), *n set to the count. */
 const TirPass *tir_pass_list(int *n);

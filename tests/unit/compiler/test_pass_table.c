@@ -25,11 +25,12 @@ static const char *const k_graph_steps[] = {
 static const char *const k_lowering_steps[] = {
     "simplify",        "lower_blocks",    "simplify",        "loop_partition", "simplify",
     "compact_buffers", "flatten_buffers", "legalize_narrow", "simplify",       "vectorize",
-    "unroll",          "storage_rewrite", "simplify",
+    "unroll",          "storage_rewrite", "simplify",        "inject_dma",     "verify_scratchpad",
 };
 enum {
   NGRAPH = sizeof k_graph_steps / sizeof k_graph_steps[0],
   NLOWER = sizeof k_lowering_steps / sizeof k_lowering_steps[0],
+  NSCRATCHPAD = 2, /* the last steps run on scratchpad kernels only */
 };
 
 static void test_pipeline_order(void **state) {
@@ -55,13 +56,16 @@ static void test_pipeline_order(void **state) {
   assert_string_equal(info.condition, "partition_loops");
   assert_true(loom_compile_pass_info(NGRAPH + 11, &info));
   assert_string_equal(info.condition, "storage_rewrite");
+  assert_true(loom_compile_pass_info(NGRAPH + NLOWER - 1, &info));
+  assert_non_null(strstr(info.condition, "local_mem")); /* verify_scratchpad */
 }
 
 static void test_tir_pass_table(void **state) {
   (void)state;
   static const char *const names[] = {"simplify",        "lower_blocks",    "loop_partition",
                                       "compact_buffers", "flatten_buffers", "legalize_narrow",
-                                      "vectorize",       "unroll",          "storage_rewrite"};
+                                      "vectorize",       "unroll",          "storage_rewrite",
+                                      "inject_dma",      "verify_scratchpad"};
   int n = -1;
   const TirPass *list = tir_pass_list(&n);
   assert_int_equal(n, (int)(sizeof names / sizeof names[0]));
@@ -146,7 +150,7 @@ static void test_lower_hook_sees_every_step(void **state) {
   LowerOptions opt = lower_options_default();
   lower_logged(&opt, &calls);
   char want[2048] = "";
-  for (int i = 0; i < NLOWER; i++) {
+  for (int i = 0; i < NLOWER - NSCRATCHPAD; i++) { /* not a scratchpad kernel */
     size_t n = strlen(want);
     snprintf(want + n, sizeof want - n, "%sbefore:%d:%s after:%d:%s", i ? " " : "", i + 1, k_lowering_steps[i], i + 1,
              k_lowering_steps[i]);

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Scratchpad targets end to end (docs/schedule.md and docs/export.md,
+"Scratchpad targets"): `--target-opt local_mem=SIZE` in `loom target`,
+`loom compile` and `loom export-c`. A small conv model and an MLP compiled
+for the host with a 16 KiB local memory (sync and double-buffered DMA)
+give the results of the normal artifact; their C calls the DMA hooks;
+exported, the project runs with the default hooks and with counting hooks
+of its own (-DPREFIX_DMA_EXTERNAL), and under qemu-aarch64 when the cross
+toolchain is installed; bad values are `loom: error:`.
+
+Metric: max |scratchpad - normal| / max |normal| over each output (<= 1e-5).
+Environment: LOOM_BIN (CTest sets it), CC. python3 with numpy and onnx.
+(The ResNet-18 runs are in scripts/test-long.)
+"""
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+LOOM = os.environ.get("LOOM_BIN", "loom")
+CC = os.environ.get("CC", "cc")
+REL_TOL = 1e-5
+LOCAL_MEM = "local_mem=16KiB"
+
+
+def save(path, nodes, inputs, outputs, inits):
+    g = helper.make_graph(nodes, "scratchpad", inputs, outputs, inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def make_conv(path, rng):
+    """Two 3x3 convs (bias, Relu; the second strided) and a residual-free MaxPool."""
+    w1 = rng.standard_normal((16, 8, 3, 3)).astype(np.float32) * 0.2
+    b1 = rng.standard_normal((16,)).astype(np.float32) * 0.1
+    w2 = rng.standard_normal((16, 16, 3, 3)).astype(np.float32) * 0.1
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("MaxPool", ["c2"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 20, 20])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 5, 5])],
+         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(w2, "w2")])
+    return {"x": rng.standard_normal((1, 8, 20, 20)).astype(np.float32)}
+
+
+def make_mlp(path, rng):
+    """MatMul, bias Add, Relu, MatMul."""
+    w1 = rng.standard_normal((48, 64)).astype(np.float32) * 0.1
+    b1 = rng.standard_normal((64,)).astype(np.float32) * 0.1
+    w2 = rng.standard_normal((64, 24)).astype(np.float32) * 0.1
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 48])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 24])],
+         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(w2, "w2")])
+    return {"x": rng.standard_normal((32, 48)).astype(np.float32)}
+
+
+# Counting hooks for an exported project built with -DCONV_DMA_EXTERNAL:
+# memcpy copies that count calls and bytes, printed at exit.
+COUNTING_HOOKS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static long long calls, bytes;
+static void report(void) { fprintf(stderr, "dma calls %lld bytes %lld\n", calls, bytes); }
+static void count(size_t n) { if (!calls++) atexit(report); bytes += (long long)n; }
+void conv_dma_get(void *dst, const void *src, size_t n) { count(n); memcpy(dst, src, n); }
+void conv_dma_put(void *dst, const void *src, size_t n) { count(n); memcpy(dst, src, n); }
+void conv_dma_get2d(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
+  count(row * rows);
+  for (size_t r = 0; r < rows; ++r) memcpy((char *)dst + r * ds, (const char *)src + r * ss, row);
+}
+void conv_dma_put2d(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
+  count(row * rows);
+  for (size_t r = 0; r < rows; ++r) memcpy((char *)dst + r * ds, (const char *)src + r * ss, row);
+}
+"""
+
+
+def rel_err(got, want):
+    scale = max(float(np.abs(want).max()), 1e-30)
+    return float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale
+
+
+class ScratchpadTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="loom-scratchpad-")
+        rng = np.random.default_rng(3)
+        cls.models, cls.outputs = {}, {}
+        for name, make in (("conv", make_conv), ("mlp", make_mlp)):
+            path = os.path.join(cls.dir, name + ".onnx")
+            files = [os.path.join(cls.dir, f"{name}_{k}.npy") for k in ("x",)]
+            np.save(files[0], make(path, rng)["x"])
+            cls.models[name] = (path, files)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def run_cmd(self, cmd, cwd=None, fails=False):
+        """cmd's result; it must succeed, or with fails=True fail."""
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode != 0, fails, f"{cmd}: {r.stdout}{r.stderr}")
+        return r
+
+    def ok(self, *args):
+        return self.run_cmd([LOOM, *args])
+
+    def err(self, *args, expect=()):
+        stderr = self.run_cmd([LOOM, *args], fails=True).stderr
+        self.assertTrue(stderr.startswith("loom: error: "), stderr)
+        for e in expect:
+            self.assertIn(e, stderr)
+
+    def compiled_outputs(self, model, *target_opt):
+        """Outputs of `loom run` on the artifact compiled with --target-opt (none: the normal one)."""
+        key = (model,) + target_opt
+        if key not in self.outputs:
+            path, inputs = self.models[model]
+            tag = "_".join([model] + [o.replace("=", "_").replace(",", "_") for o in target_opt])
+            art, outdir = os.path.join(self.dir, tag + ".loom"), os.path.join(self.dir, tag + "_out")
+            opts = ["--target-opt", ",".join(target_opt)] if target_opt else []
+            self.ok("compile", path, "-o", art, *opts)
+            self.ok("run", art, *inputs, "--output-dir", outdir)
+            self.outputs[key] = {os.path.basename(f): np.load(f) for f in glob.glob(os.path.join(outdir, "*.npy"))}
+        return self.outputs[key]
+
+    def assert_same(self, got, want, what):
+        self.assertEqual(sorted(got), sorted(want), what)
+        for name, w in want.items():
+            self.assertEqual(got[name].shape, w.shape, name)
+            self.assertLessEqual(rel_err(got[name], w), REL_TOL, f"{what} {name}")
+
+    # ---- loom target ----
+
+    def test_target_describes_local_memory(self):
+        out = self.ok("target", "--target-opt", "local_mem=64KiB").stdout
+        self.assertIn("local memory: 64 KiB", out)
+        self.assertIn("loom_dma_get", out)
+        self.assertIn("double-buffered", self.ok("target", "--target-opt", "local_mem=64KiB,dma=double").stdout)
+        self.assertNotIn("local memory", self.ok("target").stdout)
+
+    def test_bad_values(self):
+        self.err("target", "--target-opt", "local_mem=12", expect=["local_mem=12", "from 1KiB to 1GiB"])
+        self.err("target", "--target-opt", "local_mem=lots", expect=["local_mem=lots"])
+        self.err("target", "--target-opt", "dma=double", expect=["local_mem=SIZE"])
+        self.err("compile", self.models["mlp"][0], "-o", os.path.join(self.dir, "bad.loom"), "--target-opt",
+                 "local_mem=64KiB,dma=maybe", expect=["dma=maybe", "sync", "double"])
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "bad.loom")))
+
+    # ---- loom compile for the host ----
+
+    def test_compiled_matches_normal_artifact(self):
+        for model in self.models:
+            want = self.compiled_outputs(model)
+            self.assert_same(self.compiled_outputs(model, LOCAL_MEM), want, f"{model} {LOCAL_MEM}")
+            self.assert_same(self.compiled_outputs(model, LOCAL_MEM, "dma=double"), want, f"{model} dma=double")
+            self.assert_same(self.compiled_outputs(model, "local_mem=1KiB"), want, f"{model} local_mem=1KiB")
+
+    def test_generated_c_calls_the_hooks(self):
+        c = self.ok("inspect", self.models["conv"][0], "--dump", "c", "--target-opt", LOCAL_MEM).stdout
+        self.assertIn("loom_dma_get", c)
+        self.assertIn("loom_dma_put", c)
+        self.assertNotIn("loom_dma_get", self.ok("inspect", self.models["conv"][0], "--dump", "c").stdout)
+
+    # ---- loom export-c ----
+
+    def export(self, model, *extra):
+        out = os.path.join(self.dir, "proj_" + model + "_" + "_".join(e.strip("-").replace("=", "_") for e in extra))
+        if not os.path.isdir(out):
+            self.ok("export-c", self.models[model][0], "-o", out, "--name", model, "--target-opt", LOCAL_MEM, *extra)
+        return out
+
+    def check_project_output(self, proj, model, runner=(), exe="example_main"):
+        outdir = tempfile.mkdtemp(dir=self.dir)
+        r = self.run_cmd([*runner, os.path.join(proj, exe), *self.models[model][1], outdir])
+        got = {f: np.load(os.path.join(outdir, f)) for f in os.listdir(outdir)}
+        self.assert_same(got, self.compiled_outputs(model), f"exported {model} {runner}")
+        return r
+
+    def test_export_default_hooks(self):
+        for model in self.models:
+            proj = self.export(model)
+            with open(os.path.join(proj, model + ".c")) as f:
+                src = f.read()
+            self.assertIn(f"#define loom_dma_get {model}_dma_get", src)
+            self.assertIn(f"#ifndef {model.upper()}_DMA_EXTERNAL", src)
+            self.run_cmd(["make", "CC=" + CC], cwd=proj)
+            self.check_project_output(proj, model)
+            out = self.run_cmd(["nm", "-g", "--defined-only", os.path.join(proj, model + ".o")]).stdout
+            names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+            self.assertIn(f"{model}_dma_get", names)
+            self.assertEqual([n for n in names if not n.startswith(model + "_")], [])
+
+    def test_export_counting_hooks(self):
+        """The project's own hooks (-DCONV_DMA_EXTERNAL) are the ones called."""
+        proj = self.export("conv")
+        hooks = os.path.join(proj, "counting_hooks.c")
+        with open(hooks, "w") as f:
+            f.write(COUNTING_HOOKS)
+        exe = os.path.join(proj, "counting_main")
+        self.run_cmd([CC, "-std=c11", "-O2", "-DCONV_DMA_EXTERNAL", "-o", exe, "example_main.c", "conv.c",
+                      "conv_weights.c", "counting_hooks.c", "-lm"], cwd=proj)
+        r = self.check_project_output(proj, "conv", exe="counting_main")
+        fields = r.stderr.split()
+        self.assertIn("calls", fields, r.stderr)
+        calls, nbytes = int(fields[fields.index("calls") + 1]), int(fields[fields.index("bytes") + 1])
+        # at least every output element of both convs leaves local memory once
+        self.assertGreater(calls, 2)
+        self.assertGreaterEqual(nbytes, 4 * (16 * 20 * 20 + 16 * 10 * 10))
+
+    def test_export_aarch64_under_qemu(self):
+        cc, qemu = "aarch64-linux-gnu-gcc", "qemu-aarch64"
+        for tool, pkg in ((cc, "gcc-aarch64-linux-gnu"), (qemu, "qemu-user")):
+            if not shutil.which(tool):
+                self.skipTest(f"{tool} not found: install the Debian package {pkg} (scripts/setup does)")
+        proj = self.export("conv", "--target", "aarch64", "--target-opt", LOCAL_MEM + ",dma=double")
+        self.run_cmd(["make"], cwd=proj)
+        self.check_project_output(proj, "conv", runner=[qemu, "-L", "/usr/aarch64-linux-gnu"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""A zoo model on a scratchpad target (docs/export.md "Scratchpad targets"),
+for scripts/test-long:
+
+  1. `loom compile --target-opt local_mem=SIZE` for this host: the same
+     outputs as the normal artifact;
+  2. `loom export-c --target aarch64 --target-opt local_mem=SIZE`, built
+     with the Debian cross compiler and run under qemu-aarch64: the same
+     outputs as the normal host artifact.
+
+Metric: max |x - normal| / max |normal| over the output, <= 1e-5.
+
+usage: scratchpad_model.py LOOM MODEL.onnx INPUT.npy WORKDIR [--local-mem 64KiB]
+"""
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+REL_TOL = 1e-5
+
+
+def run(cmd, cwd=None):
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"scratchpad_model: {' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+    return r
+
+
+def outputs(outdir):
+    return {os.path.basename(f): np.load(f) for f in sorted(glob.glob(os.path.join(outdir, "*.npy")))}
+
+
+def rel_err(got, want):
+    scale = max(float(np.abs(want).max()), 1e-30)
+    return float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale
+
+
+def compare(what, got, want):
+    if sorted(got) != sorted(want):
+        sys.exit(f"scratchpad_model: {what}: outputs {sorted(got)}, expected {sorted(want)}")
+    worst = max(rel_err(got[k], want[k]) for k in want)
+    print(f"scratchpad_model: {what}: max rel err {worst:.2e} (<= {REL_TOL:g})")
+    if worst > REL_TOL:
+        sys.exit(f"scratchpad_model: {what}: rel err {worst:.2e} over {REL_TOL:g}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("loom")
+    ap.add_argument("model")
+    ap.add_argument("input")
+    ap.add_argument("workdir")
+    ap.add_argument("--local-mem", default="64KiB")
+    a = ap.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    name = os.path.splitext(os.path.basename(a.model))[0]
+    opt = f"local_mem={a.local_mem}"
+
+    results = {}
+    for tag, extra in (("normal", []), ("scratchpad", ["--target-opt", opt])):
+        art, outdir = os.path.join(a.workdir, f"{name}_{tag}.loom"), os.path.join(a.workdir, f"{name}_{tag}_out")
+        shutil.rmtree(outdir, ignore_errors=True)
+        run([a.loom, "compile", a.model, "-o", art, *extra])
+        run([a.loom, "run", art, a.input, "--output-dir", outdir])
+        results[tag] = outputs(outdir)
+    compare(f"{name} host {opt}", results["scratchpad"], results["normal"])
+
+    cc, qemu = "aarch64-linux-gnu-gcc", "qemu-aarch64"
+    for tool, pkg in ((cc, "gcc-aarch64-linux-gnu"), (qemu, "qemu-user")):
+        if not shutil.which(tool):
+            sys.exit(f"scratchpad_model: {tool} not found: install the Debian package {pkg} (scripts/setup does)")
+    proj = os.path.join(a.workdir, f"{name}_aarch64")
+    run([a.loom, "export-c", a.model, "-o", proj, "--target", "aarch64", "--target-opt", opt, "--name", name,
+         "--force"])
+    run(["make", "-j2"], cwd=proj)
+    outdir = os.path.join(a.workdir, f"{name}_aarch64_out")
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    run([qemu, "-L", "/usr/aarch64-linux-gnu", os.path.join(proj, "example_main"), a.input, outdir])
+    compare(f"{name} exported aarch64 {opt} under qemu", outputs(outdir), results["normal"])
+
+
+if __name__ == "__main__":
+    main()
