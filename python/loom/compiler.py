@@ -46,7 +46,8 @@ def _require_c_compiler(what: str) -> None:
 @contextlib.contextmanager
 def _model_file(model: ModelLike) -> Iterator[str]:
     """A path to the ONNX model: the path given, or a temporary file of the
-    bytes / the serialized ModelProto (removed afterwards)."""
+    bytes / the serialized ModelProto (removed afterwards; messages naming
+    it name "<ONNX bytes>" instead: _raise)."""
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not os.path.isfile(path):
@@ -67,6 +68,15 @@ def _model_file(model: ModelLike) -> Iterator[str]:
         with open(path, "wb") as f:
             f.write(data)
         yield path
+
+
+def _raise(status: int, err: Any, onnx_path: str, model: ModelLike) -> None:
+    """The LoomError for a failed call on the model at onnx_path."""
+    msg = _lib.text(err.value)
+    if not isinstance(model, (str, os.PathLike)):
+        what = "<ONNX bytes>" if isinstance(model, (bytes, bytearray, memoryview)) else "<onnx.ModelProto>"
+        msg = msg.replace(onnx_path, what)
+    raise make_error(status, msg)
 
 
 def _c(s: Optional[str]) -> Optional[bytes]:
@@ -140,7 +150,7 @@ def compile(model: ModelLike, target: str = "host", opt_level: int = 2, records:
         err = _lib.errbuf(16384)
         status = lib.loom_compile_onnx(_c(onnx_path), _c(out), ctypes.byref(opts.c), err, len(err))
         if status:
-            raise make_error(status, _lib.text(err.value))
+            _raise(status, err, onnx_path, model)
         # The Module keeps the file open: it is deleted here, saved from there.
         return Module(out, nthreads if nthreads else None, _owned_file=True)
 
@@ -175,7 +185,7 @@ def tune(model: ModelLike, records: PathLike, *, trials: int = 0, time: Optional
                                     seed, ctypes.byref(measured), ctypes.byref(failed), ctypes.byref(ms_default),
                                     ctypes.byref(ms_tuned), err, len(err))
         if status:
-            raise make_error(status, _lib.text(err.value))
+            _raise(status, err, onnx_path, model)
     return {"measured": measured.value, "failed": failed.value, "model_ms_default": ms_default.value,
             "model_ms_tuned": ms_tuned.value}
 
@@ -197,5 +207,5 @@ def export_c(model: ModelLike, out_dir: PathLike, *, target: Optional[str] = Non
                                    _c(records), _c(weights), nthreads, bool(force), err,
                                    len(err))
         if status:
-            raise make_error(status, _lib.text(err.value))
+            _raise(status, err, onnx_path, model)
     return os.fspath(out_dir)

@@ -242,7 +242,7 @@ def test_bad_paths_and_files(tmp_path, onnx_model):
     assert "junk.loom" in str(e.value) or "magic" in str(e.value)
     with pytest.raises(loom.FileError, match="no such file"):
         loom.compile(tmp_path / "nonexistent.onnx")
-    with pytest.raises(loom.LoomError):
+    with pytest.raises(loom.ParseError, match=r"^<ONNX bytes>: protobuf"):
         loom.compile(b"\x08\x07garbage that is not a model")
     with pytest.raises(loom.InputError, match="empty ONNX bytes"):
         loom.compile(b"")
