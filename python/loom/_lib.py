@@ -179,7 +179,7 @@ _PROTOTYPES = {
     "loom_compile_onnx": (st, [c_char_p, c_char_p, P(CompileOptions), c_char_p, c_size_t]),
     # ---- loom_tools.h ----
     "loom_tune_onnx": (st, [c_char_p, c_char_p, P(CompileOptions), c_int, c_double, c_int, c_uint64,
-                            c_char_p, c_size_t]),
+                            P(c_int), P(c_int), P(c_double), P(c_double), c_char_p, c_size_t]),
     "loom_export_c": (st, [c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_int,
                            c_bool, c_char_p, c_size_t]),
     "loom_peak_gflops_per_core": (c_double, [c_char_p]),
@@ -270,18 +270,16 @@ def lib() -> ctypes.CDLL:
             except OSError as e:
                 tried.append(f"{path} ({e})")
                 continue
-            missing = []
+            if not hasattr(handle, "loom_ctx_create") or not hasattr(handle, "loom_model_load"):
+                tried.append(f"{path} (not Loom's library)")
+                continue
+            # A function an older build lacks stays undeclared: using it
+            # raises AttributeError naming it.
             for name, (res, args) in _PROTOTYPES.items():
                 fn = getattr(handle, name, None)
-                if fn is None:
-                    missing.append(name)
-                    continue
-                fn.restype = res
-                fn.argtypes = args
-            if missing:
-                tried.append(f"{path} (an older build: lacks {', '.join(missing[:4])}"
-                             f"{'...' if len(missing) > 4 else ''})")
-                continue
+                if fn is not None:
+                    fn.restype = res
+                    fn.argtypes = args
             if d == _PKG_DIR:
                 _setup_installed_env(d)
             _dir = d
