@@ -173,7 +173,10 @@ def _expr_call(ctx: Context, fn: Callable[..., Any], *args: Any) -> Expr:
 
 
 def _is_bool(v: Any) -> bool:
-    return isinstance(v, bool) or getattr(getattr(v, "dtype", None), "kind", "") == "b"
+    """A Python or numpy bool scalar."""
+    if isinstance(v, bool):
+        return True
+    return getattr(getattr(v, "dtype", None), "kind", None) == "b" and getattr(v, "shape", 0) == ()
 
 
 def _is_number(v: Any) -> bool:
@@ -188,6 +191,8 @@ def _scalar(ctx: Context, v: Any, code: int, what: str) -> Expr:
             return _expr_call(ctx, lib.loom_int, BOOL, int(v))
         v = int(v)
     if isinstance(v, numbers.Integral):
+        if not -2 ** 63 <= int(v) < 2 ** 63:
+            raise ValueError(f"{what}: the integer {v} does not fit 64 bits")
         if code in FLOATS:
             return _expr_call(ctx, lib.loom_float, code, float(v))
         if code in INTS:
