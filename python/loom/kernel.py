@@ -115,6 +115,25 @@ def _aligned_empty(shape: Tuple[int, ...], dtype: np.dtype, align: int) -> np.nd
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
+def _from_dlpack(x: Any, what: str) -> np.ndarray:
+    """A numpy view of a DLPack tensor's memory. numpy before 1.25 makes
+    such views read-only (DLPack 0.x cannot say whether writing is
+    allowed); torch's .numpy() shares the memory writably, so an output
+    tensor is written in place."""
+    try:
+        a = np.from_dlpack(x)
+    except (TypeError, ValueError, RuntimeError, BufferError) as e:
+        a, error = None, e
+    if a is None or not a.flags.writeable:
+        t = x.detach() if hasattr(x, "detach") else x
+        if callable(getattr(t, "numpy", None)) and getattr(getattr(t, "device", None), "type",
+                                                           "cpu") == "cpu":
+            return t.numpy()
+    if a is None:
+        raise InputError(f"{what}: cannot view it through DLPack on the CPU ({error})")
+    return a
+
+
 class Kernel:
     """One function of a KernelModule; call it with one array per
     parameter (its params, in order)."""
@@ -130,14 +149,10 @@ class Kernel:
         p = self.params[i]
         what = f"{self.name}: argument {i} ({p.name})"
         if not isinstance(x, np.ndarray):
-            if hasattr(x, "__dlpack__"):
-                try:
-                    x = np.from_dlpack(x)
-                except (TypeError, ValueError, RuntimeError, BufferError) as e:
-                    raise InputError(f"{what}: cannot view it through DLPack on the CPU ({e})")
-            else:
+            if not hasattr(x, "__dlpack__"):
                 raise TypeError(f"{what}: expected a numpy array of {p.dtype}{list(p.shape)}, "
                                 f"got {type(x).__name__}")
+            x = _from_dlpack(x, what)
         if x.dtype != self._np[i]:
             raise InputError(f"{what}: dtype {x.dtype}, expected {p.dtype}")
         if tuple(x.shape) != p.shape:
