@@ -3,8 +3,10 @@ them, print the loop IR, build them and check them against numpy; every
 schedule primitive at least once; refused schedules and wrong arguments
 raise with Loom's message and leave nothing changed."""
 
+import gc
 import re
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -571,3 +573,21 @@ def test_definitions_in_several_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_objects_keep_their_context_alive_and_release_it():
+    def make():
+        with te.Context() as c:
+            f = matmul(8, 8, 8)
+            s = loom.Schedule(f)
+            g = s.func
+            s.close()  # a function taken from a schedule outlives it
+            return loom.build(g), weakref.ref(c)
+
+    m, ctx_ref = make()
+    gc.collect()
+    assert ctx_ref() is not None  # the module holds its context
+    run_matmul(m, 8, 8, 8)
+    del m
+    gc.collect()
+    assert ctx_ref() is None  # and the last object gone lets it go
