@@ -7,6 +7,7 @@
  *   LoomModelOptions opt = {.num_threads = 0};
  *   if (loom_model_load("model.loom", &opt, &m, err, sizeof err)) { puts(err); ... }
  *   loom_model_set_input(m, 0, &x);            // copies x (checked: dtype, shape)
+ *                                              // (loom_model_bind_input: no copy)
  *   loom_model_run(m);
  *   DLTensor y;
  *   loom_model_get_output(m, 0, &y);           // a view, valid until the next run
@@ -84,12 +85,26 @@ const char *loom_model_target(const LoomModel *m);
 loom_status loom_model_set_input(LoomModel *m, int32_t index, const DLTensor *t);
 loom_status loom_model_set_input_by_name(LoomModel *m, const char *name, const DLTensor *t);
 
+/* Zero-copy binding. bind_input makes the kernels read input `index`
+ * straight from t's memory (no copy) until the input is set, bound again or
+ * unbound (t NULL: back to the model's buffer, and the input must be set
+ * again before a run). The memory must stay valid and unchanged during every
+ * run that reads it; kernels never write inputs. bind_output makes the runs
+ * write output `index` into t's memory (and loom_model_get_output view it)
+ * until it is unbound (t NULL: back to the model's buffer). t: as for
+ * loom_model_set_input (a dynamic output: its upper-bound shape), with data
+ * + byte_offset 64-byte aligned (the kernels' vector code needs it), and not
+ * overlapping a bound input / output. LOOM_ERR_INVALID_ARG naming the
+ * tensor otherwise. */
+loom_status loom_model_bind_input(LoomModel *m, int32_t index, const DLTensor *t);
+loom_status loom_model_bind_output(LoomModel *m, int32_t index, const DLTensor *t);
+
 /* Runs every kernel in plan order. LOOM_ERR_INVALID_ARG when an input was
  * never set (naming it); LOOM_ERR_RUNTIME naming the kernel when one fails. */
 loom_status loom_model_run(LoomModel *m);
 
-/* A view of output `index` (data owned by the model; valid until the next
- * run or free). A dynamic output's shape is the one the last successful run
+/* A view of output `index` (data owned by the model, or the caller's memory
+ * bound to it; valid until the next run or free). A dynamic output's shape is the one the last successful run
  * computed (checked against the upper bound), compact row-major. */
 loom_status loom_model_get_output(LoomModel *m, int32_t index, DLTensor *out);
 

@@ -234,36 +234,128 @@ static void describe(DLDataType dtype, int32_t ndim, const int64_t *shape, char 
   else snprintf(buf, len, "dtype(code %d, %d bits, %d lanes) %s", dtype.code, dtype.bits, dtype.lanes, sh);
 }
 
+/* Checks a caller tensor against graph input or output `want` (`what`:
+ * "input" / "output"): CPU, dtype, shape, compact row-major, data present. */
+static loom_status check_io_tensor(LoomModel *m, const char *what, const ArtifactTensor *want, const DLTensor *t) {
+  if (!t) return err_set(&m->err, LOOM_ERR_INVALID_ARG, "%s \"%s\": NULL tensor", what, want->name);
+  if (t->device.device_type != kDLCPU)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "%s \"%s\": expected a CPU tensor (device type %d)", what,
+                   want->name, (int)t->device.device_type);
+  bool ok = dl_dtype_equal(t->dtype, want->dtype) && t->ndim == want->ndim && (t->ndim == 0 || t->shape);
+  for (int32_t d = 0; ok && d < t->ndim; d++) ok = t->shape[d] == want->shape[d];
+  if (!ok) {
+    char expected[320], got[320];
+    describe(want->dtype, want->ndim, want->shape, expected, sizeof expected);
+    describe(t->dtype, t->ndim, t->shape, got, sizeof got);
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "%s \"%s\": expected %s, got %s", what, want->name, expected, got);
+  }
+  if (t->strides) {
+    int64_t expect = 1;
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+      if (t->shape[d] != 1 && t->strides[d] != expect)
+        return err_set(&m->err, LOOM_ERR_INVALID_ARG, "%s \"%s\": expected a compact row-major tensor (strides)",
+                       what, want->name);
+      expect *= t->shape[d];
+    }
+  }
+  if (want->nbytes && !t->data)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "%s \"%s\": NULL data", what, want->name);
+  return LOOM_OK;
+}
+
+/* Points every kernel argument and run-entry tensor that is graph input or
+ * output `index` at `data` (the arguments were built once at load). */
+static void repoint(LoomModel *m, ArtifactArgKind kind, int32_t index, void *data) {
+  const ArtifactSpec *s = &m->art->spec;
+  for (int32_t c = 0; c < s->num_calls; c++)
+    for (int32_t j = 0; j < s->calls[c].num_args; j++) {
+      const ArtifactArg *a = &s->calls[c].args[j];
+      if (a->kind == kind && a->index == index) m->arg_tensors[m->arg_start[c] + j].data = data;
+    }
+  m->io_tensors[kind == ARTIFACT_ARG_INPUT ? index : s->num_inputs + index].data = data;
+}
+
 loom_status loom_model_set_input(LoomModel *m, int32_t index, const DLTensor *t) {
   const ArtifactSpec *s = &m->art->spec;
   if (index < 0 || index >= s->num_inputs)
     return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input index %d out of range: the model has %d inputs", (int)index,
                    (int)s->num_inputs);
   const ArtifactTensor *in = &s->inputs[index];
-  if (!t) return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": NULL tensor", in->name);
-  if (t->device.device_type != kDLCPU)
-    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": expected a CPU tensor (device type %d)", in->name,
-                   (int)t->device.device_type);
-  bool ok = dl_dtype_equal(t->dtype, in->dtype) && t->ndim == in->ndim && (t->ndim == 0 || t->shape);
-  for (int32_t d = 0; ok && d < t->ndim; d++) ok = t->shape[d] == in->shape[d];
-  if (!ok) {
-    char want[320], got[320];
-    describe(in->dtype, in->ndim, in->shape, want, sizeof want);
-    describe(t->dtype, t->ndim, t->shape, got, sizeof got);
-    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": expected %s, got %s", in->name, want, got);
-  }
-  if (t->strides) {
-    int64_t expect = 1;
-    for (int32_t d = t->ndim - 1; d >= 0; d--) {
-      if (t->shape[d] != 1 && t->strides[d] != expect)
-        return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": expected a compact row-major tensor (strides)",
-                       in->name);
-      expect *= t->shape[d];
-    }
-  }
-  if (in->nbytes && !t->data) return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": NULL data", in->name);
+  loom_status st = check_io_tensor(m, "input", in, t);
+  if (st) return st;
   if (in->nbytes) memcpy(m->inputs[index], (const char *)t->data + t->byte_offset, (size_t)in->nbytes);
+  repoint(m, ARTIFACT_ARG_INPUT, index, m->inputs[index]); /* ends a loom_model_bind_input */
   m->input_set[index] = true;
+  return LOOM_OK;
+}
+
+/* The kernels check 64-byte alignment of every buffer they declare aligned
+ * (LOOM_KERNEL_ERR_ALIGN); refusing here names the input instead of a
+ * kernel's argument. */
+static bool aligned64(const DLTensor *t) { return ((uintptr_t)t->data + t->byte_offset) % 64 == 0; }
+
+/* The graph input (inputs true) or output whose current buffer overlaps
+ * [lo, lo + n), or NULL: a kernel writing an output over an input it still
+ * reads would compute garbage. */
+static const char *overlapping(const LoomModel *m, bool inputs, const char *lo, uint64_t n) {
+  const ArtifactSpec *s = &m->art->spec;
+  int32_t count = inputs ? s->num_inputs : s->num_outputs;
+  for (int32_t i = 0; i < count; i++) {
+    const ArtifactTensor *t = inputs ? &s->inputs[i] : &s->outputs[i];
+    const char *p = m->io_tensors[inputs ? i : s->num_inputs + i].data;
+    if (p && t->nbytes && lo < p + t->nbytes && p < lo + n) return t->name;
+  }
+  return NULL;
+}
+
+loom_status loom_model_bind_input(LoomModel *m, int32_t index, const DLTensor *t) {
+  const ArtifactSpec *s = &m->art->spec;
+  if (index < 0 || index >= s->num_inputs)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input index %d out of range: the model has %d inputs", (int)index,
+                   (int)s->num_inputs);
+  const ArtifactTensor *in = &s->inputs[index];
+  if (!t) { /* unbind: back to the model's own buffer, to be set again */
+    repoint(m, ARTIFACT_ARG_INPUT, index, m->inputs[index]);
+    m->input_set[index] = false;
+    return LOOM_OK;
+  }
+  loom_status st = check_io_tensor(m, "input", in, t);
+  if (st) return st;
+  if (!in->nbytes) return loom_model_set_input(m, index, t); /* nothing to read: keep the own buffer */
+  if (!aligned64(t))
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG,
+                   "input \"%s\": data at %p is not 64-byte aligned (bind needs it; loom_model_set_input copies)",
+                   in->name, (void *)((char *)t->data + t->byte_offset));
+  char *data = (char *)t->data + t->byte_offset;
+  const char *other = overlapping(m, false, data, in->nbytes);
+  if (other)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\": its buffer overlaps output \"%s\"", in->name, other);
+  repoint(m, ARTIFACT_ARG_INPUT, index, data);
+  m->input_set[index] = true;
+  return LOOM_OK;
+}
+
+loom_status loom_model_bind_output(LoomModel *m, int32_t index, const DLTensor *t) {
+  const ArtifactSpec *s = &m->art->spec;
+  if (index < 0 || index >= s->num_outputs)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "output index %d out of range: the model has %d outputs",
+                   (int)index, (int)s->num_outputs);
+  const ArtifactTensor *out = &s->outputs[index];
+  if (!t || !out->nbytes) { /* back to the model's own buffer */
+    repoint(m, ARTIFACT_ARG_OUTPUT, index, m->outputs[index]);
+    return LOOM_OK;
+  }
+  loom_status st = check_io_tensor(m, "output", out, t);
+  if (st) return st;
+  if (!aligned64(t))
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "output \"%s\": data at %p is not 64-byte aligned", out->name,
+                   (void *)((char *)t->data + t->byte_offset));
+  char *data = (char *)t->data + t->byte_offset;
+  const char *other = overlapping(m, true, data, out->nbytes);
+  if (other)
+    return err_set(&m->err, LOOM_ERR_INVALID_ARG, "output \"%s\": its buffer overlaps input \"%s\"", out->name,
+                   other);
+  repoint(m, ARTIFACT_ARG_OUTPUT, index, data);
   return LOOM_OK;
 }
 
@@ -366,7 +458,7 @@ loom_status loom_model_get_output(LoomModel *m, int32_t index, DLTensor *out) {
     return err_set(&m->err, LOOM_ERR_INVALID_ARG, "output index %d out of range: the model has %d outputs", (int)index,
                    (int)s->num_outputs);
   memset(out, 0, sizeof *out);
-  out->data = m->outputs[index];
+  out->data = m->io_tensors[s->num_inputs + index].data; /* the model's buffer, or the one bound */
   out->device.device_type = kDLCPU;
   out->ndim = s->outputs[index].ndim;
   out->dtype = s->outputs[index].dtype;

@@ -1,6 +1,6 @@
 /* The runtime API (include/loom/loom_runtime.h) over a hand-made artifact:
- * results against a direct computation, input validation, profiling, thread
- * counts and kernel failures. */
+ * results against a direct computation, input validation, zero-copy
+ * binding, profiling, thread counts and kernel failures. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,6 +153,67 @@ static void test_input_validation(void **state) {
   loom_model_free(m);
 }
 
+/* loom_model_bind_input / bind_output: the kernels read the caller's input
+ * and write the caller's output buffer in place (no copy), until unbound. */
+static void test_bind_zero_copy(void **state) {
+  Env *e = *state;
+  FixtureModel fm;
+  fixture_model_init(&fm, e->so);
+  LoomModel *m = load(e, 1);
+  _Alignas(64) float x[32] = {0}, y[32] = {0}, want[6];
+  for (int i = 0; i < 6; i++) x[i] = (float)i - 2.5f;
+  int64_t shape[2] = {2, 3};
+  DLTensor tx = f32_tensor(x, shape, 2), ty = f32_tensor(y, shape, 2);
+  assert_int_equal(loom_model_bind_input(m, 0, &tx), LOOM_OK);
+  assert_int_equal(loom_model_bind_output(m, 0, &ty), LOOM_OK);
+  for (int run = 0; run < 2; run++) {
+    x[0] = (float)run * 4; /* read from x at run time: no copy was taken at bind */
+    assert_int_equal(loom_model_run(m), LOOM_OK);
+    fixture_reference(&fm, x, want);
+    assert_memory_equal(y, want, sizeof want);
+    DLTensor out;
+    assert_int_equal(loom_model_get_output(m, 0, &out), LOOM_OK);
+    assert_ptr_equal(out.data, y);
+  }
+  /* refused: misaligned memory, an output over the bound input, a bad shape */
+  DLTensor bad = f32_tensor(x + 1, shape, 2);
+  assert_int_equal(loom_model_bind_input(m, 0, &bad), LOOM_ERR_INVALID_ARG);
+  assert_contains(loom_model_error(m), "input \"x\": data at");
+  assert_contains(loom_model_error(m), "not 64-byte aligned");
+  assert_int_equal(loom_model_bind_output(m, 0, &bad), LOOM_ERR_INVALID_ARG);
+  assert_contains(loom_model_error(m), "output \"y:0/out\"");
+  assert_int_equal(loom_model_bind_output(m, 0, &tx), LOOM_ERR_INVALID_ARG);
+  assert_contains(loom_model_error(m), "overlaps input \"x\"");
+  int64_t wrong[2] = {3, 2};
+  bad = f32_tensor(y, wrong, 2);
+  assert_int_equal(loom_model_bind_output(m, 0, &bad), LOOM_ERR_INVALID_ARG);
+  assert_contains(loom_model_error(m), "expected float32 [2, 3], got float32 [3, 2]");
+  assert_int_equal(loom_model_bind_input(m, 1, &tx), LOOM_ERR_INVALID_ARG);
+  assert_contains(loom_model_error(m), "out of range");
+  /* unbound output: the model's own buffer again, y untouched */
+  assert_int_equal(loom_model_bind_output(m, 0, NULL), LOOM_OK);
+  memset(y, 0, sizeof y);
+  assert_int_equal(loom_model_run(m), LOOM_OK);
+  DLTensor out;
+  assert_int_equal(loom_model_get_output(m, 0, &out), LOOM_OK);
+  assert_ptr_not_equal(out.data, y);
+  assert_memory_equal(out.data, want, sizeof want);
+  assert_true(y[0] == 0 && y[5] == 0);
+  /* unbound input: must be set again before a run */
+  assert_int_equal(loom_model_bind_input(m, 0, NULL), LOOM_OK);
+  assert_int_equal(loom_model_run(m), LOOM_ERR_INVALID_ARG);
+  assert_contains(loom_model_error(m), "input \"x\" was not set");
+  /* set_input copies and ends a binding: changing x afterwards changes nothing */
+  assert_int_equal(loom_model_bind_input(m, 0, &tx), LOOM_OK);
+  assert_int_equal(loom_model_set_input(m, 0, &tx), LOOM_OK);
+  fixture_reference(&fm, x, want);
+  x[0] = 100;
+  assert_int_equal(loom_model_run(m), LOOM_OK);
+  assert_int_equal(loom_model_get_output(m, 0, &out), LOOM_OK);
+  assert_memory_equal(out.data, want, sizeof want);
+  loom_model_free(m);
+}
+
 static void test_profiling(void **state) {
   Env *e = *state;
   LoomModel *m = load(e, 2);
@@ -299,6 +360,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_run_matches_reference),
       cmocka_unit_test(test_input_validation),
+      cmocka_unit_test(test_bind_zero_copy),
       cmocka_unit_test(test_profiling),
       cmocka_unit_test(test_thread_count_from_env),
       cmocka_unit_test(test_kernel_failure),

@@ -1,0 +1,64 @@
+"""loom.tune and loom.export_c: the CLI's tune and export-c from Python, on
+a generated model; and their errors."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import loom
+from conftest import ort_run, rel_err
+
+
+def test_tune_then_compile_with_records(onnx_model, tmp_path):
+    model = onnx_model("mlp")
+    records = tmp_path / "tune.db"
+    result = loom.tune(model, records, trials=4, threads=1, seed=1)
+    assert set(result) == {"measured", "failed", "model_ms_default", "model_ms_tuned"}
+    assert result["measured"] >= 1 and result["failed"] >= 0
+    assert 0 < result["model_ms_tuned"] <= result["model_ms_default"]
+    assert records.is_file()
+    m = loom.compile(model, records=records, threads=1)
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    (ref,) = ort_run(model.SerializeToString(), {"x": x})
+    assert rel_err(m(x), ref) <= 1e-4
+
+
+def test_tune_errors(onnx_model, tmp_path):
+    with pytest.raises(loom.InputError, match="trials"):
+        loom.tune(onnx_model("mlp"), tmp_path / "t.db", trials=-1)
+    with pytest.raises(loom.InputError, match="time"):
+        loom.tune(onnx_model("mlp"), tmp_path / "t.db", time=0)
+    with pytest.raises(loom.FileError, match="no such file"):
+        loom.tune(tmp_path / "none.onnx", tmp_path / "t.db")
+    not_db = tmp_path / "not.db"
+    not_db.write_text("this is not an SQLite database\n" * 100)
+    with pytest.raises(loom.LoomError, match="not.db"):
+        loom.tune(onnx_model("mlp"), not_db, trials=1)
+
+
+def test_export_c(onnx_model, tmp_path):
+    out = tmp_path / "proj"
+    assert loom.export_c(onnx_model("conv"), out, name="convnet") == str(out)
+    files = set(os.listdir(out))
+    assert {"convnet.h", "convnet.c", "Makefile", "example_main.c"} <= files
+    header = (out / "convnet.h").read_text()
+    assert "convnet_run" in header
+    # an existing non-empty directory is kept unless force
+    with pytest.raises(loom.LoomError, match="force|exists|not empty"):
+        loom.export_c(onnx_model("conv"), out, name="convnet")
+    loom.export_c(onnx_model("mlp"), out, name="mlpnet", force=True)
+    assert "mlpnet.h" in os.listdir(out) and "convnet.h" not in os.listdir(out)
+    if loom.find_c_compiler():
+        build = subprocess.run(["make", "-C", str(out)], capture_output=True, text=True)
+        assert build.returncode == 0, build.stdout + build.stderr
+
+
+def test_export_errors(onnx_model, tmp_path):
+    with pytest.raises(loom.LoomError, match="not-an-identifier|identifier"):
+        loom.export_c(onnx_model("mlp"), tmp_path / "p", name="not-an-identifier")
+    assert not (tmp_path / "p").exists()
+    with pytest.raises(loom.UnsupportedError, match="vax"):
+        loom.export_c(onnx_model("mlp"), tmp_path / "q", target="vax")
+    assert not (tmp_path / "q").exists()
