@@ -10,8 +10,9 @@ ValueError, naming the parameter), that outputs are writable and share no
 memory with other arguments. C-contiguous arrays aligned as the parameter
 needs are used in place (outputs are written where they are); others are
 copied into aligned scratch arrays and the outputs copied back. Objects
-that speak DLPack on the CPU (torch tensors) are taken through
-numpy.from_dlpack, without a copy."""
+that speak DLPack on the CPU (torch tensors) are viewed without a copy;
+an input may also be a list or a scalar (converted to the parameter's
+dtype), an output may not."""
 
 from __future__ import annotations
 
@@ -21,17 +22,13 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 import numpy as np
 
 from . import _context
-from ._lib import KDL_CPU, DLDataType, DLDevice, DLTensor
+from ._lib import DLTensor
+from ._tensors import DLView, aligned_empty, as_numpy
 from .errors import ClosedError, InputError
 from .schedule import Schedule
 from .te import Func, Param
 
 __all__ = ["build", "KernelModule", "Kernel"]
-
-# DLPack (code, bits) per Loom dtype, as loom_dltensor (loom.h) spells them:
-# bool is one byte, kDLUInt.
-_DL = {"float32": (2, 32), "float64": (2, 64), "int8": (0, 8), "int32": (0, 32),
-       "int64": (0, 64), "uint8": (1, 8), "bool": (1, 8)}
 
 
 def build(funcs: Union[Schedule, Func, Sequence[Union[Schedule, Func]]]) -> "KernelModule":
@@ -108,30 +105,15 @@ class KernelModule:
         return f"<loom.KernelModule {', '.join(self._kernels)}{state}>"
 
 
-def _aligned_empty(shape: Tuple[int, ...], dtype: np.dtype, align: int) -> np.ndarray:
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(nbytes + align, dtype=np.uint8)
-    start = (-raw.ctypes.data) % align
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
-
-
-def _from_dlpack(x: Any, what: str) -> np.ndarray:
-    """A numpy view of a DLPack tensor's memory. numpy before 1.25 makes
-    such views read-only (DLPack 0.x cannot say whether writing is
-    allowed); torch's .numpy() shares the memory writably, so an output
-    tensor is written in place."""
-    try:
-        a = np.from_dlpack(x)
-    except (TypeError, ValueError, RuntimeError, BufferError) as e:
-        a, error = None, e
-    if a is None or not a.flags.writeable:
-        t = x.detach() if hasattr(x, "detach") else x
-        if callable(getattr(t, "numpy", None)) and getattr(getattr(t, "device", None), "type",
-                                                           "cpu") == "cpu":
-            return t.numpy()
-    if a is None:
-        raise InputError(f"{what}: cannot view it through DLPack on the CPU ({error})")
-    return a
+def _writable(arr: np.ndarray, x: Any) -> np.ndarray:
+    """numpy before 1.25 makes DLPack views read-only (DLPack 0.x cannot say
+    whether writing is allowed); torch's .numpy() shares the memory
+    writably, so an output tensor is still written in place."""
+    t = x.detach() if hasattr(x, "detach") else x
+    if (not arr.flags.writeable and callable(getattr(t, "numpy", None))
+            and getattr(getattr(t, "device", None), "type", "cpu") == "cpu"):
+        return t.numpy()
+    return arr
 
 
 class Kernel:
@@ -142,17 +124,24 @@ class Kernel:
         self._module = module
         self.name = name
         self.params = params
-        self._types = [DLDataType(*_DL[p.dtype], 1) for p in params]
         self._np = [np.dtype(p.dtype) for p in params]
 
     def _array(self, i: int, x: Any) -> np.ndarray:
         p = self.params[i]
         what = f"{self.name}: argument {i} ({p.name})"
-        if not isinstance(x, np.ndarray):
+        if p.written and not isinstance(x, np.ndarray):
+            # An output must be memory the caller sees: no np.asarray copy.
             if not hasattr(x, "__dlpack__"):
-                raise TypeError(f"{what}: expected a numpy array of {p.dtype}{list(p.shape)}, "
-                                f"got {type(x).__name__}")
-            x = _from_dlpack(x, what)
+                raise TypeError(f"{what}: the kernel writes it: expected a numpy array or a "
+                                f"DLPack tensor of {p.dtype}{list(p.shape)}, got {type(x).__name__}")
+            x = _writable(as_numpy(x, what), x)
+        elif isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
+            x = as_numpy(x, what)
+        else:  # a list, a scalar...: converted to the parameter's dtype
+            try:
+                x = np.asarray(x, dtype=self._np[i])
+            except (TypeError, ValueError) as e:
+                raise InputError(f"{what}: cannot be a {p.dtype} array ({e})") from None
         if x.dtype != self._np[i]:
             raise InputError(f"{what}: dtype {x.dtype}, expected {p.dtype}")
         if tuple(x.shape) != p.shape:
@@ -184,16 +173,13 @@ class Kernel:
             if x.flags.c_contiguous and x.ctypes.data % p.align == 0:
                 direct.append(x)
             else:
-                tmp = _aligned_empty(x.shape, x.dtype, p.align)
+                tmp = aligned_empty(x.shape, x.dtype)
                 np.copyto(tmp, x)
                 direct.append(tmp)
                 if p.written:
                     copies.append((x, tmp))
-        shapes = [(ctypes.c_int64 * max(x.ndim, 1))(*x.shape) for x in direct]
-        tensors = [DLTensor(x.ctypes.data, DLDevice(KDL_CPU, 0), x.ndim, self._types[i],
-                            ctypes.cast(shapes[i], ctypes.POINTER(ctypes.c_int64)), None, 0)
-                   for i, x in enumerate(direct)]
-        ptrs = (ctypes.POINTER(DLTensor) * max(n, 1))(*[ctypes.pointer(t) for t in tensors])
+        views = [DLView(x) for x in direct]
+        ptrs = (ctypes.POINTER(DLTensor) * max(n, 1))(*[ctypes.pointer(v.tensor) for v in views])
         module = self._module
         ctx = module._ctx
         with ctx.lock:

@@ -38,6 +38,14 @@ def matmul(m, n, k, name="matmul"):
     return te.create_func([A, B, C], name=name)
 
 
+def matmul_schedule(m, n, k):
+    """The matmul, a fresh schedule of it, its block C and C's loops."""
+    f = matmul(m, n, k)
+    s = loom.Schedule(f)
+    C = s.get_block("C")
+    return f, s, C, s.get_loops(C)
+
+
 def run_matmul(f, m, n, k, seed=0):
     rng = np.random.default_rng(seed)
     a, b = rand(rng, (m, k)), rand(rng, (k, n))
@@ -123,10 +131,7 @@ def test_expressions_have_no_truth_value_but_compare_by_identity(ctx):
 
 def test_matmul_scheduled_split_reorder_vectorize_parallel_cache_write(ctx):
     m, n, k = 64, 48, 32
-    f = matmul(m, n, k)
-    s = loom.Schedule(f)
-    C = s.get_block("C")
-    i, j, r = s.get_loops(C)
+    f, s, C, (i, j, r) = matmul_schedule(m, n, k)
     i0, i1 = s.split(i, [None, 8])
     j0, j1 = s.split(j, [None, 16])
     s.reorder(i0, j0, r, i1, j1)
@@ -156,10 +161,7 @@ def test_matmul_scheduled_split_reorder_vectorize_parallel_cache_write(ctx):
 
 def test_tile_fuse_unroll_cache_read_compute_at_decompose(ctx):
     m, n, k = 32, 32, 16
-    f = matmul(m, n, k)
-    s = loom.Schedule(f)
-    C = s.get_block("C")
-    i, j, r = s.get_loops(C)
+    f, s, C, (i, j, r) = matmul_schedule(m, n, k)
     ti = s.sample_perfect_tile(i, 2, max_innermost_factor=8)
     tj = s.sample_perfect_tile(j, 2, max_innermost_factor=16)
     assert ti == [4, 8] and tj == [2, 16]  # seed 0: the largest innermost allowed
@@ -326,10 +328,7 @@ def refused(s, fn, *args, match):
 
 
 def test_refused_schedules_raise_schedule_error_and_change_nothing(ctx):
-    f = matmul(64, 48, 32)
-    s = loom.Schedule(f)
-    C = s.get_block("C")
-    i, j, k = s.get_loops(C)
+    f, s, C, (i, j, k) = matmul_schedule(64, 48, 32)
     refused(s, s.parallel, k, match="carries reduction iterator vk")
     refused(s, s.vectorize, k, match="reduction")
     refused(s, s.fuse, i, k, match="fuse")
@@ -420,10 +419,7 @@ def test_contexts_do_not_mix():
 
 
 def test_wrong_schedule_arguments(ctx):
-    f = matmul(16, 16, 16)
-    s = loom.Schedule(f)
-    C = s.get_block("C")
-    i, j, k = s.get_loops(C)
+    f, s, C, (i, j, k) = matmul_schedule(16, 16, 16)
     with pytest.raises(TypeError, match="split: loop: expected a LoopRV, got BlockRV"):
         s.split(C, [None, 4])
     with pytest.raises(TypeError, match="element 1"):
@@ -464,8 +460,8 @@ def test_kernel_argument_checks(scaled):
     y = np.zeros((6, 8), np.float32)
     with pytest.raises(TypeError, match="takes 2 arrays"):
         scaled(x)
-    with pytest.raises(TypeError, match=r"argument 0 \(X\): expected a numpy array"):
-        scaled(x.tolist(), y)
+    with pytest.raises(TypeError, match=r"argument 1 \(Y\): the kernel writes it: expected a numpy"):
+        scaled(x, y.tolist())
     with pytest.raises(InputError, match=r"argument 0 \(X\): dtype float64, expected float32"):
         scaled(x.astype(np.float64), y)
     with pytest.raises(InputError, match=r"argument 1 \(Y\): shape \[8, 6\], expected \[6, 8\]"):
@@ -477,7 +473,7 @@ def test_kernel_argument_checks(scaled):
     with pytest.raises(InputError, match="shares memory"):
         scaled(y, y)
     assert not y.any()  # nothing ran
-    scaled(x, y)
+    scaled(x.tolist(), y)  # an input may be a list (converted to float32)
     np.testing.assert_array_equal(y, x * 3 + 1)
 
 
@@ -531,48 +527,50 @@ def test_module_with_two_kernels_and_close(ctx):
         loom.build([g, g])
 
 
-def test_kernels_from_several_threads(scaled):
-    x = np.arange(48, dtype=np.float32).reshape(6, 8)
-    outs = [np.zeros((6, 8), np.float32) for _ in range(8)]
+def in_threads(work, args):
+    """work(a) for each a, each in its own thread, all at once; re-raises
+    the first failure (a thread's exception would otherwise vanish)."""
     errors = []
 
-    def work(y):
+    def guarded(a):
         try:
-            for _ in range(20):
-                scaled(x, y)
-        except BaseException as e:  # reported below
+            work(a)
+        except BaseException as e:  # re-raised below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(y,)) for y in outs]
+    threads = [threading.Thread(target=guarded, args=(a,)) for a in args]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors
+    if errors:
+        raise errors[0]
+
+
+def test_kernels_from_several_threads(scaled):
+    """Calls of one module from several threads are serialized, not mixed."""
+    x = np.arange(48, dtype=np.float32).reshape(6, 8)
+    outs = [np.zeros((6, 8), np.float32) for _ in range(8)]
+
+    def work(y):
+        for _ in range(20):
+            scaled(x, y)
+
+    in_threads(work, outs)
     for y in outs:
         np.testing.assert_array_equal(y, x * 3 + 1)
 
 
 def test_definitions_in_several_threads():
     """Each thread defines, schedules and builds in its own default context."""
-    errors = []
-
     def work(seed):
-        try:
-            f = matmul(16, 16, 8)
-            s = loom.Schedule(f)
-            i, _, _ = s.get_loops(s.get_block("C"))
-            s.split(i, [None, 4])
-            run_matmul(loom.build(s), 16, 16, 8, seed=seed)
-        except BaseException as e:  # reported below
-            errors.append(e)
+        f = matmul(16, 16, 8)
+        s = loom.Schedule(f)
+        i, _, _ = s.get_loops(s.get_block("C"))
+        s.split(i, [None, 4])
+        run_matmul(loom.build(s), 16, 16, 8, seed=seed)
 
-    threads = [threading.Thread(target=work, args=(sd,)) for sd in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    in_threads(work, range(3))
 
 
 def test_objects_keep_their_context_alive_and_release_it():

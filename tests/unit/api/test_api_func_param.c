@@ -89,13 +89,15 @@ static void test_parsed(void **state) {
 
   /* f16 has no loom_dtype: described as unsupported, not misreported. */
   loom_func *h = loom_func_parse(ctx,
-      "func half(X: f16[4], Y: f16[4]) {\n"
+      "func half(X: f16[2, 3], Y: f16[2, 3]) {\n"
       "  block root() {\n"
-      "    for i in 0:4 {\n"
-      "      block Y(vi: spatial[0:4] = i) {\n"
-      "        reads X[vi]\n"
-      "        writes Y[vi]\n"
-      "        Y[vi] = X[vi]\n"
+      "    for i in 0:2 {\n"
+      "      for j in 0:3 {\n"
+      "        block Y(vi: spatial[0:2] = i, vj: spatial[0:3] = j) {\n"
+      "          reads X[vi, vj]\n"
+      "          writes Y[vi, vj]\n"
+      "          Y[vi, vj] = (X[vi, vj] * X[vi, vj])\n"
+      "        }\n"
       "      }\n"
       "    }\n"
       "  }\n"
