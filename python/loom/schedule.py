@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import numbers
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _context
 from .errors import ClosedError
@@ -124,7 +124,7 @@ class Schedule:
             raise ValueError(f"{what}: {rv!r} belongs to another Schedule")
         return rv._id
 
-    def _loops(self, loops: Sequence[Any], what: str) -> ctypes.Array:
+    def _loops(self, loops: Sequence[Any], what: str) -> Tuple[ctypes.Array, int]:
         if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
             loops = loops[0]
         ids = [self._rv(l, LoopRV, f"{what}: loops[{i}]") for i, l in enumerate(loops)]
