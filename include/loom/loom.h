@@ -208,6 +208,23 @@ const char *loom_func_c_source(loom_ctx *ctx, const loom_func *f);
 const char *loom_func_name(const loom_func *f);
 int loom_func_num_params(const loom_func *f);
 
+/* One parameter of a function, as loom_module_run expects its tensor. */
+typedef struct loom_param {
+  const char *name;     /* owned by ctx */
+  loom_dtype dtype;
+  int ndim;
+  const int64_t *shape; /* ndim dimensions, owned by ctx */
+  int align;            /* bytes the data must be aligned to (at least the element size) */
+  int written;          /* 1 when the function stores to it (an output), else 0 */
+} loom_param;
+
+/* Describes parameter i (0 <= i < loom_func_num_params(f), call order) of f
+ * in *out, so a caller (the Python layer) can check and allocate arguments
+ * before loom_module_run. Errors: LOOM_ERR_INVALID_ARG (bad handle, i out of
+ * range, NULL out), LOOM_ERR_UNSUPPORTED (a dimension that is not a
+ * constant, a dtype outside loom_dtype). */
+loom_status loom_func_param(loom_ctx *ctx, const loom_func *f, int i, loom_param *out);
+
 /* ======================= schedules ======================= */
 /* A schedule transforms a copy of a function; the function itself is not
  * changed. Every primitive checks its preconditions and refuses an invalid

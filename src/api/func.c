@@ -126,6 +126,63 @@ int loom_func_num_params(const loom_func *f) {
   return api_ctx_of(f, API_FUNC) ? f->f->n_params : -1;
 }
 
+/* ---- parameters ---- */
+
+typedef struct StoreSearch {
+  const Buffer *param;
+  bool found;
+} StoreSearch;
+
+/* Stores name the parameter by pointer, or by name after a primitive
+ * rebuilt the buffer node (names are unique in a function). */
+static bool find_store(Visitor *v, const Stmt *s) {
+  StoreSearch *q = v->user;
+  if (q->found) return false;
+  if (s->kind == STMT_STORE &&
+      (s->store.buffer == q->param || !strcmp(s->store.buffer->name, q->param->name)))
+    q->found = true;
+  return !q->found;
+}
+
+loom_status loom_func_param(loom_ctx *ctx, const loom_func *f, int i, loom_param *out) {
+  const char *fn = "loom_func_param";
+  if (!api_ctx_ok(ctx)) return LOOM_ERR_INVALID_ARG;
+  if (!api_check(ctx, f, API_FUNC, fn, "f")) return LOOM_ERR_INVALID_ARG;
+  const PrimFunc *pf = f->f;
+  if (!out) return api_fail(ctx, LOOM_ERR_INVALID_ARG, fn, "out is NULL");
+  if (i < 0 || i >= pf->n_params)
+    return api_fail(ctx, LOOM_ERR_INVALID_ARG, fn,
+                    "function \"%s\" has %d parameters, got index %d", pf->name, pf->n_params, i);
+  const Buffer *b = pf->params[i];
+  loom_dtype dt = api_dtype_public(b->dtype);
+  if ((int)dt < 0) {
+    char buf[16];
+    return api_fail(ctx, LOOM_ERR_UNSUPPORTED, fn,
+                    "function \"%s\", parameter \"%s\": dtype %s has no loom_dtype", pf->name,
+                    b->name, dtype_str(b->dtype, buf));
+  }
+  int64_t *shape = ARENA_ARRAY(ctx->arena, int64_t, b->ndim > 0 ? b->ndim : 1);
+  for (int d = 0; d < b->ndim; d++) {
+    if (b->shape[d]->kind != EXPR_INT)
+      return api_fail(ctx, LOOM_ERR_UNSUPPORTED, fn,
+                      "function \"%s\", parameter \"%s\": dimension %d is %s, expected a "
+                      "constant",
+                      pf->name, b->name, d, expr_to_string(ctx->arena, b->shape[d]));
+    shape[d] = b->shape[d]->int_value;
+  }
+  StoreSearch q = {b, false};
+  Visitor v = {.visit_stmt = find_store, .user = &q};
+  visit_stmt(&v, pf->body);
+  int elem = dtype_bytes(dtype_element(b->dtype));
+  *out = (loom_param){.name = b->name,
+                      .dtype = dt,
+                      .ndim = b->ndim,
+                      .shape = shape,
+                      .align = b->align > elem ? b->align : elem,
+                      .written = q.found};
+  return LOOM_OK;
+}
+
 /* ---- build and run ---- */
 
 loom_module *loom_build(loom_ctx *ctx, loom_func *const *funcs, int n) {
