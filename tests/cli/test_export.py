@@ -67,11 +67,11 @@ def make_conv(path, rng):
 
 
 def make_big(path, rng):
-    """One MatMul with 4096 x 1100 float weights: 18 MB, past the 16 MiB embed default."""
-    w = rng.standard_normal((4096, 1100)).astype(np.float32)
+    """One MatMul with 4096 x 300 float weights: 4.9 MB, past the 4 MiB embed default."""
+    w = rng.standard_normal((4096, 300)).astype(np.float32)
     save(path, [helper.make_node("MatMul", ["x", "w"], ["y"])],
          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4096])],
-         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1100])], [numpy_helper.from_array(w, "w")])
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 300])], [numpy_helper.from_array(w, "w")])
 
 
 def fnv1a64(data, h=0xcbf29ce484222325):
@@ -406,7 +406,7 @@ class ExportTest(unittest.TestCase):
         self.assertLess(len(text), 2.6 * len(embedded_words(text)) + 2000)
 
     def test_default_weights_mode_by_size(self):
-        """Embedded up to 16 MiB of weights (the tests' models), a file above."""
+        """Embedded up to 4 MiB of weights (the tests' models), a file above."""
         big = os.path.join(self.dir, "big.onnx")
         make_big(big, np.random.default_rng(1))
         out = os.path.join(self.dir, "proj_big")
