@@ -9,8 +9,8 @@
  * .onnx model compiles it first, specialized to the given inputs (the
  * dynamic-shape path: shapes that depend on input values).
  *   loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--dump-before/--dump-after ...]
- *   loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64-...] [--records FILE] [--name PREFIX]
- *            [--weights embed] [--threads 1] [--force]   (docs/export.md)
+ *   loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64-...|aarch64|riscv64] [--records FILE]
+ *            [--name PREFIX] [--weights embed|file] [--threads N] [--bench] [--force]   (docs/export.md)
  *
  * --dump-before / --dump-after print the IR around the named passes: to
  * stderr for compile (stdout keeps its one "wrote" line), to stdout for
@@ -71,8 +71,9 @@ static const char k_usage[] =
     "   --dump-list-passes prints the passes in pipeline order.\n"
     "  loom tune MODEL.onnx --records FILE [--trials N] [--time 30m] [--target NAME] [--target-opt ...]\n"
     "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N] [--cost-model FILE]\n"
-    "  loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512]\n"
-    "           [--target-opt ...] [--records FILE] [--name PREFIX] [--weights embed] [--threads 1] [--force]\n"
+    "  loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512|\n"
+    "           aarch64|riscv64] [--target-opt ...] [--records FILE] [--name PREFIX] [--weights embed|file]\n"
+    "           [--threads N] [--bench] [--force]\n"
     "   (a dependency-free C project: PREFIX.h/.c, PREFIX_weights.c, Makefile, example_main.c)\n"
     "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
     "  (targets: host or x86_64 = this machine; x86_64-sse2, x86_64-avx2, x86_64-avx512 =\n"
@@ -1094,15 +1095,20 @@ static int cmd_export_c(int argc, char **argv) {
     } else if ((v = flag_value(argc, argv, &i, "--name", &missing))) {
       opt.name = v;
     } else if ((v = flag_value(argc, argv, &i, "--weights", &missing))) {
+      if (strcmp(v, "embed") && strcmp(v, "file"))
+        return fail(EXIT_USAGE, "export-c: --weights \"%s\": expected embed or file", v);
       opt.weights = v;
     } else if ((v = flag_value(argc, argv, &i, "--threads", &missing))) {
       long n;
-      if (!parse_int(v, 1, 4096, &n)) return fail(EXIT_USAGE, "export-c: --threads \"%s\": expected a count >= 1", v);
+      if (!parse_int(v, 1, EXPORT_MAX_THREADS, &n))
+        return fail(EXIT_USAGE, "export-c: --threads \"%s\": expected a count from 1 to %d", v, EXPORT_MAX_THREADS);
       opt.threads = (int)n;
     } else if (missing) {
       return fail(EXIT_USAGE, "export-c: %s needs a value", argv[i]);
     } else if (!strcmp(argv[i], "--force")) {
       opt.force = true;
+    } else if (!strcmp(argv[i], "--bench")) {
+      opt.bench = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return fail(EXIT_USAGE, "export-c: unknown flag \"%s\"", argv[i]);
     } else if (!model) {

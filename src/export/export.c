@@ -101,10 +101,10 @@ static loom_status write_file(const char *dir, const char *name, StrBuf *text, L
 }
 
 typedef struct ProjectFile {
-  char name[128];
-  StrBuf text;
+  char name[128]; /* "": not part of this project */
+  StrBuf text;    /* text, or the bytes of PREFIX.weights */
 } ProjectFile;
-enum { NUM_FILES = 6 };
+enum { MAX_FILES = 8 };
 
 /* Writes the files into a fresh sibling of dir, then renames it to dir
  * (replacing an existing one only when force). */
@@ -117,7 +117,8 @@ static loom_status write_project(const char *dir, bool force, ProjectFile *files
   if (!mkdtemp(tmp))
     return err_set(err, LOOM_ERR_IO, "export-c: -o %s: cannot create a directory beside it (%s): %s", dir, tmp,
                    strerror(errno));
-  for (int i = 0; i < NUM_FILES && !st; i++) st = write_file(tmp, files[i].name, &files[i].text, err);
+  for (int i = 0; i < MAX_FILES && !st; i++)
+    if (files[i].name[0]) st = write_file(tmp, files[i].name, &files[i].text, err);
   mode_t mask = umask(0); /* mkdtemp made it 0700: give it a new directory's mode */
   umask(mask);
   if (!st) chmod(tmp, 0777 & ~mask);
@@ -208,19 +209,31 @@ static loom_status check_options(const ExportOptions *o, LoomError *err) {
   if (o->name && (!is_c_identifier(o->name) || strlen(o->name) > 48))
     return err_set(err, LOOM_ERR_INVALID_ARG, "export-c: --name \"%s\": expected a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 48 characters)",
                    o->name);
-  if (o->weights && strcmp(o->weights, "embed")) {
-    if (!strcmp(o->weights, "file"))
-      return err_set(err, LOOM_ERR_UNSUPPORTED, "export-c: --weights file: not yet implemented (use embed)");
+  if (o->weights && strcmp(o->weights, "embed") && strcmp(o->weights, "file"))
     return err_set(err, LOOM_ERR_INVALID_ARG, "export-c: --weights \"%s\": expected embed or file", o->weights);
-  }
-  if (o->threads > 1)
-    return err_set(err, LOOM_ERR_UNSUPPORTED,
-                   "export-c: --threads %d: not yet implemented (the exported code runs single-threaded)", o->threads);
-  if (o->threads < 0) return err_set(err, LOOM_ERR_INVALID_ARG, "export-c: --threads %d: expected 1", o->threads);
+  if (o->threads < 0 || o->threads > EXPORT_MAX_THREADS)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "export-c: --threads %d: expected 1 to %d", o->threads,
+                   EXPORT_MAX_THREADS);
   Target t;
   loom_status st = target_parse(o->target ? o->target : "generic", &t, err);
-  if (st) err_prefix(err, "export-c: --target");
-  return st;
+  if (st) {
+    err_prefix(err, "export-c: --target");
+    return st;
+  }
+  /* --threads is the core count the kernels are scheduled (and their
+   * records looked up) for: a --target-opt cores= may only repeat it */
+  t.num_cores = 0;
+  if ((st = target_apply_options(&t, o->target_options, err))) {
+    err_prefix(err, "export-c");
+    return st;
+  }
+  int threads = o->threads > 1 ? o->threads : 1;
+  if (t.num_cores && t.num_cores != threads)
+    return err_set(err, LOOM_ERR_INVALID_ARG,
+                   "export-c: --target-opt cores=%d contradicts --threads %d (the kernels are scheduled for "
+                   "--threads cores: drop cores= or make them equal)",
+                   t.num_cores, threads);
+  return LOOM_OK;
 }
 
 loom_status export_c_project(const char *onnx_path, const ExportOptions *o, LoomError *err) {
@@ -230,12 +243,15 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
   if ((st = check_out_dir(o->out_dir, o->force, &nonempty, err))) return st; /* before the minutes of compiling */
   const char *target = o->target ? o->target : "generic";
   Arena *a = arena_new();
-  /* One core: the schedules have no parallel loops to outline. */
+  /* --threads cores (1: the schedules have no parallel loops to outline);
+   * tuning records apply when tuned at that many threads */
+  int threads = o->threads > 1 ? o->threads : 1;
   const char *topt = o->target_options && *o->target_options
-                         ? arena_printf(a, "cores=1,%s", o->target_options)
-                         : "cores=1";
+                         ? arena_printf(a, "cores=%d,%s", threads, o->target_options)
+                         : arena_printf(a, "cores=%d", threads);
   LoomCompileOptions copt = {.target = target, .target_options = topt, .opt_level = 2, .records = o->records};
-  ExportModel m = {.prefix = o->name ? o->name : "model", .model_path = onnx_path, .target = target};
+  ExportModel m = {.prefix = o->name ? o->name : "model", .model_path = onnx_path, .target = target,
+                   .threads = threads, .bench = o->bench};
   for (size_t i = 0; m.prefix[i] && i + 1 < sizeof m.upper; i++)
     m.upper[i] = (char)(m.prefix[i] >= 'a' && m.prefix[i] <= 'z' ? m.prefix[i] - 32 : m.prefix[i]);
   CompileModelParts parts;
@@ -278,28 +294,34 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
     uint64_t *offsets = ARENA_ARRAY(a, uint64_t, spec.num_weights + 1);
     if (!st && !artifact_weight_layout(spec.weights, spec.num_weights, offsets, &m.weights_bytes))
       st = err_set(err, LOOM_ERR_INTERNAL, "export-c: a weight has a dtype or shape the blob cannot hold");
+    m.weights_file = o->weights ? !strcmp(o->weights, "file") : m.weights_bytes > EXPORT_EMBED_MAX_BYTES;
+    if (!st) m.weights_layout = export_weights_layout(&m);
   }
-  ProjectFile files[NUM_FILES];
-  for (int i = 0; i < NUM_FILES; i++) sb_init(&files[i].text);
+  ProjectFile files[MAX_FILES];
+  memset(files, 0, sizeof files);
+  for (int i = 0; i < MAX_FILES; i++) sb_init(&files[i].text);
   if (!st) {
     snprintf(files[0].name, sizeof files[0].name, "%s.c", m.prefix);
     st = model_source(a, &parts, &m, &files[0].text, err); /* first: it measures the kernel scratch */
   }
   if (!st) {
     snprintf(files[1].name, sizeof files[1].name, "%s.h", m.prefix);
-    snprintf(files[2].name, sizeof files[2].name, "%s_weights.c", m.prefix);
+    snprintf(files[2].name, sizeof files[2].name, m.weights_file ? "%s.weights" : "%s_weights.c", m.prefix);
     snprintf(files[3].name, sizeof files[3].name, "Makefile");
     snprintf(files[4].name, sizeof files[4].name, "CMakeLists.txt");
     snprintf(files[5].name, sizeof files[5].name, "example_main.c");
+    if (m.bench) snprintf(files[6].name, sizeof files[6].name, "%s_bench.c", m.prefix);
     export_run_source(&m, &files[0].text);
     export_header(&m, &files[1].text);
-    export_weights_source(&m, &files[2].text);
+    if (m.weights_file) export_weights_file(&m, &files[2].text);
+    else export_weights_source(&m, &files[2].text);
     export_makefile(&m, &files[3].text);
     export_cmakelists(&m, &files[4].text);
     export_example_main(&m, &files[5].text);
+    if (m.bench) export_bench(&m, &files[6].text);
     st = write_project(o->out_dir, o->force, files, err);
   }
-  for (int i = 0; i < NUM_FILES; i++) sb_free(&files[i].text);
+  for (int i = 0; i < MAX_FILES; i++) sb_free(&files[i].text);
   compile_model_parts_free(&parts);
   arena_free(a);
   return st;

@@ -1,8 +1,9 @@
-/* The project's API and data files: PREFIX.h, the tail of PREFIX.c
- * (status strings, PREFIX_run) and PREFIX_weights.c. PREFIX_run wraps the
- * generated run entry (compile/run_entry.c): it builds the DLTensors of the
- * graph inputs/outputs on its stack from plain pointers and static shapes,
- * so nothing but the caller's workspace is written outside the outputs. */
+/* The project's API: PREFIX.h and the tail of PREFIX.c (status strings,
+ * the weights loader or the thread pool when the project has them,
+ * PREFIX_run). PREFIX_run wraps the generated run entry
+ * (compile/run_entry.c): it builds the DLTensors of the graph
+ * inputs/outputs on its stack from plain pointers and static shapes, so
+ * nothing but the caller's workspace is written outside the outputs. */
 #include "export/export.h"
 
 #include <inttypes.h>
@@ -59,20 +60,46 @@ static void shape_list(StrBuf *o, const ExportTensor *t) {
 }
 
 /* Status codes mirror the kernel ABI's error kinds (loom/loom_kernel.h) that
- * a caller can cause; any other kernel refusal is a bug in Loom: INTERNAL. */
+ * a caller can cause; any other kernel refusal is a bug in Loom: INTERNAL.
+ * The weights loader's and the thread pool's exist only in projects that
+ * have them (16 and up: never a kernel's kind). */
+enum { ST_ALWAYS, ST_WEIGHTS_FILE, ST_THREADS };
 static const struct {
   const char *name;
-  int value;
+  int value, when;
   const char *message;
 } k_status[] = {
-    {"OK", 0, "ok"},
-    {"ERR_NULL", 2, "a NULL inputs, outputs or workspace pointer, or a NULL tensor pointer in them"},
-    {"ERR_ALIGN", 8, "misaligned data: tensors need their element alignment (some kernels 64 bytes), "
-                     "the workspace 64 bytes"},
-    {"ERR_WORKSPACE", 9, "the workspace is missing or misaligned"},
-    {"ERR_INTERNAL", 255, "a kernel refused its arguments (a bug in Loom: please report it)"},
+    {"OK", 0, ST_ALWAYS, "ok"},
+    {"ERR_NULL", 2, ST_ALWAYS, "a NULL inputs, outputs or workspace pointer, or a NULL tensor pointer in them"},
+    {"ERR_ALIGN", 8, ST_ALWAYS, "misaligned data: tensors need their element alignment (some kernels 64 bytes), "
+                                "the workspace 64 bytes"},
+    {"ERR_WORKSPACE", 9, ST_ALWAYS, "the workspace is missing or misaligned"},
+    {"ERR_WEIGHTS_TRUNCATED", 16, ST_WEIGHTS_FILE, "the weights file is truncated (shorter than its header says)"},
+    {"ERR_WEIGHTS_SIZE", 17, ST_WEIGHTS_FILE, "the weights buffer is longer than the file its header describes"},
+    {"ERR_WEIGHTS_MAGIC", 18, ST_WEIGHTS_FILE, "not a Loom weights file (bad magic number)"},
+    {"ERR_WEIGHTS_ENDIAN", 19, ST_WEIGHTS_FILE, "the weights file is little-endian and this machine is not"},
+    {"ERR_WEIGHTS_VERSION", 20, ST_WEIGHTS_FILE, "the weights file has a format version this code does not read"},
+    {"ERR_WEIGHTS_ALIGN", 21, ST_WEIGHTS_FILE, "the weights buffer is not 64-byte aligned"},
+    {"ERR_WEIGHTS_MODEL", 22, ST_WEIGHTS_FILE, "the weights file is another model's (its layout differs from this "
+                                               "code's)"},
+    {"ERR_WEIGHTS_CHECKSUM", 23, ST_WEIGHTS_FILE, "the weights file is corrupt (checksum mismatch)"},
+    {"ERR_THREADS", 24, ST_THREADS, "starting the worker threads failed (pthread_create)"},
+    {"ERR_INTERNAL", 255, ST_ALWAYS, "a kernel refused its arguments (a bug in Loom: please report it)"},
 };
 enum { NUM_STATUS = sizeof k_status / sizeof k_status[0] };
+
+static bool has_status(const ExportModel *m, int i) {
+  return k_status[i].when == ST_ALWAYS || (k_status[i].when == ST_WEIGHTS_FILE && m->weights_file) ||
+         (k_status[i].when == ST_THREADS && m->threads > 1);
+}
+
+/* The run entry's parameters after the workspace, in PREFIX.h and PREFIX.c. */
+static void run_params(StrBuf *o, const ExportModel *m) {
+  const char *P = m->prefix;
+  sb_printf(o, "const %s_inputs *in, %s_outputs *out, void *workspace", P, P);
+  if (m->weights_file) sb_printf(o, ", const %s_weights *weights", P);
+  if (m->threads > 1) sb_printf(o, ", %s_context *ctx", P);
+}
 
 static void tensor_macros(StrBuf *o, const char *P, const char *kind, int i, const ExportTensor *t) {
   sb_printf(o, "/* %s %d: \"%s\" */\n", kind, i, t->name);
@@ -87,24 +114,36 @@ static void tensor_macros(StrBuf *o, const char *P, const char *kind, int i, con
 void export_header(const ExportModel *m, StrBuf *o) {
   const char *P = m->prefix, *U = m->upper;
   const ArtifactSpec *s = m->spec;
+  sb_printf(o, "/* %s: %s compiled by Loom %s (loom export-c, target %s).\n *\n * int %s_run(", P, m->model_path,
+            LOOM_VERSION_STRING, m->target, P);
+  run_params(o, m);
   sb_printf(o,
-            "/* %s: %s compiled by Loom %s (loom export-c, target %s).\n"
-            " *\n"
-            " * int %s_run(const %s_inputs *in, %s_outputs *out, void *workspace)\n"
+            ")\n"
             " * runs the model once. in/out hold one pointer per graph input/output\n"
             " * (row-major, dtype and shape below; outputs must not overlap inputs).\n"
             " * workspace: %s_WORKSPACE_BYTES bytes, 64-byte aligned, owned by the\n"
-            " * caller and used only during the call (its content need not survive).\n"
+            " * caller and used only during the call (its content need not survive).\n",
+            U);
+  if (m->weights_file)
+    sb_printf(o, " * weights: bound once by %s_weights_bind to the file %s.weights, read only.\n", P, P);
+  if (m->threads > 1)
+    sb_printf(o,
+              " * ctx: a %s_context started by %s_context_init: the kernels' parallel\n"
+              " * loops run on its %d threads (the caller's included); NULL runs them all\n"
+              " * on the calling thread.\n",
+              P, P, m->threads);
+  sb_printf(o,
             " * Returns %s_OK or a %s_status (%s_status_string says what it means).\n"
             " * The code never allocates and has no mutable global state: calls with\n"
-            " * separate workspaces may run concurrently. Single-threaded. */\n"
+            " * separate workspaces%s may run concurrently. %s */\n"
             "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
-            P, m->model_path, LOOM_VERSION_STRING, m->target, P, P, P, U, U, P, P, U, U);
+            U, P, P, m->threads > 1 ? " and contexts" : "",
+            m->threads > 1 ? "Uses pthreads (link with -pthread)." : "Single-threaded.", U, U);
   sb_printf(o, "#define %s_WORKSPACE_BYTES %" PRIu64 "\n#define %s_WORKSPACE_ALIGN 64\n", U,
             m->arena_bytes + m->scratch_bytes > 0 ? m->arena_bytes + m->scratch_bytes : 64, U);
-  sb_printf(o, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n", U, (int)s->num_inputs, U,
-            (int)s->num_outputs);
+  sb_printf(o, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n#define %s_THREADS %d\n\n", U,
+            (int)s->num_inputs, U, (int)s->num_outputs, U, m->threads > 1 ? m->threads : 1);
   for (int32_t i = 0; i < s->num_inputs; i++) tensor_macros(o, U, "INPUT", i, &m->inputs[i]);
   for (int32_t i = 0; i < s->num_outputs; i++) tensor_macros(o, U, "OUTPUT", i, &m->outputs[i]);
   for (int k = 0; k < 2; k++) {
@@ -118,14 +157,18 @@ void export_header(const ExportModel *m, StrBuf *o) {
   }
   sb_printf(o, "\ntypedef enum %s_status {\n", P);
   for (int i = 0; i < NUM_STATUS; i++)
-    sb_printf(o, "  %s_%s = %d, /* %s */\n", U, k_status[i].name, k_status[i].value, k_status[i].message);
+    if (has_status(m, i))
+      sb_printf(o, "  %s_%s = %d, /* %s */\n", U, k_status[i].name, k_status[i].value, k_status[i].message);
   sb_printf(o,
             "} %s_status;\n\n"
-            "/* A static string for a %s_run result (\"unknown status\" for others). */\n"
-            "const char *%s_status_string(int status);\n\n"
-            "int %s_run(const %s_inputs *in, %s_outputs *out, void *workspace);\n\n"
-            "#ifdef __cplusplus\n}\n#endif\n\n#endif\n",
-            P, P, P, P, P, P);
+            "/* A static string for a %s_status (\"unknown status\" for others). */\n"
+            "const char *%s_status_string(int status);\n",
+            P, P, P);
+  if (m->weights_file) export_weights_api(m, o);
+  if (m->threads > 1) export_threads_api(m, o);
+  sb_printf(o, "\nint %s_run(", P);
+  run_params(o, m);
+  sb_puts(o, ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }
 
 static void tensor_init(StrBuf *o, const char *var, const char *src, int i, const ExportTensor *t) {
@@ -153,22 +196,32 @@ void export_run_source(const ExportModel *m, StrBuf *o) {
   sb_printf(o, "\n/* ---- the API (%s.h) ---- */\n\nconst char *%s_status_string(int status) {\n  switch (status) {\n",
             P, P);
   for (int i = 0; i < NUM_STATUS; i++)
-    sb_printf(o, "    case %s_%s: return \"%s\";\n", U, k_status[i].name, k_status[i].message);
-  sb_puts(o, "    default: return \"unknown status\";\n  }\n}\n\n");
+    if (has_status(m, i)) sb_printf(o, "    case %s_%s: return \"%s\";\n", U, k_status[i].name, k_status[i].message);
+  sb_puts(o, "    default: return \"unknown status\";\n  }\n}\n");
+  if (m->weights_file) export_weights_loader(m, o);
+  else sb_printf(o, "\nextern const uint64_t %s_embedded_weights[];\n", P);
+  if (m->threads > 1) export_threads_source(m, o);
+  sb_printf(o, "\nint %s_run(", P);
+  run_params(o, m);
   sb_printf(o,
-            "extern const unsigned char %s_weights[];\n\n"
-            "int %s_run(const %s_inputs *in, %s_outputs *out, void *workspace) {\n"
-            "  if (!in || !out || !workspace) return %s_ERR_NULL;\n"
+            ") {\n"
+            "  if (!in || !out || !workspace%s) return %s_ERR_NULL;\n"
             "  if ((uintptr_t)workspace %% 64 != 0) return %s_ERR_ALIGN;\n",
-            P, P, P, P, U, U);
+            m->weights_file ? " || !weights || !weights->payload" : "", U, U);
   for (int32_t i = 0; i < s->num_inputs; i++) tensor_init(o, "tin", "in", i, &m->inputs[i]);
   for (int32_t i = 0; i < s->num_outputs; i++) tensor_init(o, "tout", "out", i, &m->outputs[i]);
   tensor_array(o, "tin", s->num_inputs);
   tensor_array(o, "tout", s->num_outputs);
   sb_printf(o,
             "  /* The workspace: the memory plan's arena, then the kernels' scratch. */\n"
-            "  LoomKernelEnv env = {NULL, NULL, 1, (char *)workspace + %" PRIu64 ", %" PRIu64 "};\n"
-            "  int32_t rc = %s(tin, tout, %s_weights, workspace, &env, NULL);\n"
+            "  LoomKernelEnv env = {NULL, NULL, 1, (char *)workspace + %" PRIu64 ", %" PRIu64 "};\n",
+            m->arena_bytes, m->scratch_bytes);
+  if (m->threads > 1) sb_printf(o, "  if (ctx) %s_context_env(ctx, &env);\n", P);
+  if (m->weights_file)
+    sb_printf(o, "  int32_t rc = %s(tin, tout, weights->payload, workspace, &env, NULL);\n", s->run_entry);
+  else
+    sb_printf(o, "  int32_t rc = %s(tin, tout, %s_embedded_weights, workspace, &env, NULL);\n", s->run_entry, P);
+  sb_printf(o,
             "  switch (LOOM_KERNEL_ERR_KIND(rc)) {\n"
             "    case LOOM_KERNEL_OK: return %s_OK;\n"
             "    case LOOM_KERNEL_ERR_NULL: return %s_ERR_NULL;\n"
@@ -176,29 +229,5 @@ void export_run_source(const ExportModel *m, StrBuf *o) {
             "    case LOOM_KERNEL_ERR_WORKSPACE: return %s_ERR_WORKSPACE;\n"
             "    default: return %s_ERR_INTERNAL;\n"
             "  }\n}\n",
-            m->arena_bytes, m->scratch_bytes, s->run_entry, P, U, U, U, U, U);
-}
-
-void export_weights_source(const ExportModel *m, StrBuf *o) {
-  const ArtifactSpec *s = m->spec;
-  const char *P = m->prefix;
-  sb_printf(o,
-            "/* %s's weights (Loom export-c): one blob, each tensor at a 64-byte aligned\n"
-            " * offset, little-endian, in the order the run entry of %s.c reads them. */\n"
-            "const unsigned char %s_weights[%" PRIu64 "] __attribute__((aligned(64))) = {\n",
-            P, P, P, m->weights_bytes > 0 ? m->weights_bytes : 1);
-  uint64_t at = 0;
-  for (int32_t w = 0; w < s->num_weights; w++) {
-    const ArtifactWeight *aw = &s->weights[w];
-    uint64_t off = s->run_entry_weight_offsets[w];
-    uint64_t bytes = aw->t.dtype.bits / 8u;
-    for (int32_t d = 0; d < aw->t.ndim; d++) bytes *= (uint64_t)aw->t.shape[d];
-    sb_printf(o, "  /* %s */\n", aw->t.name);
-    for (; at < off; at++) sb_puts(o, at % 32 == 31 ? "0,\n" : "0,");
-    const unsigned char *d = aw->data;
-    for (uint64_t b = 0; b < bytes; b++, at++) sb_printf(o, "%u,%s", d[b], at % 32 == 31 ? "\n" : "");
-    sb_puts(o, "\n");
-  }
-  if (at == 0) sb_puts(o, "  0\n");
-  sb_puts(o, "};\n");
+            U, U, U, U, U);
 }

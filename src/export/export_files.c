@@ -1,48 +1,78 @@
 /* The project's build files and example program: Makefile, CMakeLists.txt
- * and example_main.c (reads each input from a .npy file, runs, writes each
- * output as OUT_DIR/<output field>.npy). The example has its own small .npy
- * code so the project needs nothing of Loom. */
+ * and example_main.c (reads each input from a .npy file, and the weights
+ * file when there is one, runs, writes each output as OUT_DIR/<output
+ * field>.npy). The example has its own small .npy code so the project needs
+ * nothing of Loom. */
 #include "export/export.h"
 
 #include <inttypes.h>
 
+/* The objects of the library: PREFIX.o, and PREFIX_weights.o when embedded. */
+static void lib_objects(const ExportModel *m, StrBuf *o) {
+  sb_printf(o, "%s.o", m->prefix);
+  if (!m->weights_file) sb_printf(o, " %s_weights.o", m->prefix);
+}
+
 void export_makefile(const ExportModel *m, StrBuf *o) {
   const char *P = m->prefix;
+  bool threads = m->threads > 1;
   sb_printf(o,
             "# %s: built by `make` (CC, CFLAGS and LDFLAGS as usual; Loom export-c, target %s).\n"
             "CC %s %s\n"
             "CFLAGS ?=\n"
-            "TARGET_CFLAGS = %s\n"
-            "ALL_CFLAGS = -std=c11 $(TARGET_CFLAGS) $(CFLAGS)\n\n"
-            "all: example_main\n\n"
-            "%s.o: %s.c %s.h\n\t$(CC) $(ALL_CFLAGS) -c -o $@ %s.c\n\n"
-            "%s_weights.o: %s_weights.c\n\t$(CC) $(ALL_CFLAGS) -c -o $@ %s_weights.c\n\n"
+            "TARGET_CFLAGS = %s%s\n"
+            "ALL_CFLAGS = -std=c11 $(TARGET_CFLAGS) $(CFLAGS)\n"
+            "LIBS = -lm%s\n"
+            "OBJS = ",
+            P, m->target, m->cross_cc ? "=" : "?=", m->cross_cc ? m->cross_cc : "cc", m->cflags,
+            threads ? " -pthread" : "", threads ? " -pthread" : "");
+  lib_objects(m, o);
+  sb_printf(o, "\n\nall: example_main%s%s%s\n\n", m->bench ? " " : "", m->bench ? P : "", m->bench ? "_bench" : "");
+  sb_printf(o, "%s.o: %s.c %s.h\n\t$(CC) $(ALL_CFLAGS) -c -o $@ %s.c\n\n", P, P, P, P);
+  if (!m->weights_file)
+    sb_printf(o, "%s_weights.o: %s_weights.c\n\t$(CC) $(ALL_CFLAGS) -c -o $@ %s_weights.c\n\n", P, P, P);
+  sb_printf(o,
             "example_main.o: example_main.c %s.h\n\t$(CC) $(ALL_CFLAGS) -c -o $@ example_main.c\n\n"
-            "example_main: example_main.o %s.o %s_weights.o\n"
-            "\t$(CC) $(LDFLAGS) -o $@ example_main.o %s.o %s_weights.o -lm\n\n"
-            "clean:\n\trm -f example_main *.o\n\n.PHONY: all clean\n",
-            P, m->target, m->cross_cc ? "=" : "?=", m->cross_cc ? m->cross_cc : "cc", m->cflags, P, P, P, P, P, P, P, P, P, P, P, P);
+            "example_main: example_main.o $(OBJS)\n"
+            "\t$(CC) $(LDFLAGS) -o $@ example_main.o $(OBJS) $(LIBS)\n\n",
+            P);
+  if (m->bench)
+    sb_printf(o,
+              "%s_bench.o: %s_bench.c %s.h\n\t$(CC) $(ALL_CFLAGS) -c -o $@ %s_bench.c\n\n"
+              "%s_bench: %s_bench.o $(OBJS)\n"
+              "\t$(CC) $(LDFLAGS) -o $@ %s_bench.o $(OBJS) $(LIBS)\n\n"
+              "bench: %s_bench\n\n",
+              P, P, P, P, P, P, P, P);
+  sb_printf(o, "clean:\n\trm -f example_main%s%s%s *.o\n\n.PHONY: all clean%s\n", m->bench ? " " : "",
+            m->bench ? P : "", m->bench ? "_bench" : "", m->bench ? " bench" : "");
 }
 
 void export_cmakelists(const ExportModel *m, StrBuf *o) {
   const char *P = m->prefix;
   sb_printf(o,
-            "# %s (Loom export-c, target %s): the library %s and example_main.\n"
+            "# %s (Loom export-c, target %s): the library %s and example_main%s.\n"
             "cmake_minimum_required(VERSION 3.13)\n"
             "project(%s C)\n"
             "set(CMAKE_C_STANDARD 11)\n"
             "set(CMAKE_C_STANDARD_REQUIRED ON)\n"
-            "add_library(%s STATIC %s.c %s_weights.c)\n"
+            "add_library(%s STATIC %s.c%s%s%s)\n"
             "target_include_directories(%s PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})\n"
             "separate_arguments(%s_TARGET_CFLAGS UNIX_COMMAND \"%s\")\n"
             "target_compile_options(%s PRIVATE ${%s_TARGET_CFLAGS})\n"
             "find_library(%s_LIBM m)\n"
-            "if(%s_LIBM)\n  target_link_libraries(%s PUBLIC ${%s_LIBM})\nendif()\n"
-            "%s"
-            "add_executable(example_main example_main.c)\n"
-            "target_link_libraries(example_main PRIVATE %s)\n",
-            P, m->target, P, P, P, P, P, P, P, m->cflags, P, P, P, P, P, P,
-            m->cross_cc ? "# another ISA: configure with -DCMAKE_C_COMPILER=<its cross compiler>\n" : "", P);
+            "if(%s_LIBM)\n  target_link_libraries(%s PUBLIC ${%s_LIBM})\nendif()\n",
+            P, m->target, P, m->bench ? " and the benchmark" : "", P, P, P, m->weights_file ? "" : " ",
+            m->weights_file ? "" : P, m->weights_file ? "" : "_weights.c", P, P, m->cflags, P, P, P, P, P, P);
+  if (m->threads > 1)
+    sb_printf(o,
+              "set(THREADS_PREFER_PTHREAD_FLAG ON)\n"
+              "find_package(Threads REQUIRED)\n"
+              "target_link_libraries(%s PUBLIC Threads::Threads)\n",
+              P);
+  if (m->cross_cc) sb_puts(o, "# another ISA: configure with -DCMAKE_C_COMPILER=<its cross compiler>\n");
+  sb_printf(o, "add_executable(example_main example_main.c)\ntarget_link_libraries(example_main PRIVATE %s)\n", P);
+  if (m->bench)
+    sb_printf(o, "add_executable(%s_bench %s_bench.c)\ntarget_link_libraries(%s_bench PRIVATE %s)\n", P, P, P, P);
 }
 
 /* The example's fixed part: .npy read/write for little-endian, C-order
@@ -131,7 +161,7 @@ static void tensor_row(StrBuf *o, const ExportTensor *t) {
 }
 
 void export_example_main(const ExportModel *m, StrBuf *o) {
-  const char *P = m->prefix;
+  const char *P = m->prefix, *U = m->upper;
   const ArtifactSpec *s = m->spec;
   int32_t ni = s->num_inputs, no = s->num_outputs, maxnd = 1;
   for (int32_t i = 0; i < ni + no; i++) {
@@ -139,8 +169,8 @@ void export_example_main(const ExportModel *m, StrBuf *o) {
     if (nd > maxnd) maxnd = nd;
   }
   sb_printf(o,
-            "/* Runs %s once: example_main IN.npy... OUT_DIR (one .npy per input, in the\n"
-            " * order of %s.h) writes OUT_DIR/<output>.npy for every output.\n"
+            "/* Runs %s once: example_main %sIN.npy... OUT_DIR (one .npy per input, in\n"
+            " * the order of %s.h) writes OUT_DIR/<output>.npy for every output.\n"
             " * Generated by Loom export-c; edit freely. */\n"
             "#include \"%s.h\"\n\n"
             "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
@@ -151,51 +181,77 @@ void export_example_main(const ExportModel *m, StrBuf *o) {
             "  unsigned long long numel;\n"
             "  size_t elem_bytes;\n"
             "} ExampleTensor;\n\n",
-            P, P, P, (int)maxnd);
+            P, m->weights_file ? "WEIGHTS_FILE " : "", P, P, (int)maxnd);
   sb_puts(o, "static const ExampleTensor k_tensors[] = {\n");
   for (int32_t i = 0; i < ni; i++) tensor_row(o, &m->inputs[i]);
   for (int32_t i = 0; i < no; i++) tensor_row(o, &m->outputs[i]);
   sb_puts(o, "};\n\n");
   sb_puts(o, k_example_npy);
+  if (m->weights_file) export_read_weights_function(m, o);
+  /* argv: [WEIGHTS_FILE] inputs... OUT_DIR; data: inputs, outputs, workspace, [weights] */
   sb_printf(o,
             "int main(int argc, char **argv) {\n"
-            "  enum { NI = %d, NO = %d };\n"
-            "  if (argc != NI + 2) {\n"
-            "    fprintf(stderr, \"usage: %%s", (int)ni, (int)no);
+            "  enum { NI = %d, NO = %d, FIRST = %d };\n"
+            "  if (argc != FIRST + NI + 1) {\n"
+            "    fprintf(stderr, \"usage: %%s%s",
+            (int)ni, (int)no, m->weights_file ? 2 : 1, m->weights_file ? " WEIGHTS_FILE" : "");
   for (int32_t i = 0; i < ni; i++) sb_printf(o, " %s.npy", m->inputs[i].field);
   sb_printf(o,
             " OUT_DIR\\n\", argv[0]);\n"
             "    return 2;\n"
             "  }\n"
-            "  void *data[NI + NO + 1] = {0};\n"
-            "  int rc = 1;\n"
+            "  void *data[NI + NO + 2] = {0};\n"
+            "  int rc = 1, st = %s_OK;\n"
             "  for (int i = 0; i < NI + NO; i++)\n"
             "    if (!(data[i] = malloc(k_tensors[i].numel * k_tensors[i].elem_bytes + 1))) goto done;\n"
             "  for (int i = 0; i < NI; i++)\n"
-            "    if (read_npy(argv[1 + i], &k_tensors[i], data[i])) goto done;\n"
+            "    if (read_npy(argv[FIRST + i], &k_tensors[i], data[i])) goto done;\n"
             "  %s_inputs in;\n  %s_outputs out;\n  memset(&in, 0, sizeof in);\n  memset(&out, 0, sizeof out);\n",
-            P, P);
+            U, P, P);
   for (int32_t i = 0; i < ni; i++) sb_printf(o, "  in.%s = data[%d];\n", m->inputs[i].field, (int)i);
   for (int32_t i = 0; i < no; i++) sb_printf(o, "  out.%s = data[%d];\n", m->outputs[i].field, (int)(ni + i));
   sb_printf(o,
             "  size_t ws_bytes = (%s_WORKSPACE_BYTES + 63) / 64 * 64;\n"
             "  data[NI + NO] = aligned_alloc(%s_WORKSPACE_ALIGN, ws_bytes);\n"
-            "  if (!data[NI + NO]) goto done;\n"
-            "  int st = %s_run(&in, &out, data[NI + NO]);\n"
-            "  if (st != %s_OK) {\n"
-            "    fprintf(stderr, \"example_main: %s_run: %%s\\n\", %s_status_string(st));\n"
-            "    goto done;\n"
-            "  }\n"
+            "  if (!data[NI + NO]) goto done;\n",
+            U, U);
+  if (m->weights_file)
+    sb_printf(o,
+              "  size_t weights_size = 0;\n"
+              "  %s_weights weights;\n"
+              "  if (!(data[NI + NO + 1] = read_weights(argv[1], &weights_size))) {\n"
+              "    fprintf(stderr, \"example_main: %%s: cannot read\\n\", argv[1]);\n"
+              "    goto done;\n"
+              "  }\n"
+              "  if ((st = %s_weights_bind(&weights, data[NI + NO + 1], weights_size)) != %s_OK) {\n"
+              "    fprintf(stderr, \"example_main: %%s: %%s\\n\", argv[1], %s_status_string(st));\n"
+              "    goto done;\n"
+              "  }\n",
+              P, P, U, P);
+  if (m->threads > 1)
+    sb_printf(o,
+              "  static %s_context ctx;\n"
+              "  if ((st = %s_context_init(&ctx)) != %s_OK) goto failed;\n"
+              "  st = %s_run(&in, &out, data[NI + NO]%s, &ctx);\n"
+              "  %s_context_destroy(&ctx);\n",
+              P, P, U, P, m->weights_file ? ", &weights" : "", P);
+  else
+    sb_printf(o, "  st = %s_run(&in, &out, data[NI + NO]%s);\n", P, m->weights_file ? ", &weights" : "");
+  sb_printf(o,
+            "  if (st != %s_OK) goto failed;\n"
             "  for (int i = 0; i < NO; i++) {\n"
             "    char path[4096];\n"
-            "    snprintf(path, sizeof path, \"%%s/%%s.npy\", argv[NI + 1], k_tensors[NI + i].field);\n"
+            "    snprintf(path, sizeof path, \"%%s/%%s.npy\", argv[FIRST + NI], k_tensors[NI + i].field);\n"
             "    if (write_npy(path, &k_tensors[NI + i], data[NI + i])) goto done;\n"
             "  }\n"
             "  rc = 0;\n"
+            "  goto done;\n"
+            "failed:\n"
+            "  fprintf(stderr, \"example_main: %s_run: %%s\\n\", %s_status_string(st));\n"
             "done:\n"
             "  if (rc) fprintf(stderr, \"example_main: failed\\n\");\n"
-            "  for (int i = 0; i < NI + NO + 1; i++) free(data[i]);\n"
+            "  for (int i = 0; i < NI + NO + 2; i++) free(data[i]);\n"
             "  return rc;\n"
             "}\n",
-            m->upper, m->upper, P, m->upper, P, P);
+            U, P, P);
 }

@@ -3,14 +3,20 @@
 with `make`, run its example_main on .npy inputs and compare with `loom run`
 of the host artifact; the object has no allocation symbols, builds with
 -std=c11 -pedantic on gcc and clang, two instances run side by side; bad
-arguments fail with `loom: error:` and leave nothing behind.
+arguments fail with `loom: error:` and leave nothing behind. Also the
+weights file (its documented layout, and every refusal of the generated
+loader), --threads (results, two instances, no allocation, records tuned
+at that many threads) and --bench (builds and runs; no timing checked).
 
 Metric: max |export - host| / max |host| over each output (<= 1e-5).
 Environment: LOOM_BIN (CTest sets it). python3 with numpy and onnx.
 """
 import glob
 import os
+import re
 import shutil
+import sqlite3
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -58,6 +64,39 @@ def make_conv(path, rng):
          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
     return {"img": rng.standard_normal((1, 3, 16, 16)).astype(np.float32),
             "bias2": rng.standard_normal((1, 8, 8, 8)).astype(np.float32)}
+
+
+def make_big(path, rng):
+    """One MatMul with 4096 x 300 float weights: 4.9 MB, past the 4 MiB embed default."""
+    w = rng.standard_normal((4096, 300)).astype(np.float32)
+    save(path, [helper.make_node("MatMul", ["x", "w"], ["y"])],
+         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4096])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 300])], [numpy_helper.from_array(w, "w")])
+
+
+def fnv1a64(data, h=0xcbf29ce484222325):
+    """The weights file's hash (byte by byte: fine for the tests' small files)."""
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def parse_weights_file(blob):
+    """The documented layout (docs/export.md "The weights file"): header
+    fields, the table and the payload; asserts nothing."""
+    (magic, version, mark, file_bytes, poff, pbytes, count, align, layout,
+     checksum) = struct.unpack_from("<8sIIQQQIIQQ", blob, 0)
+    table = [struct.unpack_from("<QQ", blob, 64 + 16 * i) for i in range(count)]
+    return dict(magic=magic, version=version, mark=mark, file_bytes=file_bytes, payload_offset=poff,
+                payload_bytes=pbytes, count=count, align=align, layout=layout, checksum=checksum, table=table,
+                payload=blob[poff:poff + pbytes])
+
+
+def embedded_words(source):
+    """The bytes of PREFIX_weights.c's little-endian 64-bit words."""
+    body = source[source.index("] = {") + 5:source.rindex("}")]
+    words = [int(w, 0) for w in re.findall(r"0x[0-9a-f]+|\b0\b", body)]
+    return b"".join(struct.pack("<Q", w) for w in words)
 
 
 def rel_err(got, want):
@@ -126,11 +165,17 @@ class ExportTest(unittest.TestCase):
             self.ok("run", art, *inputs, "--output-dir", outdir)
         return {os.path.basename(f): np.load(f) for f in glob.glob(os.path.join(outdir, "*.npy"))}
 
-    def check_matches_host(self, model, *extra, runner=()):
+    def export_outputs(self, model, *extra, runner=()):
+        """example_main's outputs of the built project (the weights file first when it has one)."""
         proj = self.project(model, *extra)
         outdir = tempfile.mkdtemp(dir=self.dir)
-        self.run_cmd([*runner, os.path.join(proj, "example_main"), *self.models[model][1], outdir])
-        got = {f: np.load(os.path.join(outdir, f)) for f in os.listdir(outdir)}
+        weights = os.path.join(proj, f"{model}.weights")
+        self.run_cmd([*runner, os.path.join(proj, "example_main"), *([weights] if os.path.exists(weights) else []),
+                      *self.models[model][1], outdir])
+        return {f: np.load(os.path.join(outdir, f)) for f in os.listdir(outdir)}
+
+    def check_matches_host(self, model, *extra, runner=()):
+        got = self.export_outputs(model, *extra, runner=runner)
         want = self.host_outputs(model)
         self.assertEqual(len(got), len(want))
         # loom run and example_main both name files by the output name with
@@ -174,6 +219,9 @@ class ExportTest(unittest.TestCase):
 
     def test_aarch64_under_qemu(self):
         self.check_cross("aarch64", "gcc-aarch64-linux-gnu")
+        # the pool and the weights file on another ISA (qemu-user runs the threads)
+        self.check_matches_host("mlp", "--target", "aarch64", "--threads", "2", "--weights", "file",
+                                runner=["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"])
         with open(os.path.join(self.project("conv", "--target", "aarch64"), "conv.c")) as f:
             self.assertIn("vector_size(16)", f.read())  # 128-bit NEON through GCC vector types
 
@@ -207,18 +255,22 @@ class ExportTest(unittest.TestCase):
                     self.run_cmd([cc, "-std=c11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-c", src,
                                   "-o", os.path.join(self.dir, f"pedantic_{cc}.o")], cwd=proj)
 
-    def test_two_instances_side_by_side(self):
-        """Two threads, each with its own workspace and inputs, run conv_run
-        interleaved many times; each result equals its serial run bit for bit."""
-        proj = self.project("conv")
+    def two_instances(self, *extra):
+        proj = self.project("conv", *extra)
         src = os.path.join(proj, "two_instances.c")
         with open(src, "w") as f:
             f.write(TWO_INSTANCES)
         exe = os.path.join(proj, "two_instances")
-        self.run_cmd([CC, "-std=c11", "-O1", "-o", exe, src, "conv.o", "conv_weights.o", "-lm", "-pthread"],
-                     cwd=proj)
+        objs = ["conv.o"] + (["conv_weights.o"] if os.path.exists(os.path.join(proj, "conv_weights.o")) else [])
+        defs = ["-DWITH_CONTEXT"] if "--threads" in extra else []
+        self.run_cmd([CC, "-std=c11", "-O1", *defs, "-o", exe, src, *objs, "-lm", "-pthread"], cwd=proj)
         r = self.run_cmd([exe])
         self.assertIn("same", r.stdout)
+
+    def test_two_instances_side_by_side(self):
+        """Two threads, each with its own workspace and inputs, run conv_run
+        interleaved many times; each result equals its serial run bit for bit."""
+        self.two_instances()
 
     def test_bad_workspace_is_a_status(self):
         proj = self.project("mlp")
@@ -275,15 +327,179 @@ class ExportTest(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
         self.assertEqual([p for p in os.listdir(self.dir) if p.startswith("never")], [])
 
-    def test_options_not_yet_supported(self):
+    def test_bad_options(self):
         m = self.models["mlp"][0]
-        out = os.path.join(self.dir, "notyet")
-        self.err("export-c", m, "-o", out, "--weights", "file", expect=["--weights file", "not yet"])
+        out = os.path.join(self.dir, "bad")
         self.err("export-c", m, "-o", out, "--weights", "zip", expect=["--weights", "embed or file"])
-        self.err("export-c", m, "-o", out, "--threads", "2", expect=["--threads 2", "not yet"])
+        for n in ("0", "abc", "1025", "-2"):
+            self.err("export-c", m, "-o", out, "--threads", n, expect=["--threads", n, "1 to 1024"])
+        self.err("export-c", m, "-o", out, "--threads", "2", "--target-opt", "cores=4",
+                 expect=["cores=4", "--threads 2"])
+        self.err("export-c", m, "-o", out, "--target-opt", "cores=many", expect=["cores=many"])
         self.err("export-c", m, "-o", out, "--name", "9lives", expect=["--name", "C identifier"])
         self.err("export-c", m, expect=["-o"])
         self.assertFalse(os.path.exists(out))
+
+    # ---- --weights file ----
+
+    def test_weights_file_matches_host(self):
+        for model in self.models:
+            self.check_matches_host(model, "--weights", "file")
+            proj = self.project(model, "--weights", "file")
+            self.assertFalse(os.path.exists(os.path.join(proj, f"{model}_weights.c")))
+            syms = self.run_cmd(["nm", "-u", os.path.join(proj, f"{model}.o")]).stdout.split()
+            self.assertFalse(ALLOC_SYMBOLS & set(syms))
+
+    def test_weights_file_layout(self):
+        """The file as docs/export.md describes it, its payload the embedded words' bytes."""
+        for model in self.models:
+            with open(os.path.join(self.project(model, "--weights", "file"), f"{model}.weights"), "rb") as f:
+                blob = f.read()
+            h = parse_weights_file(blob)
+            self.assertEqual(h["magic"], b"\x89LOOMWT\n")
+            self.assertEqual((h["version"], h["mark"], h["align"]), (1, 0x01020304, 64))
+            self.assertEqual(h["file_bytes"], len(blob))
+            self.assertEqual(h["payload_offset"] % 64, 0)
+            self.assertGreaterEqual(h["payload_offset"], 64 + 16 * h["count"])
+            self.assertEqual(h["payload_offset"] + h["payload_bytes"], len(blob))
+            self.assertGreaterEqual(h["count"], 1)
+            for off, n in h["table"]:
+                self.assertEqual(off % 64, 0)
+                self.assertLessEqual(off + n, h["payload_bytes"])
+            self.assertEqual(h["layout"], fnv1a64(blob[64:64 + 16 * h["count"]]))
+            self.assertEqual(h["checksum"], fnv1a64(blob[64:], fnv1a64(blob[:56])))
+            with open(os.path.join(self.project(model), f"{model}_weights.c")) as f:
+                words = embedded_words(f.read())
+            self.assertEqual(words[:h["payload_bytes"]], h["payload"])
+            self.assertEqual(words[h["payload_bytes"]:], bytes(len(words) - h["payload_bytes"]))
+
+    def test_weights_bind_refusals(self):
+        """The generated loader names each way a weights file can be wrong."""
+        proj = self.project("mlp", "--weights", "file")
+        conv = self.project("conv", "--weights", "file")
+        src = os.path.join(proj, "bind_errors.c")
+        with open(src, "w") as f:
+            f.write(BIND_ERRORS)
+        exe = os.path.join(proj, "bind_errors")
+        self.run_cmd([CC, "-std=c11", "-o", exe, src, "mlp.o", "-lm"], cwd=proj)
+        out = self.run_cmd([exe, os.path.join(proj, "mlp.weights"), os.path.join(conv, "conv.weights")]).stdout
+        got = dict(line.split(" ", 1) for line in out.splitlines())
+        expect = {"ok": "0 ok", "truncated": "16 the weights file is truncated", "header_only": "16 the weights file is truncated",
+                  "longer": "17 the weights buffer is longer", "magic": "18 not a Loom weights file",
+                  "endian": "19 the weights file is little-endian", "version": "20 the weights file has a format version",
+                  "misaligned": "21 the weights buffer is not 64-byte aligned",
+                  "other_model": "22 the weights file is another model's", "count": "22 the weights file is another model's",
+                  "corrupt_payload": "23 the weights file is corrupt (checksum mismatch)",
+                  "corrupt_table": "22 the weights file is another model's", "null": "2 a NULL",
+                  "run_unbound": "2 a NULL", "run_bound": "0 ok"}
+        for what, want in expect.items():
+            self.assertIn(what, got, out)
+            self.assertTrue(got[what].startswith(want), f"{what}: {got[what]} (want {want}...)")
+
+    def test_embedded_weights_are_hex_words(self):
+        with open(os.path.join(self.project("mlp"), "mlp_weights.c")) as f:
+            text = f.read()
+        self.assertIn("_Alignas(64) const uint64_t mlp_embedded_weights[", text)
+        self.assertIn("__ORDER_LITTLE_ENDIAN__", text)  # the byte order checked at compile time
+        self.assertLess(max(len(line) for line in text.splitlines()), 200)
+        # 2.5 source bytes per weight byte at most (decimal bytes took ~3.6)
+        self.assertLess(len(text), 2.6 * len(embedded_words(text)) + 2000)
+
+    def test_default_weights_mode_by_size(self):
+        """Embedded up to 4 MiB of weights (the tests' models), a file above."""
+        big = os.path.join(self.dir, "big.onnx")
+        make_big(big, np.random.default_rng(1))
+        out = os.path.join(self.dir, "proj_big")
+        self.ok("export-c", big, "-o", out, "--name", "big")
+        self.assertIn("big.weights", os.listdir(out))
+        self.assertNotIn("big_weights.c", os.listdir(out))
+        with open(os.path.join(out, "big.h")) as f:
+            self.assertIn("big_weights_bind", f.read())
+        self.ok("export-c", big, "-o", out, "--name", "big", "--weights", "embed", "--force")
+        self.assertIn("big_weights.c", os.listdir(out))
+        self.assertIn("mlp_weights.c", os.listdir(self.project("mlp")))
+
+    # ---- --threads ----
+
+    def test_threads_match_host_and_one_thread(self):
+        parallel = False
+        for model in self.models:
+            self.check_matches_host(model, "--threads", "2")
+            one, two = self.export_outputs(model), self.export_outputs(model, "--threads", "2")
+            for name, w in one.items():
+                self.assertLessEqual(rel_err(two[name], w), REL_TOL, f"{model} {name}")
+            proj = self.project(model, "--threads", "2")
+            with open(os.path.join(proj, f"{model}.c")) as f:
+                parallel |= "env->parallel_for(env->pool" in f.read()
+            syms = set(self.run_cmd(["nm", "-u", os.path.join(proj, f"{model}.o")]).stdout.split())
+            self.assertFalse(ALLOC_SYMBOLS & syms, f"{model}.o references {ALLOC_SYMBOLS & syms}")
+            self.assertIn("pthread_create", syms)
+            out = self.run_cmd(["nm", "-g", "--defined-only", os.path.join(proj, f"{model}.o")]).stdout
+            names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+            self.assertEqual([n for n in names if not n.startswith(model + "_")], [])
+            self.assertIn(f"{model}_context_init", names)
+        self.assertTrue(parallel, "no kernel has a parallel loop at 2 threads")
+
+    def test_threads_two_instances_side_by_side(self):
+        """Each thread its own context (a pool of 2) and workspace."""
+        self.two_instances("--threads", "2")
+
+    def test_threads_apply_records_tuned_at_that_count(self):
+        """Records tuned at 2 threads change the kernels of --threads 2, and not of --threads 1."""
+        m = self.models["mlp"][0]
+        db = os.path.join(self.dir, "threads.db")
+        self.ok("tune", m, "--records", db, "--trials", "8", "--batch", "8", "--seed", "1", "--target-opt", "cores=2")
+
+        def source(threads, records):
+            out = os.path.join(self.dir, f"rec_{threads}_{records}")
+            self.ok("export-c", m, "-o", out, "--target", "host", "--threads", str(threads), "--force",
+                    *(["--records", db] if records else []))
+            with open(os.path.join(out, "model.c")) as f:
+                return f.read()
+
+        default2, default1 = source(2, False), source(1, False)
+        with sqlite3.connect(db) as c:
+            rows = c.execute("select id, median_us from records where status = 'ok' and provenance != 'default' "
+                             "and threads = 2 order by id limit 6").fetchall()
+        self.assertTrue(rows)
+        changed = False
+        for rid, us in rows:
+            with sqlite3.connect(db) as c:
+                c.execute("update records set median_us = 1e-6 where id = ?", (rid,))
+            if source(2, True) != default2:
+                changed = True
+                break
+            with sqlite3.connect(db) as c:
+                c.execute("update records set median_us = ? where id = ?", (us, rid))
+        self.assertTrue(changed, "no record tuned at 2 threads changed the --threads 2 export")
+        self.assertEqual(source(1, True), default1)
+
+    # ---- --bench, and everything at once ----
+
+    def test_bench_builds_and_runs(self):
+        proj = self.project("conv", "--bench")
+        r = self.run_cmd([os.path.join(proj, "conv_bench"), "-n", "5", "-w", "1"])
+        self.assertRegex(r.stdout, r"^conv: median [0-9.]+ ms, min [0-9.]+ ms, max [0-9.]+ ms over 5 runs "
+                                   r"\(1 warm-up\), 1 thread\n$")
+        bad = subprocess.run([os.path.join(proj, "conv_bench"), "-n", "0"], capture_output=True, text=True)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("usage", bad.stderr)
+
+    def test_file_threads_bench_together(self):
+        """--weights file --threads 2 --bench: pedantic C11 on gcc and clang, builds, runs."""
+        extra = ("--weights", "file", "--threads", "2", "--bench")
+        proj = self.project("mlp", *extra)
+        for cc in [c for c in ("gcc", "clang") if shutil.which(c)]:
+            for src in ("mlp.c", "example_main.c", "mlp_bench.c"):
+                self.run_cmd([cc, "-std=c11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-c", src,
+                              "-o", os.path.join(self.dir, f"pedantic_{cc}.o")], cwd=proj)
+        r = self.run_cmd([os.path.join(proj, "mlp_bench"), "-n", "3", "-w", "1", os.path.join(proj, "mlp.weights")])
+        self.assertIn("2 threads", r.stdout)
+        self.check_matches_host("mlp", *extra)
+        bad = subprocess.run([os.path.join(proj, "mlp_bench"), os.path.join(proj, "Makefile")],
+                             capture_output=True, text=True)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("not a Loom weights file", bad.stderr)
 
 
 TWO_INSTANCES = r"""
@@ -298,12 +514,19 @@ typedef struct Instance {
   float in0[NI0], in1[NI1], out0[NO0], out1[NO1], want0[NO0], want1[NO1];
   void *workspace;
   int status, differs;
+#ifdef WITH_CONTEXT
+  conv_context ctx;
+#endif
 } Instance;
 
 static int run(Instance *s, float *o0, float *o1) {
   conv_inputs in = {s->in0, s->in1};
   conv_outputs out = {o0, o1};
+#ifdef WITH_CONTEXT
+  return conv_run(&in, &out, s->workspace, &s->ctx);
+#else
   return conv_run(&in, &out, s->workspace);
+#endif
 }
 
 static void *loop(void *arg) {
@@ -322,6 +545,9 @@ int main(void) {
     for (int j = 0; j < NI0; j++) s->in0[j] = (float)((j * 7 + i * 13) % 17) / 8.0f - 1.0f;
     for (int j = 0; j < NI1; j++) s->in1[j] = (float)((j * 5 + i * 3) % 11) / 4.0f - 1.0f;
     s->workspace = aligned_alloc(CONV_WORKSPACE_ALIGN, (CONV_WORKSPACE_BYTES + 63) / 64 * 64);
+#ifdef WITH_CONTEXT
+    if (conv_context_init(&s->ctx)) return printf("context_init failed\n"), 1;
+#endif
     if (run(s, s->want0, s->want1)) return 1;
   }
   if (!memcmp(inst[0].want0, inst[1].want0, sizeof inst[0].want0)) return printf("inputs too alike\n"), 1;
@@ -332,6 +558,9 @@ int main(void) {
     if (inst[i].status) return printf("status %s\n", conv_status_string(inst[i].status)), 1;
     if (inst[i].differs) return printf("instance %d differs\n", i), 1;
     free(inst[i].workspace);
+#ifdef WITH_CONTEXT
+    conv_context_destroy(&inst[i].ctx);
+#endif
   }
   printf("same\n");
   return 0;
@@ -352,6 +581,65 @@ int main(void) {
   int b = mlp_run(&in, &out, ws + 1);
   printf("%d %s\n%d %s\n", a, mlp_status_string(a), b, mlp_status_string(b));
   free(ws);
+  return 0;
+}
+"""
+
+BIND_ERRORS = r"""
+#include "mlp.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) exit(3);
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = aligned_alloc(64, (*n + 64 + 63) / 64 * 64 + 64);
+  if (fread(b, 1, *n, f) != *n) exit(3);
+  fclose(f);
+  return b;
+}
+
+static void show(const char *what, int st) { printf("%s %d %s\n", what, st, mlp_status_string(st)); }
+
+/* bind a copy of the file with byte `at` set to v (at == (size_t)-1: unchanged), at blob + shift */
+static int bind_edited(mlp_weights *w, const unsigned char *file, size_t n, size_t at, unsigned char v, size_t shift) {
+  static unsigned char *copy;
+  free(copy);
+  copy = aligned_alloc(64, (n + 64 + 63) / 64 * 64 + 64);
+  memcpy(copy + shift, file, n);
+  if (at != (size_t)-1) copy[shift + at] = v;
+  return mlp_weights_bind(w, copy + shift, n);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) return 2;
+  size_t n, nc;
+  unsigned char *b = slurp(argv[1], &n), *c = slurp(argv[2], &nc);
+  mlp_weights w;
+  static float x[MLP_INPUT_0_NUMEL], y[MLP_OUTPUT_0_NUMEL];
+  mlp_inputs in = {x};
+  mlp_outputs out = {y};
+  void *ws = aligned_alloc(64, (MLP_WORKSPACE_BYTES + 63) / 64 * 64);
+  show("ok", mlp_weights_bind(&w, b, n));
+  show("truncated", mlp_weights_bind(&w, b, n - 1));
+  show("header_only", mlp_weights_bind(&w, b, 10));
+  show("longer", mlp_weights_bind(&w, b, n + 64));
+  show("magic", bind_edited(&w, b, n, 1, 'X', 0));
+  show("endian", bind_edited(&w, b, n, 12, 1, 0));
+  show("version", bind_edited(&w, b, n, 8, 2, 0));
+  show("misaligned", bind_edited(&w, b, n, (size_t)-1, 0, 8));
+  show("other_model", mlp_weights_bind(&w, c, nc));
+  show("count", bind_edited(&w, b, n, 40, (unsigned char)(b[40] + 1), 0));
+  show("corrupt_payload", bind_edited(&w, b, n, n - 1, (unsigned char)(b[n - 1] ^ 1), 0));
+  show("corrupt_table", bind_edited(&w, b, n, 64, (unsigned char)(b[64] ^ 64), 0));
+  show("null", mlp_weights_bind(&w, NULL, n));
+  show("run_unbound", mlp_run(&in, &out, ws, &w));
+  mlp_weights_bind(&w, b, n);
+  show("run_bound", mlp_run(&in, &out, ws, &w));
   return 0;
 }
 """
