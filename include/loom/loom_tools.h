@@ -37,12 +37,13 @@ loom_status loom_tune_onnx(const char *onnx_path, const char *records, const Loo
 
 /* `loom export-c`: the model as a dependency-free C project in out_dir
  * (docs/export.md). target (NULL: "generic"), target_options, name (NULL:
- * "model"), records, weights (NULL or "embed") may be NULL; threads 0 or 1;
- * force replaces an existing non-empty out_dir. Nothing is left at out_dir
- * on failure. */
+ * "model"), records, weights ("embed", "file", or NULL: by size) may be
+ * NULL; threads 0 or 1: single-threaded, up to 1024: a pthread pool; bench
+ * adds PREFIX_bench.c; force replaces an existing non-empty out_dir.
+ * Nothing is left at out_dir on failure. */
 loom_status loom_export_c(const char *onnx_path, const char *out_dir, const char *target, const char *target_options,
-                          const char *name, const char *records, const char *weights, int threads, bool force,
-                          char *errbuf, size_t errlen);
+                          const char *name, const char *records, const char *weights, int threads, bool bench,
+                          bool force, char *errbuf, size_t errlen);
 
 /* The fp32 peak of one core of this machine in GFLOP/s, for kernels built
  * for artifact_target (loom_model_target's string; NULL: the host's widest

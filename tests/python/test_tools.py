@@ -55,6 +55,17 @@ def test_export_c(onnx_model, tmp_path):
         assert build.returncode == 0, build.stdout + build.stderr
 
 
+def test_export_c_options(onnx_model, tmp_path):
+    # the CLI's --weights file --threads 2 --bench, from Python
+    out = tmp_path / "opts"
+    loom.export_c(onnx_model("mlp"), out, name="mlpnet", weights="file", threads=2, bench=True)
+    files = set(os.listdir(out))
+    assert {"mlpnet.weights", "mlpnet_bench.c"} <= files
+    assert "mlpnet_context_init" in (out / "mlpnet.h").read_text()
+    with pytest.raises(loom.LoomError, match="weights"):
+        loom.export_c(onnx_model("mlp"), tmp_path / "bad", weights="nowhere")
+
+
 def test_export_errors(onnx_model, tmp_path):
     with pytest.raises(loom.LoomError, match="not-an-identifier|identifier"):
         loom.export_c(onnx_model("mlp"), tmp_path / "p", name="not-an-identifier")
