@@ -33,7 +33,7 @@ bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input);
  * name the node. */
 loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *prefix, TeTensor **outs, LoomError *err);
-/* Whether op has a row in the compute table (op_compute.c); the others are
+/* Whether op has its one row in the compute tables (op_compute*.c); the others are
  * folded away (Shape, Size, ConstantOfShape, Range, CastLike) or inlined
  * (If, Loop, Scan) before lowering. */
 bool compile_op_has_compute(GraphOp op);
@@ -44,28 +44,30 @@ int compile_const_ints(const Graph *g, const GraphNode *n, int input, int64_t *o
 /* INTS attribute `name` into out (at most 64 values): the count, -1 when absent. */
 int compile_attr_ints(const GraphNode *n, const char *name, int64_t *out);
 
-/* ---- op_compute_tensor.c: indexing, rearrangements, N-D windows, Pad, Dropout ---- */
-loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+/* A graph op's compute function: compile_node_compute's contract, for the
+ * ops of one row. */
+typedef loom_status (*CompileComputeFn)(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                         const char *name, TeTensor **outs, LoomError *err);
 
-/* op_compute_vision.c: the same for GridSample, AffineGrid, RoiAlign,
- * DeformConv, BitCast, TopK, NonZero, Compress, Unique, NonMaxSuppression
- * (the last four also write their extent tensors, graph/graph_dynamic.h). */
-loom_status compile_vision_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
-                                   const char *name, TeTensor **outs, LoomError *err);
+/* The compute rows of the op families that have a file of their own,
+ * indexed by GraphOp and NULL for the ops of other files. Every op that
+ * reaches lowering has exactly one row, here or in op_compute.c's own
+ * table (compile_op_has_compute checks both). */
+/* op_compute_tensor.c: indexing, rearrangements, N-D windows, Pad, Resize, Dropout. */
+extern const CompileComputeFn compile_tensor_computes[GRAPH_OP_COUNT];
+/* op_compute_vision.c: GridSample, AffineGrid, RoiAlign, DeformConv, BitCast,
+ * TopK, NonZero, Compress, Unique, NonMaxSuppression (the last four also
+ * write their extent tensors, graph/graph_dynamic.h). */
+extern const CompileComputeFn compile_vision_computes[GRAPH_OP_COUNT];
+/* op_compute_quant.c: QuantizeLinear, DequantizeLinear, QLinearMatMul... */
+extern const CompileComputeFn compile_quant_computes[GRAPH_OP_COUNT];
+/* op_compute_seq.c: attention, recurrent and signal-processing ops. */
+extern const CompileComputeFn compile_seq_computes[GRAPH_OP_COUNT];
 
 /* The window attributes (kernel_shape, strides, dilations, pads, group...)
  * of a node over nsp spatial axes (op_compute_tensor.c). */
 struct TopiWindowParams;
 loom_status compile_window_params(const GraphNode *n, int nsp, struct TopiWindowParams *p, LoomError *err);
-
-/* ---- op_compute_quant.c: QuantizeLinear, DequantizeLinear, QLinearMatMul... ---- */
-loom_status compile_quant_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
-                                       const char *name, TeTensor **outs, LoomError *err);
-
-/* ---- op_compute_seq.c: attention, recurrent and signal-processing ops ---- */
-loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
-                                     const char *name, TeTensor **outs, LoomError *err);
 
 /* ---- dynamic.c: data-dependent output extents (graph/graph_dynamic.h) ---- */
 /* Gives every NonZero/Compress/Unique/NonMaxSuppression node its extent

@@ -203,14 +203,11 @@ static loom_status loss(Arena *a, const Graph *g, const GraphNode *n, TeTensor *
 
 /* ---- the compute of each graph op ---- */
 
-typedef loom_status (*ComputeFn)(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
-                                 TeTensor **outs, LoomError *err);
-
 /* One row per graph op: the function that builds its compute and, for the
  * rows that share one, the topi op it builds (a TopiUnaryOp, TopiBinaryOp
  * or TopiReduceOp). */
 typedef struct ComputeRule {
-  ComputeFn build;
+  CompileComputeFn build;
   int topi;
 } ComputeRule;
 
@@ -547,15 +544,14 @@ static loom_status compute_tile(Arena *a, const Graph *g, const GraphNode *n, Te
 #define UNARY(e, nm, dtypes, builder) [GRAPH_OP_##e] = {compute_unary, TOPI_##e},
 #define BINARY(e) [GRAPH_OP_##e] = {compute_binary, TOPI_##e},
 #define REDUCE(e) [GRAPH_OP_##e] = {compute_reduce, TOPI_##e},
-#define TENSOR(e) [GRAPH_OP_##e] = {compile_tensor_node_compute, 0},
-#define SEQ(e) [GRAPH_OP_##e] = {compile_seq_node_compute, 0},
-#define QUANT(e) [GRAPH_OP_##e] = {compile_quant_node_compute, 0},
-#define VISION(e) [GRAPH_OP_##e] = {compile_vision_compute, 0},
-/* Ops without a row are folded away before lowering (Shape, Size,
- * ConstantOfShape, Range, CastLike) or inlined by the importer (If, Loop,
- * Scan). The unary rows come from topi's own table: a TOPI_UNARY_OPS row
- * needs a graph op of the same name, and nothing else here. */
-static const ComputeRule compute_rules[] = {
+/* The elementwise, reduction, normalization, convolution/matmul and shape
+ * ops; the families with a file of their own keep their rows there
+ * (compile_tensor_computes...). Ops without a row anywhere are folded away
+ * before lowering (Shape, Size, ConstantOfShape, Range, CastLike) or
+ * inlined by the importer (If, Loop, Scan). The unary rows come from
+ * topi's own table: a TOPI_UNARY_OPS row needs a graph op of the same
+ * name, and nothing else here. */
+static const ComputeRule compute_rules[GRAPH_OP_COUNT] = {
     TOPI_UNARY_OPS(UNARY)
     BINARY(ADD) BINARY(SUB) BINARY(MUL) BINARY(DIV) BINARY(POW) BINARY(EQUAL) BINARY(LESS) BINARY(GREATER)
     BINARY(GREATER_OR_EQUAL) BINARY(LESS_OR_EQUAL) BINARY(AND) BINARY(OR) BINARY(XOR) BINARY(PRELU)
@@ -607,36 +603,32 @@ static const ComputeRule compute_rules[] = {
     [GRAPH_OP_UNSQUEEZE] = {compute_squeeze_unsqueeze, 0},
     [GRAPH_OP_EXPAND] = {compute_expand, 0},
     [GRAPH_OP_TILE] = {compute_tile, 0},
-    TENSOR(DROPOUT) TENSOR(CONV) TENSOR(CONV_TRANSPOSE) TENSOR(CONV_INTEGER) TENSOR(COL2IM) TENSOR(MAX_POOL)
-    TENSOR(AVERAGE_POOL) TENSOR(LP_POOL) TENSOR(MAX_UNPOOL) TENSOR(PAD) TENSOR(RESIZE) TENSOR(GATHER_ELEMENTS)
-    TENSOR(GATHER_ND) TENSOR(SCATTER_ELEMENTS) TENSOR(SCATTER_ND) TENSOR(ONE_HOT) TENSOR(TRILU) TENSOR(EYE_LIKE)
-    TENSOR(DEPTH_TO_SPACE) TENSOR(SPACE_TO_DEPTH) TENSOR(REVERSE_SEQUENCE) TENSOR(CENTER_CROP_PAD) TENSOR(EINSUM)
-    SEQ(ATTENTION) SEQ(ROTARY_EMBEDDING) SEQ(SWIGLU) SEQ(LINEAR_ATTENTION) SEQ(CAUSAL_CONV_WITH_STATE)
-    SEQ(TENSOR_SCATTER) SEQ(RNN) SEQ(GRU) SEQ(LSTM) SEQ(DET) SEQ(BLACKMAN_WINDOW) SEQ(HAMMING_WINDOW)
-    SEQ(HANN_WINDOW) SEQ(DFT) SEQ(STFT) SEQ(MEL_WEIGHT_MATRIX)
-    QUANT(QUANTIZE_LINEAR) QUANT(DEQUANTIZE_LINEAR) QUANT(DYNAMIC_QUANTIZE_LINEAR) QUANT(MATMUL_INTEGER)
-    QUANT(QLINEAR_MATMUL) QUANT(QLINEAR_CONV)
-    VISION(GRID_SAMPLE) VISION(AFFINE_GRID) VISION(ROI_ALIGN) VISION(DEFORM_CONV) VISION(BIT_CAST) VISION(TOP_K)
-    VISION(NON_ZERO) VISION(COMPRESS) VISION(UNIQUE) VISION(NON_MAX_SUPPRESSION)
 };
-/* Catches a table that stops short; tests/unit/compiler/test_op_compute.c
- * checks that no op in between lacks a row. */
-_Static_assert(sizeof compute_rules / sizeof compute_rules[0] == GRAPH_OP_COUNT, "one compute row per GraphOp");
 #undef UNARY
 #undef BINARY
 #undef REDUCE
-#undef TENSOR
-#undef SEQ
-#undef QUANT
-#undef VISION
 
 static int topi_op_of(GraphOp op) { return compute_rules[op].topi; }
 
-bool compile_op_has_compute(GraphOp op) { return op >= 0 && op < GRAPH_OP_COUNT && compute_rules[op].build; }
+/* The op's one compute row: op_compute.c's own or its family file's. An
+ * op with no row, or with rows in two tables, has none (and the unit test
+ * of compile_op_has_compute names it). */
+static CompileComputeFn compute_of(GraphOp op) {
+  static const CompileComputeFn *const family_rows[] = {compile_tensor_computes, compile_seq_computes,
+                                                        compile_quant_computes, compile_vision_computes};
+  if (op < 0 || op >= GRAPH_OP_COUNT) return NULL;
+  CompileComputeFn fn = compute_rules[op].build;
+  int rows = fn != NULL;
+  for (size_t k = 0; k < sizeof family_rows / sizeof family_rows[0]; k++)
+    if (family_rows[k][op]) fn = family_rows[k][op], rows++;
+  return rows == 1 ? fn : NULL;
+}
+
+bool compile_op_has_compute(GraphOp op) { return compute_of(op) != NULL; }
 
 loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *name, TeTensor **outs, LoomError *err) {
-  if (!compile_op_has_compute(n->op))
-    return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");
-  return compute_rules[n->op].build(a, g, n, ins, name, outs, err);
+  CompileComputeFn fn = compute_of(n->op);
+  if (!fn) return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");
+  return fn(a, g, n, ins, name, outs, err);
 }

@@ -2,7 +2,8 @@
  * ops (Attention, RotaryEmbedding, SwiGLU, LinearAttention,
  * CausalConvWithState, TensorScatter, RNN/GRU/LSTM, Det, the window
  * functions, DFT, STFT, MelWeightMatrix): node attributes and compile-time
- * operands -> the topi calls of src/topi/topi_ops_seq.h. */
+ * operands -> the topi calls of src/topi/topi_ops_seq.h, one row per op in
+ * compile_seq_computes. */
 #include "compile/compile.h"
 
 #include "topi/topi_ops.h"
@@ -69,8 +70,8 @@ static loom_status rnn_params(const Graph *g, const GraphNode *n, TopiRnnParams 
   return LOOM_OK;
 }
 
-static loom_status attention(const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs, Arena *a,
-                             LoomError *err) {
+static loom_status attention(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                             TeTensor **outs, LoomError *err) {
   TopiAttentionParams p;
   memset(&p, 0, sizeof p);
   p.q_num_heads = graph_attr_int(n, "q_num_heads", 0);
@@ -86,106 +87,132 @@ static loom_status attention(const GraphNode *n, TeTensor *const *ins, const cha
              : LOOM_ERR_INVALID_ARG;
 }
 
-loom_status compile_seq_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
-                                     const char *name, TeTensor **outs, LoomError *err) {
-  bool ok = false;
-  switch (n->op) {
-  case GRAPH_OP_ATTENTION: return attention(n, ins, name, outs, a, err);
-  case GRAPH_OP_ROTARY_EMBEDDING:
-    outs[0] = topi_rotary_embedding(a, name, ins[0], ins[1], ins[2], opt_in(n, ins, 3),
-                                    graph_node_int(n, "interleaved") != 0, graph_node_int(n, "rotary_embedding_dim"),
-                                    graph_node_int(n, "num_heads"), err);
-    ok = outs[0] != NULL;
-    break;
-  case GRAPH_OP_SWIGLU:
-    ok = (outs[0] = topi_swiglu(a, name, ins[0], ins[1], graph_node_float(n, "alpha"), err)) != NULL;
-    break;
-  case GRAPH_OP_LINEAR_ATTENTION: {
-    const char *rule = graph_node_string(n, "update_rule");
-    TopiLinearRule r = !strcmp(rule, "linear") ? TOPI_LINEAR_ATTN_LINEAR
-                       : !strcmp(rule, "gated") ? TOPI_LINEAR_ATTN_GATED
-                       : !strcmp(rule, "delta") ? TOPI_LINEAR_ATTN_DELTA
-                                                : TOPI_LINEAR_ATTN_GATED_DELTA;
-    ok = topi_linear_attention(a, name, ins[0], ins[1], ins[2], opt_in(n, ins, 3), opt_in(n, ins, 4), opt_in(n, ins, 5),
-                               graph_attr_int(n, "q_num_heads", 0), graph_attr_int(n, "kv_num_heads", 0),
-                               graph_attr_float(n, "scale", 0), r, outs, err);
-    break;
-  }
-  case GRAPH_OP_CAUSAL_CONV_WITH_STATE: {
-    const char *act = graph_node_string(n, "activation");
-    ok = topi_causal_conv_with_state(a, name, ins[0], ins[1], opt_in(n, ins, 2), opt_in(n, ins, 3),
-                                     !strcmp(act, "silu") || !strcmp(act, "swish"), outs, err);
-    break;
-  }
-  case GRAPH_OP_TENSOR_SCATTER:
-    outs[0] = topi_tensor_scatter(a, name, ins[0], ins[1], opt_in(n, ins, 2), graph_node_int(n, "axis"),
-                                  !strcmp(graph_node_string(n, "mode"), "circular"), err);
-    ok = outs[0] != NULL;
-    break;
-  case GRAPH_OP_RNN:
-  case GRAPH_OP_GRU:
-  case GRAPH_OP_LSTM: {
-    TopiRnnParams p;
-    loom_status st = rnn_params(g, n, &p, err);
-    if (st) return st;
-    bool lstm = n->op == GRAPH_OP_LSTM;
-    ok = topi_rnn(a, name, &p, ins[0], ins[1], ins[2], opt_in(n, ins, 3), opt_in(n, ins, 4), opt_in(n, ins, 5),
-                  lstm ? opt_in(n, ins, 6) : NULL, lstm ? opt_in(n, ins, 7) : NULL, outs, err);
-    break;
-  }
-  case GRAPH_OP_DET: ok = (outs[0] = topi_det(a, name, ins[0], err)) != NULL; break;
-  case GRAPH_OP_BLACKMAN_WINDOW:
-  case GRAPH_OP_HAMMING_WINDOW:
-  case GRAPH_OP_HANN_WINDOW: {
-    int64_t size;
-    DType dt;
-    if (!const_int(g, n, 0, &size)) return fail(n, err, LOOM_ERR_UNSUPPORTED, "size must be a compile-time constant");
-    if (!dtype_parse(graph_attr_string(n, "output_datatype", "f32"), &dt))
-      return fail(n, err, LOOM_ERR_INVALID_ARG, "bad output_datatype");
-    TopiWindowKind k = n->op == GRAPH_OP_BLACKMAN_WINDOW ? TOPI_WINDOW_BLACKMAN
-                       : n->op == GRAPH_OP_HAMMING_WINDOW ? TOPI_WINDOW_HAMMING
-                                                          : TOPI_WINDOW_HANN;
-    ok = (outs[0] = topi_window(a, name, k, size, graph_node_int(n, "periodic") != 0, dt, err)) != NULL;
-    break;
-  }
-  case GRAPH_OP_DFT: {
-    /* Inference resolved dft_length's default into the output shape. */
-    int64_t axis = -2, len;
-    if (present(n, 2) && !const_int(g, n, 2, &axis))
-      return fail(n, err, LOOM_ERR_UNSUPPORTED, "axis must be a compile-time constant");
-    const GraphValue *x = &g->values[n->inputs[0]];
-    bool inverse = graph_node_int(n, "inverse") != 0, onesided = graph_node_int(n, "onesided") != 0;
-    if (present(n, 1)) {
-      if (!const_int(g, n, 1, &len)) return fail(n, err, LOOM_ERR_UNSUPPORTED, "dft_length must be a compile-time constant");
-    } else {
-      int ax = (int)(axis < 0 ? axis + x->rank : axis);
-      if (ax < 0 || ax >= x->rank) return fail(n, err, LOOM_ERR_INVALID_ARG, "axis out of range");
-      len = inverse && onesided ? 2 * (x->dims[ax] - 1) : x->dims[ax];
-    }
-    ok = (outs[0] = topi_dft(a, name, ins[0], axis, len, inverse, onesided, err)) != NULL;
-    break;
-  }
-  case GRAPH_OP_STFT: {
-    int64_t step, fl = -1;
-    if (!const_int(g, n, 1, &step)) return fail(n, err, LOOM_ERR_UNSUPPORTED, "frame_step must be a compile-time constant");
-    if (present(n, 3) && !const_int(g, n, 3, &fl))
-      return fail(n, err, LOOM_ERR_UNSUPPORTED, "frame_length must be a compile-time constant");
-    const TeTensor *w = opt_in(n, ins, 2);
-    if (fl < 0) fl = w ? w->shape[0] : ins[0]->shape[1];
-    ok = (outs[0] = topi_stft(a, name, ins[0], step, w, fl, graph_node_int(n, "onesided") != 0, err)) != NULL;
-    break;
-  }
-  case GRAPH_OP_MEL_WEIGHT_MATRIX: {
-    int64_t bins, len;
-    DType dt;
-    if (!const_int(g, n, 0, &bins) || !const_int(g, n, 1, &len))
-      return fail(n, err, LOOM_ERR_UNSUPPORTED, "num_mel_bins and dft_length must be compile-time constants");
-    if (!dtype_parse(graph_attr_string(n, "output_datatype", "f32"), &dt))
-      return fail(n, err, LOOM_ERR_INVALID_ARG, "bad output_datatype");
-    ok = (outs[0] = topi_mel_weight_matrix(a, name, bins, len, ins[2], ins[3], ins[4], dt, err)) != NULL;
-    break;
-  }
-  default: return fail(n, err, LOOM_ERR_INTERNAL, "not a sequence/signal op");
-  }
-  return ok ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+static loom_status done(bool ok) { return ok ? LOOM_OK : LOOM_ERR_INVALID_ARG; }
+
+static loom_status rotary_embedding(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                    const char *name, TeTensor **outs, LoomError *err) {
+  return done((outs[0] = topi_rotary_embedding(a, name, ins[0], ins[1], ins[2], opt_in(n, ins, 3),
+                                               graph_node_int(n, "interleaved") != 0,
+                                               graph_node_int(n, "rotary_embedding_dim"),
+                                               graph_node_int(n, "num_heads"), err)) != NULL);
 }
+
+static loom_status swiglu(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                          TeTensor **outs, LoomError *err) {
+  return done((outs[0] = topi_swiglu(a, name, ins[0], ins[1], graph_node_float(n, "alpha"), err)) != NULL);
+}
+
+static loom_status linear_attention(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                    const char *name, TeTensor **outs, LoomError *err) {
+  const char *rule = graph_node_string(n, "update_rule");
+  TopiLinearRule r = !strcmp(rule, "linear")  ? TOPI_LINEAR_ATTN_LINEAR
+                     : !strcmp(rule, "gated") ? TOPI_LINEAR_ATTN_GATED
+                     : !strcmp(rule, "delta") ? TOPI_LINEAR_ATTN_DELTA
+                                              : TOPI_LINEAR_ATTN_GATED_DELTA;
+  return done(topi_linear_attention(a, name, ins[0], ins[1], ins[2], opt_in(n, ins, 3), opt_in(n, ins, 4),
+                                    opt_in(n, ins, 5), graph_attr_int(n, "q_num_heads", 0),
+                                    graph_attr_int(n, "kv_num_heads", 0), graph_attr_float(n, "scale", 0), r, outs,
+                                    err));
+}
+
+static loom_status causal_conv_with_state(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                          const char *name, TeTensor **outs, LoomError *err) {
+  const char *act = graph_node_string(n, "activation");
+  return done(topi_causal_conv_with_state(a, name, ins[0], ins[1], opt_in(n, ins, 2), opt_in(n, ins, 3),
+                                          !strcmp(act, "silu") || !strcmp(act, "swish"), outs, err));
+}
+
+static loom_status tensor_scatter(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                  TeTensor **outs, LoomError *err) {
+  return done((outs[0] = topi_tensor_scatter(a, name, ins[0], ins[1], opt_in(n, ins, 2), graph_node_int(n, "axis"),
+                                             !strcmp(graph_node_string(n, "mode"), "circular"), err)) != NULL);
+}
+
+/* RNN, GRU and LSTM. */
+static loom_status rnn(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                       TeTensor **outs, LoomError *err) {
+  TopiRnnParams p;
+  loom_status st = rnn_params(g, n, &p, err);
+  if (st) return st;
+  bool lstm = n->op == GRAPH_OP_LSTM;
+  return done(topi_rnn(a, name, &p, ins[0], ins[1], ins[2], opt_in(n, ins, 3), opt_in(n, ins, 4), opt_in(n, ins, 5),
+                       lstm ? opt_in(n, ins, 6) : NULL, lstm ? opt_in(n, ins, 7) : NULL, outs, err));
+}
+
+static loom_status det(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                       TeTensor **outs, LoomError *err) {
+  return done((outs[0] = topi_det(a, name, ins[0], err)) != NULL);
+}
+
+/* BlackmanWindow, HammingWindow and HannWindow. */
+static loom_status window(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                          TeTensor **outs, LoomError *err) {
+  int64_t size;
+  DType dt;
+  if (!const_int(g, n, 0, &size)) return fail(n, err, LOOM_ERR_UNSUPPORTED, "size must be a compile-time constant");
+  if (!dtype_parse(graph_attr_string(n, "output_datatype", "f32"), &dt))
+    return fail(n, err, LOOM_ERR_INVALID_ARG, "bad output_datatype");
+  TopiWindowKind k = n->op == GRAPH_OP_BLACKMAN_WINDOW  ? TOPI_WINDOW_BLACKMAN
+                     : n->op == GRAPH_OP_HAMMING_WINDOW ? TOPI_WINDOW_HAMMING
+                                                        : TOPI_WINDOW_HANN;
+  return done((outs[0] = topi_window(a, name, k, size, graph_node_int(n, "periodic") != 0, dt, err)) != NULL);
+}
+
+static loom_status dft(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                       TeTensor **outs, LoomError *err) {
+  /* Inference resolved dft_length's default into the output shape. */
+  int64_t axis = -2, len;
+  if (present(n, 2) && !const_int(g, n, 2, &axis))
+    return fail(n, err, LOOM_ERR_UNSUPPORTED, "axis must be a compile-time constant");
+  const GraphValue *x = &g->values[n->inputs[0]];
+  bool inverse = graph_node_int(n, "inverse") != 0, onesided = graph_node_int(n, "onesided") != 0;
+  if (present(n, 1)) {
+    if (!const_int(g, n, 1, &len)) return fail(n, err, LOOM_ERR_UNSUPPORTED, "dft_length must be a compile-time constant");
+  } else {
+    int ax = (int)(axis < 0 ? axis + x->rank : axis);
+    if (ax < 0 || ax >= x->rank) return fail(n, err, LOOM_ERR_INVALID_ARG, "axis out of range");
+    len = inverse && onesided ? 2 * (x->dims[ax] - 1) : x->dims[ax];
+  }
+  return done((outs[0] = topi_dft(a, name, ins[0], axis, len, inverse, onesided, err)) != NULL);
+}
+
+static loom_status stft(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                        TeTensor **outs, LoomError *err) {
+  int64_t step, fl = -1;
+  if (!const_int(g, n, 1, &step)) return fail(n, err, LOOM_ERR_UNSUPPORTED, "frame_step must be a compile-time constant");
+  if (present(n, 3) && !const_int(g, n, 3, &fl))
+    return fail(n, err, LOOM_ERR_UNSUPPORTED, "frame_length must be a compile-time constant");
+  const TeTensor *w = opt_in(n, ins, 2);
+  if (fl < 0) fl = w ? w->shape[0] : ins[0]->shape[1];
+  return done((outs[0] = topi_stft(a, name, ins[0], step, w, fl, graph_node_int(n, "onesided") != 0, err)) != NULL);
+}
+
+static loom_status mel_weight_matrix(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                     const char *name, TeTensor **outs, LoomError *err) {
+  int64_t bins, len;
+  DType dt;
+  if (!const_int(g, n, 0, &bins) || !const_int(g, n, 1, &len))
+    return fail(n, err, LOOM_ERR_UNSUPPORTED, "num_mel_bins and dft_length must be compile-time constants");
+  if (!dtype_parse(graph_attr_string(n, "output_datatype", "f32"), &dt))
+    return fail(n, err, LOOM_ERR_INVALID_ARG, "bad output_datatype");
+  return done((outs[0] = topi_mel_weight_matrix(a, name, bins, len, ins[2], ins[3], ins[4], dt, err)) != NULL);
+}
+
+const CompileComputeFn compile_seq_computes[GRAPH_OP_COUNT] = {
+    [GRAPH_OP_ATTENTION] = attention,
+    [GRAPH_OP_ROTARY_EMBEDDING] = rotary_embedding,
+    [GRAPH_OP_SWIGLU] = swiglu,
+    [GRAPH_OP_LINEAR_ATTENTION] = linear_attention,
+    [GRAPH_OP_CAUSAL_CONV_WITH_STATE] = causal_conv_with_state,
+    [GRAPH_OP_TENSOR_SCATTER] = tensor_scatter,
+    [GRAPH_OP_RNN] = rnn,
+    [GRAPH_OP_GRU] = rnn,
+    [GRAPH_OP_LSTM] = rnn,
+    [GRAPH_OP_DET] = det,
+    [GRAPH_OP_BLACKMAN_WINDOW] = window,
+    [GRAPH_OP_HAMMING_WINDOW] = window,
+    [GRAPH_OP_HANN_WINDOW] = window,
+    [GRAPH_OP_DFT] = dft,
+    [GRAPH_OP_STFT] = stft,
+    [GRAPH_OP_MEL_WEIGHT_MATRIX] = mel_weight_matrix,
+};

@@ -4,8 +4,8 @@
  * SpaceToDepth, ReverseSequence, CenterCropPad, Einsum, Conv (NCHW, any
  * spatial rank), ConvTranspose, Col2Im, MaxPool (with Indices) /
  * AveragePool / LpPool over any spatial rank, MaxUnpool, Pad (modes and
- * axes), Resize and Dropout (with its mask). op_compute.c dispatches
- * here. */
+ * axes), Resize and Dropout (with its mask): one row per op in
+ * compile_tensor_computes. */
 #include "compile/compile.h"
 
 #include "graph/graph_resize.h"
@@ -75,8 +75,9 @@ static TopiScatterReduce scatter_reduction(const GraphNode *n) {
 
 static bool output_used(const GraphNode *n, int k) { return k < n->noutputs && n->outputs[k] != GRAPH_NO_VALUE; }
 
-static loom_status pools(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                         LoomError *err) {
+/* MaxPool (with its Indices output), AveragePool and LpPool. */
+static loom_status pools(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                         TeTensor **outs, LoomError *err) {
   TopiWindowParams p;
   loom_status st = window_params(n, ins[0]->ndim - 2, &p, err);
   if (st) return st;
@@ -180,84 +181,147 @@ static bool scalar_operand(const Graph *g, const GraphNode *n, int input, double
   return true;
 }
 
-loom_status compile_tensor_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
-                                        const char *name, TeTensor **outs, LoomError *err) {
-  TopiWindowParams p;
-  int64_t v[MAX_INTS], w[MAX_INTS];
-  double s;
-  loom_status st;
-  switch (n->op) {
-    case GRAPH_OP_DROPOUT: /* inference: the identity, and an all-true mask */
-      if (!(outs[0] = topi_unary(a, name, TOPI_IDENTITY, ins[0], NULL, err))) return LOOM_ERR_INVALID_ARG;
-      if (output_used(n, 1))
-        return done(outs[1] = topi_full_like(a, arena_printf(a, "%s_mask", name), ins[0],
-                                             g->values[n->outputs[1]].dtype, 1, err));
-      return LOOM_OK;
-    case GRAPH_OP_CONV:
-      if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
-      return done(outs[0] = topi_conv_nd_onnx(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, &p, err));
-    case GRAPH_OP_CONV_INTEGER:
-      if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
-      return done(outs[0] = topi_conv_integer_nd(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL,
-                                                 n->ninputs > 3 ? ins[3] : NULL, &p, err));
-    case GRAPH_OP_CONV_TRANSPOSE:
-      if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
-      return done(outs[0] = topi_conv_transpose_nd(a, name, ins[0], ins[1], n->ninputs > 2 ? ins[2] : NULL, &p, err));
-    case GRAPH_OP_COL2IM: {
-      int ni = compile_const_ints(g, n, 1, v), nb = compile_const_ints(g, n, 2, w);
-      if (ni < 1 || ni != nb) return fail(n, err, "image_shape and block_shape must be compile-time constants of one length");
-      if ((st = window_params(n, ni, &p, err))) return st;
-      memcpy(p.kernel, w, sizeof(int64_t) * (size_t)nb);
-      return done(outs[0] = topi_col2im(a, name, ins[0], v, &p, err));
-    }
-    case GRAPH_OP_MAX_POOL:
-    case GRAPH_OP_AVERAGE_POOL:
-    case GRAPH_OP_LP_POOL: return pools(a, n, ins, name, outs, err);
-    case GRAPH_OP_MAX_UNPOOL: {
-      /* The indices address the unpooled shape; output_shape may extend it. */
-      if ((st = window_params(n, ins[0]->ndim - 2, &p, err))) return st;
-      for (int i = 0; i < p.nsp; i++)
-        v[i] = (ins[0]->shape[2 + i] - 1) * (p.strides[i] ? p.strides[i] : 1) - p.pads[i] - p.pads[p.nsp + i] + p.kernel[i];
-      const GraphValue *out = &g->values[n->outputs[0]];
-      return done(outs[0] = topi_max_unpool(a, name, ins[0], ins[1], v, out->dims + 2, err));
-    }
-    case GRAPH_OP_PAD: return pad(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_RESIZE: return resize(a, g, n, ins, name, outs, err);
-    case GRAPH_OP_GATHER_ELEMENTS:
-      return done(outs[0] = topi_gather_elements(a, name, ins[0], ins[1], graph_node_int(n, "axis"), err));
-    case GRAPH_OP_GATHER_ND:
-      return done(outs[0] = topi_gather_nd(a, name, ins[0], ins[1], graph_node_int(n, "batch_dims"), err));
-    case GRAPH_OP_SCATTER_ELEMENTS:
-      return done(outs[0] = topi_scatter_elements(a, name, ins[0], ins[1], ins[2], graph_node_int(n, "axis"),
-                                                  scatter_reduction(n), err));
-    case GRAPH_OP_SCATTER_ND:
-      return done(outs[0] = topi_scatter_nd(a, name, ins[0], ins[1], ins[2], scatter_reduction(n), err));
-    case GRAPH_OP_ONE_HOT:
-      if (!scalar_operand(g, n, 1, 0, &s)) return fail(n, err, "depth must be a compile-time constant");
-      return done(outs[0] = topi_one_hot(a, name, ins[0], (int64_t)s, ins[2], graph_node_int(n, "axis"), err));
-    case GRAPH_OP_TRILU:
-      if (!scalar_operand(g, n, 1, 0, &s)) return fail(n, err, "k must be a compile-time constant");
-      return done(outs[0] = topi_trilu(a, name, ins[0], (int64_t)s, graph_node_int(n, "upper") != 0, err));
-    case GRAPH_OP_EYE_LIKE:
-      return done(outs[0] = topi_eye_like(a, name, ins[0], g->values[n->outputs[0]].dtype, graph_node_int(n, "k"),
-                                          err));
-    case GRAPH_OP_DEPTH_TO_SPACE:
-      return done(outs[0] = topi_depth_to_space(a, name, ins[0], graph_attr_int(n, "blocksize", 0),
-                                                !strcmp(graph_node_string(n, "mode"), "CRD"), err));
-    case GRAPH_OP_SPACE_TO_DEPTH:
-      return done(outs[0] = topi_space_to_depth(a, name, ins[0], graph_attr_int(n, "blocksize", 0), err));
-    case GRAPH_OP_REVERSE_SEQUENCE:
-      return done(outs[0] = topi_reverse_sequence(a, name, ins[0], ins[1], graph_node_int(n, "batch_axis"),
-                                                  graph_node_int(n, "time_axis"), err));
-    case GRAPH_OP_CENTER_CROP_PAD: {
-      int ns = compile_const_ints(g, n, 1, v), na = compile_attr_ints(n, "axes", w);
-      if (ns < 0) return fail(n, err, "shape must be a compile-time constant");
-      return done(outs[0] = topi_center_crop_pad(a, name, ins[0], v, na >= 0 ? w : NULL, ns, err));
-    }
-    case GRAPH_OP_EINSUM:
-      return done(outs[0] = topi_einsum(a, name, graph_attr_string(n, "equation", ""), (const TeTensor *const *)ins,
-                                        n->ninputs, err));
-    default: return fail(n, err, "not an indexing or window op");
-  }
+/* Inference: the identity, and an all-true mask. */
+static loom_status dropout(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                           TeTensor **outs, LoomError *err) {
+  if (!(outs[0] = topi_unary(a, name, TOPI_IDENTITY, ins[0], NULL, err))) return LOOM_ERR_INVALID_ARG;
+  if (output_used(n, 1))
+    return done(outs[1] = topi_full_like(a, arena_printf(a, "%s_mask", name), ins[0], g->values[n->outputs[1]].dtype,
+                                         1, err));
+  return LOOM_OK;
 }
 
+/* Conv, ConvInteger (input 2 is x's zero point, 3 w's) and ConvTranspose. */
+static loom_status convs(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                         TeTensor **outs, LoomError *err) {
+  TopiWindowParams p;
+  loom_status st = window_params(n, ins[0]->ndim - 2, &p, err);
+  if (st) return st;
+  TeTensor *in2 = n->ninputs > 2 ? ins[2] : NULL;
+  if (n->op == GRAPH_OP_CONV_INTEGER)
+    return done(outs[0] = topi_conv_integer_nd(a, name, ins[0], ins[1], in2, n->ninputs > 3 ? ins[3] : NULL, &p, err));
+  return done(outs[0] = n->op == GRAPH_OP_CONV ? topi_conv_nd_onnx(a, name, ins[0], ins[1], in2, &p, err)
+                                               : topi_conv_transpose_nd(a, name, ins[0], ins[1], in2, &p, err));
+}
+
+static loom_status col2im(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                          TeTensor **outs, LoomError *err) {
+  TopiWindowParams p;
+  int64_t v[MAX_INTS], w[MAX_INTS];
+  int ni = compile_const_ints(g, n, 1, v), nb = compile_const_ints(g, n, 2, w);
+  if (ni < 1 || ni != nb) return fail(n, err, "image_shape and block_shape must be compile-time constants of one length");
+  loom_status st = window_params(n, ni, &p, err);
+  if (st) return st;
+  memcpy(p.kernel, w, sizeof(int64_t) * (size_t)nb);
+  return done(outs[0] = topi_col2im(a, name, ins[0], v, &p, err));
+}
+
+/* The indices address the unpooled shape; output_shape may extend it. */
+static loom_status max_unpool(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                              TeTensor **outs, LoomError *err) {
+  TopiWindowParams p;
+  int64_t v[MAX_INTS];
+  loom_status st = window_params(n, ins[0]->ndim - 2, &p, err);
+  if (st) return st;
+  for (int i = 0; i < p.nsp; i++)
+    v[i] = (ins[0]->shape[2 + i] - 1) * (p.strides[i] ? p.strides[i] : 1) - p.pads[i] - p.pads[p.nsp + i] + p.kernel[i];
+  const GraphValue *out = &g->values[n->outputs[0]];
+  return done(outs[0] = topi_max_unpool(a, name, ins[0], ins[1], v, out->dims + 2, err));
+}
+
+static loom_status gather_elements(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                   TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_gather_elements(a, name, ins[0], ins[1], graph_node_int(n, "axis"), err));
+}
+
+static loom_status gather_nd(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                             TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_gather_nd(a, name, ins[0], ins[1], graph_node_int(n, "batch_dims"), err));
+}
+
+static loom_status scatter_elements(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                    const char *name, TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_scatter_elements(a, name, ins[0], ins[1], ins[2], graph_node_int(n, "axis"),
+                                              scatter_reduction(n), err));
+}
+
+static loom_status scatter_nd(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                              TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_scatter_nd(a, name, ins[0], ins[1], ins[2], scatter_reduction(n), err));
+}
+
+static loom_status one_hot(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                           TeTensor **outs, LoomError *err) {
+  double s;
+  if (!scalar_operand(g, n, 1, 0, &s)) return fail(n, err, "depth must be a compile-time constant");
+  return done(outs[0] = topi_one_hot(a, name, ins[0], (int64_t)s, ins[2], graph_node_int(n, "axis"), err));
+}
+
+static loom_status trilu(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                         TeTensor **outs, LoomError *err) {
+  double s;
+  if (!scalar_operand(g, n, 1, 0, &s)) return fail(n, err, "k must be a compile-time constant");
+  return done(outs[0] = topi_trilu(a, name, ins[0], (int64_t)s, graph_node_int(n, "upper") != 0, err));
+}
+
+static loom_status eye_like(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                            TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_eye_like(a, name, ins[0], g->values[n->outputs[0]].dtype, graph_node_int(n, "k"), err));
+}
+
+static loom_status depth_to_space(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                  TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_depth_to_space(a, name, ins[0], graph_attr_int(n, "blocksize", 0),
+                                            !strcmp(graph_node_string(n, "mode"), "CRD"), err));
+}
+
+static loom_status space_to_depth(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                  TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_space_to_depth(a, name, ins[0], graph_attr_int(n, "blocksize", 0), err));
+}
+
+static loom_status reverse_sequence(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                    const char *name, TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_reverse_sequence(a, name, ins[0], ins[1], graph_node_int(n, "batch_axis"),
+                                              graph_node_int(n, "time_axis"), err));
+}
+
+static loom_status center_crop_pad(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                                   TeTensor **outs, LoomError *err) {
+  int64_t v[MAX_INTS], w[MAX_INTS];
+  int ns = compile_const_ints(g, n, 1, v), na = compile_attr_ints(n, "axes", w);
+  if (ns < 0) return fail(n, err, "shape must be a compile-time constant");
+  return done(outs[0] = topi_center_crop_pad(a, name, ins[0], v, na >= 0 ? w : NULL, ns, err));
+}
+
+static loom_status einsum(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                          TeTensor **outs, LoomError *err) {
+  return done(outs[0] = topi_einsum(a, name, graph_attr_string(n, "equation", ""), (const TeTensor *const *)ins,
+                                    n->ninputs, err));
+}
+
+const CompileComputeFn compile_tensor_computes[GRAPH_OP_COUNT] = {
+    [GRAPH_OP_DROPOUT] = dropout,
+    [GRAPH_OP_CONV] = convs,
+    [GRAPH_OP_CONV_INTEGER] = convs,
+    [GRAPH_OP_CONV_TRANSPOSE] = convs,
+    [GRAPH_OP_COL2IM] = col2im,
+    [GRAPH_OP_MAX_POOL] = pools,
+    [GRAPH_OP_AVERAGE_POOL] = pools,
+    [GRAPH_OP_LP_POOL] = pools,
+    [GRAPH_OP_MAX_UNPOOL] = max_unpool,
+    [GRAPH_OP_PAD] = pad,
+    [GRAPH_OP_RESIZE] = resize,
+    [GRAPH_OP_GATHER_ELEMENTS] = gather_elements,
+    [GRAPH_OP_GATHER_ND] = gather_nd,
+    [GRAPH_OP_SCATTER_ELEMENTS] = scatter_elements,
+    [GRAPH_OP_SCATTER_ND] = scatter_nd,
+    [GRAPH_OP_ONE_HOT] = one_hot,
+    [GRAPH_OP_TRILU] = trilu,
+    [GRAPH_OP_EYE_LIKE] = eye_like,
+    [GRAPH_OP_DEPTH_TO_SPACE] = depth_to_space,
+    [GRAPH_OP_SPACE_TO_DEPTH] = space_to_depth,
+    [GRAPH_OP_REVERSE_SEQUENCE] = reverse_sequence,
+    [GRAPH_OP_CENTER_CROP_PAD] = center_crop_pad,
+    [GRAPH_OP_EINSUM] = einsum,
+};

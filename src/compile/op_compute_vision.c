@@ -1,7 +1,8 @@
 /* The compute half of the op strategy for the vision ops, BitCast, TopK
  * and the data-dependent-extent ops (compile/dynamic.c attaches their
  * extent outputs): node attributes and compile-time operands -> the topi
- * calls of topi/topi_ops_vision.h. */
+ * calls of topi/topi_ops_vision.h, one row per op in
+ * compile_vision_computes. */
 #include "compile/compile.h"
 
 #include "graph/graph_dynamic.h"
@@ -40,8 +41,8 @@ static TeTensor *in_or_null(const GraphNode *n, TeTensor *const *ins, int k) {
   return k < n->ninputs && n->inputs[k] != GRAPH_NO_VALUE ? ins[k] : NULL;
 }
 
-static loom_status grid_sample(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                               LoomError *err) {
+static loom_status grid_sample(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                               TeTensor **outs, LoomError *err) {
   const char *mode = graph_node_string(n, "mode"), *pad = graph_node_string(n, "padding_mode");
   TopiGridSampleMode m;
   if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) m = TOPI_GRID_LINEAR;
@@ -57,8 +58,8 @@ static loom_status grid_sample(Arena *a, const GraphNode *n, TeTensor *const *in
   return done(outs[0], err);
 }
 
-static loom_status roi_align(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                             LoomError *err) {
+static loom_status roi_align(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                             TeTensor **outs, LoomError *err) {
   TopiRoiAlignParams p;
   memset(&p, 0, sizeof p);
   p.out_h = graph_node_int(n, "output_height");
@@ -75,8 +76,8 @@ static loom_status roi_align(Arena *a, const GraphNode *n, TeTensor *const *ins,
   return done(outs[0], err);
 }
 
-static loom_status deform_conv(Arena *a, const GraphNode *n, TeTensor *const *ins, const char *name, TeTensor **outs,
-                               LoomError *err) {
+static loom_status deform_conv(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                               TeTensor **outs, LoomError *err) {
   TopiDeformConvParams p;
   memset(&p, 0, sizeof p);
   int64_t v[8];
@@ -103,59 +104,84 @@ static void put_extents(const GraphNode *n, TeTensor **outs, TeTensor *const *ex
   for (int j = 0; j < c; j++) outs[nonnx + j] = ext[j];
 }
 
-loom_status compile_vision_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
-                                   const char *name, TeTensor **outs, LoomError *err) {
+static loom_status affine_grid(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                               TeTensor **outs, LoomError *err) {
   int64_t v[8];
-  TeTensor *ext[GRAPH_MAX_DYNAMIC_OUTPUTS] = {0};
-  switch (n->op) {
-    case GRAPH_OP_GRID_SAMPLE: return grid_sample(a, n, ins, name, outs, err);
-    case GRAPH_OP_AFFINE_GRID: {
-      int c = const_ints(g, n, 1, v, 8);
-      if (c < 0) return fail(n, err, LOOM_ERR_UNSUPPORTED, "size must be a compile-time constant", NULL);
-      outs[0] = topi_affine_grid(a, name, ins[0], v, c, graph_node_int(n, "align_corners") != 0, err);
-      return done(outs[0], err);
-    }
-    case GRAPH_OP_ROI_ALIGN: return roi_align(a, n, ins, name, outs, err);
-    case GRAPH_OP_DEFORM_CONV: return deform_conv(a, n, ins, name, outs, err);
-    case GRAPH_OP_BIT_CAST: {
-      DType to;
-      if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
-        return fail(n, err, LOOM_ERR_INVALID_ARG, "attribute \"to\" is not a dtype", NULL);
-      outs[0] = topi_bit_cast(a, name, ins[0], to, err);
-      return done(outs[0], err);
-    }
-    case GRAPH_OP_TOP_K: {
-      if (const_ints(g, n, 1, v, 1) != 1) return fail(n, err, LOOM_ERR_UNSUPPORTED, "K must be a compile-time constant", NULL);
-      if (!topi_top_k(a, name, ins[0], v[0], graph_node_int(n, "axis"), graph_node_int(n, "largest") != 0, &outs[0],
-                      &outs[1], err))
-        return err->status ? err->status : LOOM_ERR_INVALID_ARG;
-      return LOOM_OK;
-    }
-    case GRAPH_OP_NON_ZERO:
-      if (!topi_non_zero(a, name, ins[0], &outs[0], &ext[0], err)) return err->status ? err->status : LOOM_ERR_INVALID_ARG;
-      break;
-    case GRAPH_OP_COMPRESS: {
-      const GraphAttr *ax = graph_node_attr(n, "axis");
-      if (!topi_compress(a, name, ins[0], ins[1], ax != NULL, ax ? ax->i : 0, &outs[0], &ext[0], err))
-        return err->status ? err->status : LOOM_ERR_INVALID_ARG;
-      break;
-    }
-    case GRAPH_OP_UNIQUE: {
-      const GraphAttr *ax = graph_node_attr(n, "axis");
-      if (!topi_unique(a, name, ins[0], ax != NULL, ax ? ax->i : 0, graph_node_int(n, "sorted") != 0, outs, ext, err))
-        return err->status ? err->status : LOOM_ERR_INVALID_ARG;
-      break;
-    }
-    case GRAPH_OP_NON_MAX_SUPPRESSION: {
-      const GraphValue *y = &g->values[n->outputs[0]];
-      if (!topi_non_max_suppression(a, name, ins[0], ins[1], in_or_null(n, ins, 2), in_or_null(n, ins, 3),
-                                    in_or_null(n, ins, 4), graph_node_int(n, "center_point_box") != 0, y->dims[0],
-                                    &outs[0], &ext[0], err))
-        return err->status ? err->status : LOOM_ERR_INVALID_ARG;
-      break;
-    }
-    default: return fail(n, err, LOOM_ERR_INTERNAL, "not a vision op", NULL);
-  }
+  int c = const_ints(g, n, 1, v, 8);
+  if (c < 0) return fail(n, err, LOOM_ERR_UNSUPPORTED, "size must be a compile-time constant", NULL);
+  outs[0] = topi_affine_grid(a, name, ins[0], v, c, graph_node_int(n, "align_corners") != 0, err);
+  return done(outs[0], err);
+}
+
+static loom_status bit_cast(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                            TeTensor **outs, LoomError *err) {
+  DType to;
+  if (!dtype_parse(graph_attr_string(n, "to", ""), &to))
+    return fail(n, err, LOOM_ERR_INVALID_ARG, "attribute \"to\" is not a dtype", NULL);
+  outs[0] = topi_bit_cast(a, name, ins[0], to, err);
+  return done(outs[0], err);
+}
+
+static loom_status top_k(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                         TeTensor **outs, LoomError *err) {
+  int64_t v[8];
+  if (const_ints(g, n, 1, v, 1) != 1) return fail(n, err, LOOM_ERR_UNSUPPORTED, "K must be a compile-time constant", NULL);
+  if (!topi_top_k(a, name, ins[0], v[0], graph_node_int(n, "axis"), graph_node_int(n, "largest") != 0, &outs[0],
+                  &outs[1], err))
+    return err->status ? err->status : LOOM_ERR_INVALID_ARG;
+  return LOOM_OK;
+}
+
+/* The data-dependent-extent ops: ok is the topi call's result, ext its
+ * extent tensors, which follow the ONNX outputs. */
+static loom_status with_extents(bool ok, const GraphNode *n, TeTensor **outs, TeTensor *const *ext, LoomError *err) {
+  if (!ok) return err->status ? err->status : LOOM_ERR_INVALID_ARG;
   put_extents(n, outs, ext);
   return LOOM_OK;
 }
+
+static loom_status non_zero(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                            TeTensor **outs, LoomError *err) {
+  TeTensor *ext[GRAPH_MAX_DYNAMIC_OUTPUTS] = {0};
+  return with_extents(topi_non_zero(a, name, ins[0], &outs[0], &ext[0], err), n, outs, ext, err);
+}
+
+static loom_status compress(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                            TeTensor **outs, LoomError *err) {
+  TeTensor *ext[GRAPH_MAX_DYNAMIC_OUTPUTS] = {0};
+  const GraphAttr *ax = graph_node_attr(n, "axis");
+  return with_extents(topi_compress(a, name, ins[0], ins[1], ax != NULL, ax ? ax->i : 0, &outs[0], &ext[0], err), n,
+                      outs, ext, err);
+}
+
+static loom_status unique(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                          TeTensor **outs, LoomError *err) {
+  TeTensor *ext[GRAPH_MAX_DYNAMIC_OUTPUTS] = {0};
+  const GraphAttr *ax = graph_node_attr(n, "axis");
+  return with_extents(
+      topi_unique(a, name, ins[0], ax != NULL, ax ? ax->i : 0, graph_node_int(n, "sorted") != 0, outs, ext, err), n,
+      outs, ext, err);
+}
+
+static loom_status non_max_suppression(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                       const char *name, TeTensor **outs, LoomError *err) {
+  TeTensor *ext[GRAPH_MAX_DYNAMIC_OUTPUTS] = {0};
+  const GraphValue *y = &g->values[n->outputs[0]];
+  return with_extents(topi_non_max_suppression(a, name, ins[0], ins[1], in_or_null(n, ins, 2), in_or_null(n, ins, 3),
+                                               in_or_null(n, ins, 4), graph_node_int(n, "center_point_box") != 0,
+                                               y->dims[0], &outs[0], &ext[0], err),
+                      n, outs, ext, err);
+}
+
+const CompileComputeFn compile_vision_computes[GRAPH_OP_COUNT] = {
+    [GRAPH_OP_GRID_SAMPLE] = grid_sample,
+    [GRAPH_OP_AFFINE_GRID] = affine_grid,
+    [GRAPH_OP_ROI_ALIGN] = roi_align,
+    [GRAPH_OP_DEFORM_CONV] = deform_conv,
+    [GRAPH_OP_BIT_CAST] = bit_cast,
+    [GRAPH_OP_TOP_K] = top_k,
+    [GRAPH_OP_NON_ZERO] = non_zero,
+    [GRAPH_OP_COMPRESS] = compress,
+    [GRAPH_OP_UNIQUE] = unique,
+    [GRAPH_OP_NON_MAX_SUPPRESSION] = non_max_suppression,
+};
