@@ -437,6 +437,7 @@ static loom_status compile_build(Compiled *c, LoomError *err) {
   c->spec.target = c->target.artifact_target; /* NULL: the host's features */
   BuildOptions build = {.cflags = c->target.cflags};
   LowerOptions lower = lower_options_default();
+  lower.vector_types = c->target.vector_bits > 0;
   pass_dump_set_hook(&c->dump, &lower);
   DriverOptions opt = {.epilogue = sb_cstr(&entry), .build = &build, .lower = &lower};
   if (!st) st = driver_build(c->arena, c->funcs, c->ngroups, &opt, &c->module, err);
@@ -604,6 +605,7 @@ static loom_status inspect_onnx(const char *onnx_path, const char *dump, const L
     st = compile_build(&c, &err);
   } else if (!st && lower_for_dumps) {
     LowerOptions lower = lower_options_default();
+    lower.vector_types = c.target.vector_bits > 0;
     pass_dump_set_hook(&c.dump, &lower);
     for (int i = 0; !st && i < c.ngroups; i++)
       if (!tir_lower(c.arena, c.funcs[i], &lower, &err)) st = err.status ? err.status : LOOM_ERR_INTERNAL;

@@ -250,10 +250,29 @@ class ExportTest(unittest.TestCase):
             self.skipTest("neither gcc nor clang installed")
         for model in self.models:
             proj = self.project(model)
+            # no GCC vector types either (-pedantic lets attributes through):
+            # generic has no vectors, so vectorized loops stay loops
+            with open(os.path.join(proj, f"{model}.c")) as f:
+                self.assertNotIn("vector_size", f.read())
             for cc in compilers:
                 for src in (f"{model}.c", f"{model}_weights.c", "example_main.c"):
                     self.run_cmd([cc, "-std=c11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-c", src,
                                   "-o", os.path.join(self.dir, f"pedantic_{cc}.o")], cwd=proj)
+
+    def test_generic_blocked_conv_has_no_vector_types(self):
+        """A 1x1 conv over 16 channels is laid out NCHW16c and its kernel
+        vectorized on vector targets; generic keeps those loops scalar."""
+        w = np.random.default_rng(3).standard_normal((16, 16, 1, 1)).astype(np.float32)
+        path = os.path.join(self.dir, "conv16.onnx")
+        save(path, [helper.make_node("Conv", ["x", "w"], ["y"])],
+             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 8, 8])],
+             [numpy_helper.from_array(w, "w")])
+        out = os.path.join(self.dir, "conv16_generic")
+        self.ok("export-c", path, "-o", out, "--target", "generic", "--name", "conv16", "--force")
+        with open(os.path.join(out, "conv16.c")) as f:
+            self.assertNotIn("vector_size", f.read())
+        self.run_cmd([CC, "-std=c11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-c", "conv16.c"], cwd=out)
 
     def two_instances(self, *extra):
         proj = self.project("conv", *extra)

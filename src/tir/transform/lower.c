@@ -9,7 +9,7 @@
 
 LowerOptions lower_options_default(void) {
   LowerOptions o = {.partition_loops = true, .storage_rewrite = true, .compact_buffers = true,
-                    .max_unroll_extent = 64};
+                    .max_unroll_extent = 64, .vector_types = true};
   return o;
 }
 
@@ -46,8 +46,8 @@ static const PrimFunc *run_legalize_narrow(Arena *a, const PrimFunc *f, const Lo
 }
 
 static const PrimFunc *run_vectorize(Arena *a, const PrimFunc *f, const LowerOptions *opt, LoomError *err) {
-  (void)opt, (void)err;
-  return tir_vectorize(a, f);
+  (void)err;
+  return opt && !opt->vector_types ? tir_vectorize_serial(a, f) : tir_vectorize(a, f);
 }
 
 static const PrimFunc *run_unroll(Arena *a, const PrimFunc *f, const LowerOptions *opt, LoomError *err) {

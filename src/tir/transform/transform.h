@@ -53,6 +53,8 @@ typedef struct LowerOptions {
   bool storage_rewrite;  /* default true */
   bool compact_buffers;  /* default true */
   int max_unroll_extent; /* unrolled loops longer than this stay loops; default 64 */
+  bool vector_types;     /* default true; false (a target without vectors, generic C11):
+                            vectorized loops stay serial loops, no vector types reach the C */
   /* NULL (the default, and what the tuner uses): no dumps, one NULL check
    * per step. */
   TirDumpHook dump;
@@ -106,6 +108,8 @@ const PrimFunc *tir_compact_buffers(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_loop_partition(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_flatten_buffers(Arena *a, const PrimFunc *f, LoomError *err);
 const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f);
+/* Every FOR_VECTORIZED loop made a serial loop (targets without vectors). */
+const PrimFunc *tir_vectorize_serial(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_unroll(Arena *a, const PrimFunc *f, int max_extent);
 const PrimFunc *tir_storage_rewrite(Arena *a, const PrimFunc *f);
 const PrimFunc *tir_legalize_narrow(Arena *a, const PrimFunc *f);

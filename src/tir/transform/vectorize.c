@@ -288,7 +288,7 @@ static const Expr *keep_expr_cb(Mutator *m, const Expr *e) { return e; }
 
 static const Stmt *vectorize_stmt_cb(Mutator *m, const Stmt *s) {
   if (s->kind == STMT_FOR && s->loop.kind == FOR_VECTORIZED) {
-    const Stmt *v = vectorize_loop(m->arena, m->user, s);
+    const Stmt *v = m->user ? vectorize_loop(m->arena, m->user, s) : NULL;
     if (v) return v;
     Stmt *serial = arena_memdup(m->arena, s, sizeof *s);
     serial->loop.kind = FOR_SERIAL;
@@ -298,8 +298,13 @@ static const Stmt *vectorize_stmt_cb(Mutator *m, const Stmt *s) {
   return mutate_stmt_children(m, s);
 }
 
-const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f) {
-  Mutator m = {a, vectorize_stmt_cb, keep_expr_cb, arith_analyzer_new(a)};
+static const PrimFunc *vectorize_func(Arena *a, const PrimFunc *f, Analyzer *az) {
+  Mutator m = {a, vectorize_stmt_cb, keep_expr_cb, az};
   const Stmt *body = mutate_stmt(&m, f->body);
   return body == f->body ? f : xform_func_with_body(a, f, body);
 }
+
+const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f) { return vectorize_func(a, f, arith_analyzer_new(a)); }
+
+/* No analyzer: every vectorized loop takes the serial fallback. */
+const PrimFunc *tir_vectorize_serial(Arena *a, const PrimFunc *f) { return vectorize_func(a, f, NULL); }
