@@ -55,6 +55,7 @@ typedef enum LoomKernelErr {
   LOOM_KERNEL_ERR_STRIDES = 7,   /* strides given and not compact row-major */
   LOOM_KERNEL_ERR_ALIGN = 8,     /* data misaligned for the element or the declared alignment */
   LOOM_KERNEL_ERR_WORKSPACE = 9, /* env->workspace missing, too small or misaligned */
+  LOOM_KERNEL_ERR_EXTERNAL = 10, /* an external (BYOC) kernel's own code reported a failure */
 } LoomKernelErr;
 
 #define LOOM_KERNEL_ERR(kind, arg) ((int32_t)(kind) | ((int32_t)(arg) << 8))

@@ -9,6 +9,7 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -220,6 +221,10 @@ static loom_status read_kernels(Reader *r, const cJSON *root, Artifact *art) {
     const cJSON *flops = get(v, "flops");
     snprintf(wn, sizeof wn, "%s.flops", w);
     if (flops && (st = read_uint(r, flops, wn, ARTIFACT_MAX_INT, &ks[i].flops))) return st;
+    /* Optional: the external (BYOC) back end that wrote the kernel. */
+    const cJSON *backend = get(v, "backend");
+    snprintf(wn, sizeof wn, "%s.backend", w);
+    if (backend && (st = read_name(r, backend, wn, &ks[i].backend))) return st;
     i++;
   }
   art->spec.kernels = ks;
@@ -356,6 +361,31 @@ static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
  * for, which must be the weights table's (else the entry would read the
  * wrong bytes). The plan hash it must carry is computed here, compared at
  * load. */
+/* Optional: the libraries external kernels call (artifact.h). */
+static loom_status read_byoc_runtimes(Reader *r, const cJSON *root, Artifact *art) {
+  if (!get(root, "byoc_runtimes")) return LOOM_OK;
+  const cJSON *arr;
+  int n;
+  loom_status st = read_array(r, root, "byoc_runtimes", 64, &arr, &n);
+  if (st) return st;
+  ArtifactByocRuntime *rts = ARENA_ARRAY(r->a, ArtifactByocRuntime, n);
+  int i = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, arr) {
+    char w[64], wn[96];
+    snprintf(w, sizeof w, "byoc_runtimes[%d]", i);
+    if (!cJSON_IsObject(v)) return meta_fail(r, w, "expected an object");
+    snprintf(wn, sizeof wn, "%s.backend", w);
+    if ((st = read_name(r, get(v, "backend"), wn, &rts[i].backend))) return st;
+    snprintf(wn, sizeof wn, "%s.library", w);
+    if ((st = read_name(r, get(v, "library"), wn, &rts[i].library))) return st;
+    i++;
+  }
+  art->spec.byoc_runtimes = rts;
+  art->spec.num_byoc_runtimes = n;
+  return LOOM_OK;
+}
+
 static loom_status read_run_entry(Reader *r, const cJSON *root, Artifact *art) {
   const cJSON *v = get(root, "run_entry");
   if (!v) return LOOM_OK;
@@ -425,6 +455,7 @@ static loom_status read_metadata(Reader *r, const char *json, size_t len, Artifa
   if (!st) st = read_weights(r, root, art->weights_size, art);
   if (!st) st = read_kernels(r, root, art);
   if (!st) st = read_plan(r, root, art);
+  if (!st) st = read_byoc_runtimes(r, root, art);
   if (!st) st = read_run_entry(r, root, art);
   cJSON_Delete(root);
   return st;
@@ -675,6 +706,29 @@ static loom_status load_module(Artifact *art, const char *what, int flags, LoomE
   return st;
 }
 
+/* The libraries external kernels call, with global symbols: the kernels'
+ * object leaves their symbols undefined, and dlopen resolves them from the
+ * objects already loaded that way. */
+static loom_status load_byoc_runtimes(Artifact *art, const char *what, LoomError *err) {
+  int32_t n = art->spec.num_byoc_runtimes;
+  if (n == 0) return LOOM_OK;
+  art->byoc_handles = loom_calloc((size_t)n, sizeof *art->byoc_handles);
+  if (!art->byoc_handles) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
+  for (int32_t i = 0; i < n; i++) {
+    const ArtifactByocRuntime *rt = &art->spec.byoc_runtimes[i];
+    void *h = dlopen(rt->library, RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+      const char *why = dlerror();
+      return err_set(err, LOOM_ERR_IO,
+                     "artifact \"%s\": its kernels from BYOC back end \"%s\" need the runtime library \"%s\", which "
+                     "cannot be loaded: %s",
+                     what, rt->backend, rt->library, why ? why : "unknown dlopen error");
+    }
+    art->byoc_handles[art->num_byoc_handles++] = h;
+  }
+  return LOOM_OK;
+}
+
 /* The entry and its plan hash must be in the .so, and the hash must be the
  * metadata's: a .so from another compile would run the wrong plan. */
 static loom_status resolve_run_entry(Artifact *art, const char *path, LoomError *err) {
@@ -727,7 +781,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
   }
   art->map = map;
   art->map_len = len;
-  if ((st = load_module(art, path, flags, err))) {
+  if ((st = load_byoc_runtimes(art, path, err)) || (st = load_module(art, path, flags, err))) {
     artifact_free(art);
     return st;
   }
@@ -756,6 +810,8 @@ void artifact_free(Artifact *a) {
   if (!a) return;
   loom_free(a->kernels);
   module_unload(a->module);
+  for (int32_t i = 0; i < a->num_byoc_handles; i++) dlclose(a->byoc_handles[i]);
+  loom_free(a->byoc_handles);
   if (a->so_fd >= 0) close(a->so_fd);
   if (a->so_tmp_path) unlink(a->so_tmp_path);
   loom_free(a->so_tmp_path);
