@@ -62,7 +62,7 @@ static const char k_usage[] =
     "usage:\n"
     "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512]\n"
     "           [--target-opt KEY=VALUE,...] [--opt-level 0..3] [--records FILE] [--byoc NAME|PATH.so,...]\n"
-    "           [DUMPS]   (--byoc: external back ends claim what their patterns match; built in: cblas)\n"
+    "           [DUMPS]   (--byoc: external back ends claim what their patterns match; built in: cblas, dnnl)\n"
     "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"

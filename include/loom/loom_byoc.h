@@ -11,7 +11,8 @@
  *   - supports(node): a veto over every node a pattern would claim;
  *   - codegen(region): for each region of matched nodes, C source that
  *     Loom compiles into the artifact's shared object next to its own
- *     kernels.
+ *     kernels, or an opaque blob that the back end's runtime library
+ *     turns into state once at load (LoomByocRuntime: init, run, release).
  *
  * A plugin is a shared library exporting one function,
  *
@@ -25,9 +26,10 @@
  * Build time and run time are separate: the plugin runs inside the
  * compiler only (codegen runs in a child process, so a crashing plugin is
  * an error naming it, not a dead compiler). The artifact needs at run time
- * only Loom's runtime plus the library the generated code calls, which the
- * plugin names in runtime_library and the runtime loads before the
- * artifact's kernels.
+ * only Loom's runtime plus the library the generated code calls, or the
+ * back end's runtime that runs the blob codegen returned (LoomByocRuntime),
+ * which the plugin names in runtime_library and the runtime loads before
+ * the artifact's kernels.
  *
  * This header needs only libc and DLPack. */
 #ifndef LOOM_BYOC_H
@@ -165,8 +167,9 @@ typedef struct LoomByocRegion {
   const LoomByocComposite *composites; /* in topological order; their nodes are contiguous */
 } LoomByocRegion;
 
-/* codegen's result. c_source (allocated with malloc, freed by Loom) must
- * define
+/* codegen's result, in one of two forms.
+ *
+ * C source: c_source (allocated with malloc, freed by Loom) must define
  *
  *   int32_t SYMBOL(void *const *data, void *workspace);
  *
@@ -176,11 +179,38 @@ typedef struct LoomByocRegion {
  * allocates once per model (NULL when 0). It returns 0, or non-zero for a
  * failure (reported as the kernel's error). It must not keep state between
  * calls; it may call runtime_library. Loom adds the kernel around it that
- * checks every argument. */
+ * checks every argument.
+ *
+ * A blob for the back end's runtime: c_source NULL, blob (malloc'ed, freed
+ * by Loom; the artifact keeps it in its weights section) and runtime_entry,
+ * a function of runtime_library returning its LoomByocRuntime. At load the
+ * runtime calls init(blob, weights) once, per call run(data, workspace)
+ * with the same data and workspace as above, at unload release. */
 typedef struct LoomByocCode {
   char *c_source;
   size_t workspace_bytes;
+  void *blob;
+  size_t blob_size;
+  const char *runtime_entry; /* a C identifier; static storage in the plugin */
 } LoomByocCode;
+
+/* The run-time half of a back end that returns blobs: what
+ * `const LoomByocRuntime *ENTRY(void)` in its runtime_library returns. */
+typedef struct LoomByocRuntime {
+  int32_t abi_version; /* LOOM_BYOC_ABI_VERSION */
+  /* Once per loaded artifact, before any run: the state run() needs, from
+   * the blob and the region's constant parameters (weights[i] is parameter
+   * i's bytes in the artifact, NULL for a runtime tensor; nparams counts
+   * inputs and outputs). It may allocate and reorder weights here, never
+   * in run. 0 on success. */
+  int (*init)(const void *blob, size_t blob_size, const void *const *weights, int32_t nparams, void **state);
+  /* One call: as the C form's function, with init's state. Called from
+   * one thread at a time per loaded artifact. 0 on success. */
+  int (*run)(void *state, void *const *data, void *workspace);
+  void (*release)(void *state); /* at unload; NULL: nothing to release */
+} LoomByocRuntime;
+
+typedef const LoomByocRuntime *(*LoomByocRuntimeFn)(void);
 
 typedef struct LoomByocPlugin {
   int32_t abi_version; /* LOOM_BYOC_ABI_VERSION */

@@ -132,6 +132,10 @@ static loom_status build_json(const ArtifactSpec *s, const uint64_t *w_offsets, 
     }
     if (k->flops) cJSON_AddNumberToObject(o, "flops", (double)k->flops);
     if (k->backend) cJSON_AddStringToObject(o, "backend", k->backend);
+    if (k->backend && k->runtime_entry) {
+      cJSON_AddStringToObject(o, "runtime_entry", k->runtime_entry);
+      cJSON_AddNumberToObject(o, "blob", k->blob);
+    }
     cJSON_AddItemToArray(ks, o);
   }
   if (!st && s->num_byoc_runtimes > 0) {

@@ -22,42 +22,15 @@ enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112, MAX_BATCH
 
 static bool fits_int(int64_t v) { return v > 0 && v <= INT_MAX; }
 
-static bool all_f32(const LoomByocGraph *g, const LoomByocNode *n) {
-  for (int32_t k = 0; k < n->ninputs; k++)
-    if (n->inputs[k] >= 0 && !loom_byoc_is_f32(&g->tensors[n->inputs[k]])) return false;
-  return n->noutputs == 1 && loom_byoc_is_f32(&g->tensors[n->outputs[0]]);
-}
-
 static int matmul_ok(const LoomByocGraph *g, int32_t node, void *user) {
   (void)user;
   const LoomByocNode *n = &g->nodes[node];
   const LoomByocTensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1), *y = &g->tensors[n->outputs[0]];
-  if (!all_f32(g, n) || !a || !b || a->ndim < 2 || b->ndim < 2) return 0;
+  if (!byoc_all_f32(g, n) || !a || !b || a->ndim < 2 || b->ndim < 2) return 0;
   int64_t m = a->shape[a->ndim - 2], k = a->shape[a->ndim - 1], nn = b->shape[b->ndim - 1];
   int64_t batch = loom_byoc_numel(y) / (m * nn > 0 ? m * nn : 1);
   if (b->ndim == 2) m *= loom_byoc_numel(a) / (m * k > 0 ? m * k : 1), batch = 1; /* A's rows flattened */
   return fits_int(m) && fits_int(k) && fits_int(nn) && batch >= 1 && batch <= MAX_BATCH;
-}
-
-/* Add(matmul, bias) with a constant bias over the last axis only, that
- * does not broadcast the product itself. */
-static int bias_ok(const LoomByocGraph *g, int32_t node, void *user) {
-  (void)user;
-  const LoomByocNode *n = &g->nodes[node];
-  if (!all_f32(g, n) || n->ninputs != 2) return 0;
-  const LoomByocTensor *x = &g->tensors[n->inputs[0]], *c = &g->tensors[n->inputs[1]];
-  if (x->data) {
-    const LoomByocTensor *t = x;
-    x = c, c = t;
-  }
-  const LoomByocTensor *y = &g->tensors[n->outputs[0]];
-  if (!c->data || x->data || y->ndim != x->ndim || y->ndim < 1) return 0;
-  for (int32_t d = 0; d < y->ndim; d++)
-    if (y->shape[d] != x->shape[d]) return 0;
-  int64_t nn = y->shape[y->ndim - 1];
-  for (int32_t d = 0; d + 1 < c->ndim; d++)
-    if (c->shape[d] != 1) return 0;
-  return c->ndim >= 1 && c->shape[c->ndim - 1] == nn;
 }
 
 static int gemm_ok(const LoomByocGraph *g, int32_t node, void *user) {
@@ -65,14 +38,14 @@ static int gemm_ok(const LoomByocGraph *g, int32_t node, void *user) {
   const LoomByocNode *n = &g->nodes[node];
   const LoomByocTensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1), *c = loom_byoc_input(g, n, 2);
   const LoomByocTensor *y = &g->tensors[n->outputs[0]];
-  if (!all_f32(g, n) || !a || !b || a->ndim != 2 || b->ndim != 2 || y->ndim != 2 || (c && c->ndim > 2)) return 0;
+  if (!byoc_all_f32(g, n) || !a || !b || a->ndim != 2 || b->ndim != 2 || y->ndim != 2 || (c && c->ndim > 2)) return 0;
   int64_t k = loom_byoc_attr_int(n, "transA", 0) ? a->shape[0] : a->shape[1];
   return fits_int(y->shape[0]) && fits_int(y->shape[1]) && fits_int(k);
 }
 
 static const LoomByocStep k_matmul_bias[] = {
     {.ops = "MatMul", .where = matmul_ok},
-    {.ops = "Add", .optional = 1, .commutative = 1, .operands = {LOOM_BYOC_PREV, LOOM_BYOC_CONST}, .where = bias_ok},
+    {.ops = "Add", .optional = 1, .commutative = 1, .operands = {LOOM_BYOC_PREV, LOOM_BYOC_CONST}, .where = byoc_bias_add_ok},
     {0},
 };
 

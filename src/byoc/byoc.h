@@ -11,7 +11,9 @@
  *                 each region into one External node
  *   codegen.c     a region -> C (the plugin's codegen in a child process);
  *                 the FLOPs of a region
- *   backend_cblas.c  the CBLAS back end (OpenBLAS cblas_sgemm)
+ *   backend_cblas.c  the CBLAS back end (OpenBLAS cblas_sgemm), C form
+ *   backend_dnnl.c   the oneDNN back end, blob form; backends/ holds its
+ *                    run-time half (libloom_byoc_dnnl_rt.so) and the blob
  *
  * An External node (graph op "External", attributes backend and region)
  * stands for its region in the graph: inputs are the region's inputs
@@ -139,6 +141,11 @@ typedef struct ByocKernel {
   const char *backend; /* the back end's name */
   const char *source;  /* the plugin's C, defining regions[region].view.symbol */
   int region;
+  /* The blob form (loom/loom_byoc.h): the source is then Loom's call through
+   * NAME_external, and the artifact keeps the blob and the entry's name. */
+  const void *blob;
+  size_t blob_size;
+  const char *runtime_entry; /* NULL for the C form */
   const char **nodes;  /* the region's ONNX node names */
   int num_nodes;
   size_t workspace_bytes;
@@ -155,7 +162,18 @@ loom_status byoc_codegen(ByocSession *s, int region, const char *name, ByocKerne
  * Conv, 1 per output element of anything else. */
 uint64_t byoc_region_flops(const LoomByocRegion *r);
 
-/* ---- backend_cblas.c ---- */
-const LoomByocPlugin *byoc_cblas_plugin(void);
+/* ---- predicates.c: shared by the built-in back ends ---- */
+/* Every present input and the one output f32. */
+bool byoc_all_f32(const LoomByocGraph *g, const LoomByocNode *n);
+/* `where` of a bias Add after a product: Add(x, c) (either order) with a
+ * constant c over the last axis only ([N] or [1, ..., N]) that does not
+ * broadcast x. */
+int byoc_bias_add_ok(const LoomByocGraph *g, int32_t node, void *user);
+
+/* ---- the built-in back ends ---- */
+const LoomByocPlugin *byoc_cblas_plugin(void); /* backend_cblas.c */
+/* backend_dnnl.c; its run-time half is backends/dnnl_runtime.c
+ * (libloom_byoc_dnnl_rt.so, LOOM_BYOC_DNNL_RUNTIME) */
+const LoomByocPlugin *byoc_dnnl_plugin(void);
 
 #endif

@@ -38,6 +38,7 @@ typedef struct Partition {
   int ncomps;
   int *comp_of; /* per node: its composite, -1 */
   int *parent;  /* union-find over composites: their region */
+  int32_t *tensor_of; /* per value: its tensor in the region being viewed, -1 (reset after each) */
 } Partition;
 
 static int find(int *parent, int c) {
@@ -224,8 +225,7 @@ static LoomByocRegion region_view(ByocSession *s, Partition *p, const RegionBuil
                                   const int *comp_ids, int ncomp, int index) {
   Graph *g = p->g;
   Arena *a = s->arena;
-  int32_t *tensor_of = ARENA_ARRAY(p->tmp, int32_t, g->nvalues);
-  for (int v = 0; v < g->nvalues; v++) tensor_of[v] = -1;
+  int32_t *tensor_of = p->tensor_of;
   int cap = r->ninputs;
   for (int i = 0; i < r->nnodes; i++) cap += g->nodes[r->nodes[i]].noutputs;
   LoomByocTensor *ts = ARENA_ARRAY(a, LoomByocTensor, cap);
@@ -256,6 +256,10 @@ static LoomByocRegion region_view(ByocSession *s, Partition *p, const RegionBuil
       nodes[at].composite = c;
     }
   }
+  for (int i = 0; i < r->ninputs; i++) tensor_of[r->inputs[i]] = -1;
+  for (int i = 0; i < r->nnodes; i++)
+    for (int k = 0; k < g->nodes[r->nodes[i]].noutputs; k++)
+      if (g->nodes[r->nodes[i]].outputs[k] != GRAPH_NO_VALUE) tensor_of[g->nodes[r->nodes[i]].outputs[k]] = -1;
   LoomByocRegion v = {NULL, index, {nt, ts, r->nnodes, nodes}, r->ninputs, ins, r->noutputs, outs, ncomp, comps};
   return v;
 }
@@ -329,6 +333,8 @@ static loom_status partition_backend(ByocSession *s, int backend, Graph *g, Loom
   p.comps = ARENA_ARRAY(p.tmp, Composite, g->nnodes);
   p.comp_of = ARENA_ARRAY(p.tmp, int, g->nnodes);
   for (int i = 0; i < g->nnodes; i++) p.comp_of[i] = -1;
+  p.tensor_of = ARENA_ARRAY(p.tmp, int32_t, g->nvalues);
+  for (int v = 0; v < g->nvalues; v++) p.tensor_of[v] = -1;
   match_composites(&p, be, &view);
   qsort(p.comps, (size_t)p.ncomps, sizeof *p.comps, by_last);
   for (int c = 0; c < p.ncomps; c++)
@@ -342,16 +348,21 @@ static loom_status partition_backend(ByocSession *s, int backend, Graph *g, Loom
   RegionBuild *regions = ARENA_ARRAY(p.tmp, RegionBuild, p.ncomps);
   int *region_of_root = ARENA_ARRAY(p.tmp, int, p.ncomps), nregions = 0;
   int **comp_ids = ARENA_ARRAY(p.tmp, int *, p.ncomps), *ncomp = ARENA_ARRAY(p.tmp, int, p.ncomps);
+  int *region_nodes = ARENA_ARRAY(p.tmp, int, p.ncomps); /* per region: its nodes, for sizing */
   for (int c = 0; c < p.ncomps; c++) region_of_root[c] = -1;
   for (int c = 0; c < p.ncomps; c++) {
     int root = find(p.parent, c);
-    if (region_of_root[root] < 0) {
-      region_of_root[root] = nregions;
-      comp_ids[nregions] = ARENA_ARRAY(p.tmp, int, p.ncomps);
-      regions[nregions].nodes = ARENA_ARRAY(p.tmp, int, g->nnodes);
-      nregions++;
-    }
-    int r = region_of_root[root];
+    if (region_of_root[root] < 0) region_of_root[root] = nregions++;
+    ncomp[region_of_root[root]]++;
+    region_nodes[region_of_root[root]] += p.comps[c].nnodes;
+  }
+  for (int r = 0; r < nregions; r++) {
+    comp_ids[r] = ARENA_ARRAY(p.tmp, int, ncomp[r]);
+    regions[r].nodes = ARENA_ARRAY(p.tmp, int, region_nodes[r]);
+    ncomp[r] = 0;
+  }
+  for (int c = 0; c < p.ncomps; c++) {
+    int r = region_of_root[find(p.parent, c)];
     RegionBuild *rb = &regions[r];
     comp_ids[r][ncomp[r]++] = c;
     for (int i = 0; i < p.comps[c].nnodes; i++) rb->nodes[rb->nnodes++] = p.comps[c].nodes[i];

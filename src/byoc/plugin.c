@@ -15,6 +15,7 @@ static const struct {
   const LoomByocPlugin *(*get)(void);
 } k_builtin[] = {
     {"cblas", byoc_cblas_plugin},
+    {"dnnl", byoc_dnnl_plugin},
 };
 
 const LoomByocPlugin *byoc_builtin(const char *name) {
@@ -111,7 +112,7 @@ static loom_status load_one(ByocSession *s, const char *spec, LoomError *err) {
     const LoomByocPlugin *p = byoc_builtin(spec);
     if (!p)
       return err_set(err, LOOM_ERR_INVALID_ARG,
-                     "--byoc %s: no back end of that name is built in (built in: cblas); a plugin is a path to its "
+                     "--byoc %s: no back end of that name is built in (built in: cblas, dnnl); a plugin is a path to its "
                      ".so",
                      spec);
     return byoc_session_add(s, p, spec, NULL, err);

@@ -402,7 +402,7 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
   }
   int *weight_of = ARENA_ARRAY(a, int, g->nvalues);
   for (int i = 0; i < g->nvalues; i++) weight_of[i] = -1;
-  ArtifactWeight *weights = ARENA_ARRAY(a, ArtifactWeight, g->nvalues);
+  ArtifactWeight *weights = ARENA_ARRAY(a, ArtifactWeight, g->nvalues + c->ngroups); /* + external kernels' blobs */
   int nweights = 0;
   ArtifactKernel *kernels = ARENA_ARRAY(a, ArtifactKernel, c->ngroups);
   ArtifactCall *calls = ARENA_ARRAY(a, ArtifactCall, c->ngroups);
@@ -413,6 +413,14 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
     const char *kname = ext ? ext->name : gf->func->name;
     if (ext) {
       kernels[gi] = (ArtifactKernel){ext->name, ext->num_nodes, ext->nodes, ext->flops, ext->backend};
+      if (ext->runtime_entry) { /* the blob form: its blob is a weight of its own, for the back end's init */
+        int64_t *extent = ARENA_NEW(a, int64_t);
+        *extent = (int64_t)ext->blob_size;
+        DLDataType u8 = {kDLUInt, 8, 1};
+        weights[nweights] = (ArtifactWeight){{arena_printf(a, "%s.blob", ext->name), u8, 1, extent, 0, false}, ext->blob, 0};
+        kernels[gi].runtime_entry = ext->runtime_entry;
+        kernels[gi].blob = nweights++;
+      }
     } else {
       const char **nodes = ARENA_ARRAY(a, const char *, grp->nnodes);
       for (int k = 0; k < grp->nnodes; k++) nodes[k] = g->nodes[grp->nodes[k]].name;

@@ -225,6 +225,21 @@ static loom_status read_kernels(Reader *r, const cJSON *root, Artifact *art) {
     const cJSON *backend = get(v, "backend");
     snprintf(wn, sizeof wn, "%s.backend", w);
     if (backend && (st = read_name(r, backend, wn, &ks[i].backend))) return st;
+    const cJSON *entry = get(v, "runtime_entry");
+    snprintf(wn, sizeof wn, "%s.runtime_entry", w);
+    if (entry) {
+      if ((st = read_name(r, entry, wn, &ks[i].runtime_entry))) return st;
+      if (!backend) return meta_fail(r, wn, "an external kernel's runtime entry needs its \"backend\"");
+      if (!is_c_identifier(ks[i].runtime_entry) || strlen(ks[i].runtime_entry) > 100)
+        return meta_fail(r, wn, "\"%s\" is not a C identifier of at most 100 bytes", ks[i].runtime_entry);
+      uint64_t blob;
+      snprintf(wn, sizeof wn, "%s.blob", w);
+      if ((st = read_uint(r, get(v, "blob"), wn, ARTIFACT_MAX_INT, &blob))) return st;
+      if (blob >= (uint64_t)art->spec.num_weights)
+        return meta_fail(r, wn, "weight %llu does not exist (%d weights)", (unsigned long long)blob,
+                         (int)art->spec.num_weights);
+      ks[i].blob = (int32_t)blob;
+    }
     i++;
   }
   art->spec.kernels = ks;
@@ -706,29 +721,6 @@ static loom_status load_module(Artifact *art, const char *what, int flags, LoomE
   return st;
 }
 
-/* The libraries external kernels call, with global symbols: the kernels'
- * object leaves their symbols undefined, and dlopen resolves them from the
- * objects already loaded that way. */
-static loom_status load_byoc_runtimes(Artifact *art, const char *what, LoomError *err) {
-  int32_t n = art->spec.num_byoc_runtimes;
-  if (n == 0) return LOOM_OK;
-  art->byoc_handles = loom_calloc((size_t)n, sizeof *art->byoc_handles);
-  if (!art->byoc_handles) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
-  for (int32_t i = 0; i < n; i++) {
-    const ArtifactByocRuntime *rt = &art->spec.byoc_runtimes[i];
-    void *h = dlopen(rt->library, RTLD_NOW | RTLD_GLOBAL);
-    if (!h) {
-      const char *why = dlerror();
-      return err_set(err, LOOM_ERR_IO,
-                     "artifact \"%s\": its kernels from BYOC back end \"%s\" need the runtime library \"%s\", which "
-                     "cannot be loaded: %s",
-                     what, rt->backend, rt->library, why ? why : "unknown dlopen error");
-    }
-    art->byoc_handles[art->num_byoc_handles++] = h;
-  }
-  return LOOM_OK;
-}
-
 /* The entry and its plan hash must be in the .so, and the hash must be the
  * metadata's: a .so from another compile would run the wrong plan. */
 static loom_status resolve_run_entry(Artifact *art, const char *path, LoomError *err) {
@@ -781,7 +773,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
   }
   art->map = map;
   art->map_len = len;
-  if ((st = load_byoc_runtimes(art, path, err)) || (st = load_module(art, path, flags, err))) {
+  if ((st = artifact_load_byoc_runtimes(art, path, err)) || (st = load_module(art, path, flags, err))) {
     artifact_free(art);
     return st;
   }
@@ -798,7 +790,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
       return LOOM_ERR_PARSE;
     }
   }
-  if ((st = resolve_run_entry(art, path, err))) {
+  if ((st = resolve_run_entry(art, path, err)) || (st = artifact_init_external_kernels(art, path, err))) {
     artifact_free(art);
     return st;
   }
@@ -809,6 +801,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
 void artifact_free(Artifact *a) {
   if (!a) return;
   loom_free(a->kernels);
+  artifact_release_external_kernels(a); /* before the code they run goes */
   module_unload(a->module);
   for (int32_t i = 0; i < a->num_byoc_handles; i++) dlclose(a->byoc_handles[i]);
   loom_free(a->byoc_handles);

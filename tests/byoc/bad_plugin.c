@@ -9,9 +9,16 @@
  *   veto     vetoes every node
  *   runtime  names $LOOM_TEST_BYOC_RUNTIME as its runtime library (the
  *            test deletes it before running the artifact)
+ *   blob     a good one in the other form: a blob (the element count) and
+ *            a runtime entry in this very library, whose init fails when
+ *            $LOOM_TEST_BYOC_INIT_FAIL is set
  * Otherwise it claims Relu over f32 and emits a correct loop. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
 #include <loom/loom_byoc.h>
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +45,15 @@ static int codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, siz
 #endif
   const LoomByocNode *n = &r->graph.nodes[0];
   long count = (long)loom_byoc_numel(&r->graph.tensors[n->outputs[0]]);
+#ifdef BAD_MODE_blob
+  int64_t *blob = malloc(sizeof *blob);
+  if (!blob) return 1;
+  *blob = count;
+  out->blob = blob;
+  out->blob_size = sizeof *blob;
+  out->runtime_entry = "bad_relu_runtime";
+  return 0;
+#endif
   char *text = malloc(512);
   if (!text) return 1;
 #ifdef BAD_MODE_badc
@@ -70,6 +86,32 @@ static LoomByocPlugin k_plugin = {
     .codegen = codegen,
 };
 
+#ifdef BAD_MODE_blob
+/* The run-time half: state = the element count from the blob. */
+static int rt_init(const void *blob, size_t size, const void *const *weights, int32_t nparams, void **state) {
+  (void)weights;
+  if (size != sizeof(int64_t) || nparams != 2 || getenv("LOOM_TEST_BYOC_INIT_FAIL")) return 7;
+  int64_t *count = malloc(sizeof *count);
+  if (!count) return 1;
+  memcpy(count, blob, sizeof *count);
+  *state = count;
+  return 0;
+}
+
+static int rt_run(void *state, void *const *data, void *workspace) {
+  (void)workspace;
+  const float *x = data[0];
+  float *y = data[1];
+  for (int64_t i = 0; i < *(const int64_t *)state; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  return 0;
+}
+
+static const LoomByocRuntime k_runtime = {LOOM_BYOC_ABI_VERSION, rt_init, rt_run, free};
+
+const LoomByocRuntime *bad_relu_runtime(void);
+const LoomByocRuntime *bad_relu_runtime(void) { return &k_runtime; }
+#endif
+
 #ifdef BAD_MODE_nosym
 const LoomByocPlugin *loom_byoc_register_v0(void);
 const LoomByocPlugin *loom_byoc_register_v0(void) { return &k_plugin; }
@@ -78,6 +120,10 @@ const LoomByocPlugin *loom_byoc_register(void);
 const LoomByocPlugin *loom_byoc_register(void) {
 #ifdef BAD_MODE_runtime
   k_plugin.runtime_library = getenv("LOOM_TEST_BYOC_RUNTIME");
+#endif
+#ifdef BAD_MODE_blob
+  Dl_info self; /* this library is its own runtime library */
+  if (dladdr(&k_plugin, &self) && self.dli_fname) k_plugin.runtime_library = self.dli_fname;
 #endif
   return &k_plugin;
 }

@@ -18,6 +18,7 @@ import unittest
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 import onnx
+import onnxruntime as ort
 
 LOOM = os.environ.get("LOOM_BIN", "loom")
 SRC = os.environ.get("LOOM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -66,6 +67,24 @@ class Byoc(unittest.TestCase):
             helper.make_node("Sigmoid", ["r2"], ["y"], name="sig"),
         ], [("a", [2, 3, 8]), ("b", [2, 3, 8])], ["y"], {"c": rng.standard_normal((2, 3, 8)).astype(np.float32)})
         cls.c = numpy_helper.to_array(onnx.load(os.path.join(d, "addrelu.onnx")).graph.initializer[0])
+        # Convolutions and pools for oneDNN: conv + bias + residual Add + Relu, max pool, grouped strided
+        # dilated conv + Clip (relu6), average pool, global average pool.
+        cls.convs = {"w1": rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3,
+                     "b1": rng.standard_normal(8).astype(np.float32),
+                     "w2": rng.standard_normal((8, 4, 3, 3)).astype(np.float32) * 0.3,
+                     "b2": rng.standard_normal(8).astype(np.float32)}
+        save_model(os.path.join(d, "convnet.onnx"), [
+            helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+            helper.make_node("Add", ["c1", "res"], ["s1"], name="res1"),
+            helper.make_node("Relu", ["s1"], ["r1"], name="relu1"),
+            helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+            helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", group=2, strides=[2, 2],
+                             dilations=[2, 2], pads=[2, 1, 2, 1]),
+            helper.make_node("Clip", ["c2", "lo", "hi"], ["k2"], name="relu6"),
+            helper.make_node("AveragePool", ["k2"], ["a2"], name="pool2", kernel_shape=[2, 2], pads=[1, 1, 0, 0]),
+            helper.make_node("GlobalAveragePool", ["a2"], ["y"], name="gap"),
+        ], [("x", [1, 3, 12, 12]), ("res", [1, 8, 12, 12])], ["y"],
+            dict(cls.convs, lo=np.array(0, np.float32), hi=np.array(6, np.float32)))
         # Nothing for the example plugin to claim.
         save_model(os.path.join(d, "sigmoid.onnx"), [helper.make_node("Sigmoid", ["a"], ["y"], name="sig")],
                    [("a", [4])], ["y"], {})
@@ -73,7 +92,9 @@ class Byoc(unittest.TestCase):
                       "p": rng.standard_normal((2, 3, 4, 8)).astype(np.float32),
                       "q": rng.standard_normal((3, 8, 5)).astype(np.float32),
                       "a": rng.standard_normal((2, 3, 8)).astype(np.float32),
-                      "b": rng.standard_normal((2, 3, 8)).astype(np.float32)}
+                      "b": rng.standard_normal((2, 3, 8)).astype(np.float32),
+                      "res": rng.standard_normal((1, 8, 12, 12)).astype(np.float32)}
+        cls.inputs["cx"] = rng.standard_normal((1, 3, 12, 12)).astype(np.float32)
         for k, v in cls.inputs.items():
             np.save(os.path.join(d, k + ".npy"), v)
         # The example plugin, built out of tree by its own CMake project.
@@ -129,6 +150,35 @@ class Byoc(unittest.TestCase):
         self.assertIn('"backend"', meta)
         self.assertIn("libopenblas", meta)
 
+    def test_dnnl_convnet(self):
+        art = self.path("convnet_dnnl.loom")
+        self.ok("compile", self.path("convnet.onnx"), "-o", art, "--byoc", "dnnl")
+        args = ["run", art, "--input", f"x={self.path('cx.npy')}", "--input", f"res={self.path('res.npy')}",
+                "--output-dir", self.path("out_dnnl")]
+        self.ok(*args)
+        ref = ort.InferenceSession(self.path("convnet.onnx"), providers=["CPUExecutionProvider"]).run(
+            None, {"x": self.inputs["cx"], "res": self.inputs["res"]})[0]
+        np.testing.assert_allclose(np.load(os.path.join(self.path("out_dnnl"), "y.npy")), ref, rtol=1e-4, atol=1e-4)
+        r = self.ok("inspect", self.path("convnet.onnx"), "--byoc", "dnnl", "--dump", "partitioned").stdout
+        self.assertIn("(dnnl.conv_sum_act) 3 nodes", r)  # conv + residual Add + Relu: one primitive
+        self.assertIn("backend dnnl: 8 nodes claimed", r)
+        prof = self.ok("run", art, "--input", f"x={self.path('cx.npy')}", "--input", f"res={self.path('res.npy')}",
+                       "--profile").stdout
+        self.assertIn("[dnnl]", prof)
+
+    def test_dnnl_then_cblas(self):
+        # dnnl claims the MatMuls (constant B with bias; runtime batched B), cblas what is left (the Gemm)
+        art = self.path("mlp_both.loom")
+        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "dnnl,cblas")
+        out = self.run_model(art, ["x", "p", "q"], "out_both")
+        x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
+        np.testing.assert_allclose(out("y"), 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2,
+                                   rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
+        r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl,cblas", "--dump", "partitioned").stdout
+        self.assertIn("backend dnnl: 3 nodes claimed", r)
+        self.assertIn("backend cblas: 1 node claimed", r)
+
     def test_inspect_partitioned(self):
         r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "cblas", "--dump", "partitioned").stdout
         self.assertIn("External(", r)
@@ -170,6 +220,23 @@ class Byoc(unittest.TestCase):
         self.err("compile", self.path("sigmoid.onnx"), "-o", o, "--byoc", self.example,
                  expect=['back end "example" claimed nothing', "example.add_relu"])
         self.assertFalse(os.path.exists(o))
+
+    def test_blob_form(self):
+        # codegen returns a blob and a runtime entry; init runs at load, run per call
+        art = self.path("addrelu_blob.loom")
+        self.ok("compile", self.path("addrelu.onnx"), "-o", art, "--byoc", os.path.join(BAD, "libbyoc_bad_blob.so"))
+        out = self.run_model(art, ["a", "b"], "out_blob")
+        a, b = self.inputs["a"], self.inputs["b"]
+        np.testing.assert_allclose(out("y"), 1 / (1 + np.exp(-relu(relu(a + b) + self.c))), rtol=1e-5, atol=1e-6)
+        meta = self.ok("inspect", art, "--dump", "json").stdout
+        self.assertIn('"runtime_entry"', meta)
+        self.assertIn("bad_relu_runtime", meta)
+        prof = self.ok("run", art, "--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}",
+                       "--profile").stdout
+        self.assertIn("[bad]", prof)
+        env = dict(os.environ, LOOM_TEST_BYOC_INIT_FAIL="1")
+        self.err("run", art, "--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}", env=env,
+                 expect=['BYOC back end "bad": init of kernel', "code 7"])
 
     def test_missing_runtime_library(self):
         rt = self.path("libfake_runtime.so")
