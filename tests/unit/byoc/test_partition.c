@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "byoc/byoc.h"
 #include "unit/graph/graph_build.h"
 #include "unit/graph/graph_ref_eval.h"

@@ -8,6 +8,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "byoc/byoc.h"
 #include "graph/pass_internal.h"
 #include "support/alloc.h"
