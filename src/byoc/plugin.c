@@ -117,7 +117,9 @@ static loom_status load_one(ByocSession *s, const char *spec, LoomError *err) {
                      spec);
     return byoc_session_add(s, p, spec, NULL, err);
   }
-  void *handle = dlopen(spec, RTLD_NOW | RTLD_LOCAL);
+  /* RTLD_NODELETE: a vendor library with its own threads (OpenMP, BLAS)
+   * must not be unmapped under them when the session closes. */
+  void *handle = dlopen(spec, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle) {
     const char *why = dlerror();
     return err_set(err, LOOM_ERR_IO, "BYOC plugin \"%s\": cannot load it: %s", spec, why ? why : "unknown dlopen error");
@@ -166,7 +168,7 @@ loom_status byoc_session_load_runtimes(ByocSession *s, LoomError *err) {
   for (int b = 0; b < s->nbackends; b++) {
     const LoomByocPlugin *p = s->backends[b].plugin;
     if (!p->runtime_library || !s->backends[b].claimed) continue;
-    void *h = dlopen(p->runtime_library, RTLD_NOW | RTLD_GLOBAL);
+    void *h = dlopen(p->runtime_library, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
     if (!h) {
       const char *why = dlerror();
       return err_set(err, LOOM_ERR_IO, "BYOC back end \"%s\": cannot load its runtime library \"%s\": %s", p->name,

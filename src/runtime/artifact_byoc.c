@@ -24,7 +24,9 @@ loom_status artifact_load_byoc_runtimes(Artifact *art, const char *what, LoomErr
   if (!art->byoc_handles) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
   for (int32_t i = 0; i < n; i++) {
     const ArtifactByocRuntime *rt = &art->spec.byoc_runtimes[i];
-    void *h = dlopen(rt->library, RTLD_NOW | RTLD_GLOBAL);
+    /* RTLD_NODELETE: BLAS and oneDNN keep thread pools alive; unmapping
+     * their code when the artifact is freed would pull it from under them. */
+    void *h = dlopen(rt->library, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
     if (!h) {
       const char *why = dlerror();
       return err_set(err, LOOM_ERR_IO,
