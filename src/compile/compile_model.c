@@ -412,7 +412,8 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
     const ByocKernel *ext = c->ext[gi].name ? &c->ext[gi] : NULL;
     const char *kname = ext ? ext->name : gf->func->name;
     if (ext) {
-      kernels[gi] = (ArtifactKernel){ext->name, ext->num_nodes, ext->nodes, ext->flops, ext->backend};
+      kernels[gi] = (ArtifactKernel){.name = ext->name, .num_nodes = ext->num_nodes, .nodes = ext->nodes,
+                                     .flops = ext->flops, .backend = ext->backend};
       if (ext->runtime_entry) { /* the blob form: its blob is a weight of its own, for the back end's init */
         int64_t *extent = ARENA_NEW(a, int64_t);
         *extent = (int64_t)ext->blob_size;
@@ -425,7 +426,8 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
       const char **nodes = ARENA_ARRAY(a, const char *, grp->nnodes);
       for (int k = 0; k < grp->nnodes; k++) nodes[k] = g->nodes[grp->nodes[k]].name;
       int64_t flops = tir_func_flops(gf->func); /* the compute definition: useful work, schedule-independent */
-      kernels[gi] = (ArtifactKernel){gf->func->name, grp->nnodes, nodes, flops > 0 ? (uint64_t)flops : 0, NULL};
+      kernels[gi] = (ArtifactKernel){.name = gf->func->name, .num_nodes = grp->nnodes, .nodes = nodes,
+                                     .flops = flops > 0 ? (uint64_t)flops : 0};
     }
     int nargs = gf->ninputs + gf->noutputs;
     ArtifactArg *args = ARENA_ARRAY(a, ArtifactArg, nargs);

@@ -80,7 +80,7 @@ loom_status artifact_init_external_kernels(Artifact *art, const char *what, Loom
   for (int32_t k = 0; k < n; k++) {
     const ArtifactKernel *kk = &s->kernels[k];
     if (!kk->runtime_entry) continue;
-    const LoomByocRuntime *rt;
+    const LoomByocRuntime *rt = NULL;
     loom_status st = find_runtime(art, kk, what, &rt, err);
     if (st) return st;
     char slot_name[160];

@@ -57,7 +57,7 @@ static int codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, siz
   char *text = malloc(512);
   if (!text) return 1;
 #ifdef BAD_MODE_badc
-  snprintf(text, 512, "this is not C { %s", r->symbol);
+  snprintf(text, 512, "this is not C { %s %ld", r->symbol, count);
 #else
   snprintf(text, 512,
            "static int32_t %s(void *const *data, void *workspace) {\n"
