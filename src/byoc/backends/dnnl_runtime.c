@@ -12,6 +12,7 @@
 #include "loom/loom_byoc.h"
 
 #include <dnnl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,17 @@ fail:
   return ok;
 }
 
+/* The convolution's weights: the artifact's OIHW (GOIHW with groups), or
+ * with `any` the layout for oneDNN to choose. */
+static dnnl_status_t conv_weights_md(const DnnlBlob *b, dnnl_memory_desc_t *md, bool any) {
+  if (b->groups > 1) {
+    dnnl_dims_t d = {b->groups, b->weights[0] / b->groups, b->weights[1], b->weights[2], b->weights[3]};
+    return dnnl_memory_desc_init_by_tag(md, 5, d, dnnl_f32, any ? dnnl_format_tag_any : dnnl_goihw);
+  }
+  dnnl_dims_t d = {b->weights[0], b->weights[1], b->weights[2], b->weights[3]};
+  return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, any ? dnnl_format_tag_any : dnnl_oihw);
+}
+
 static int make_conv(DnnlState *s, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
                      const void *const *weights, dnnl_primitive_desc_t *pd) {
   const DnnlBlob *b = &s->b;
@@ -72,13 +84,7 @@ static int make_conv(DnnlState *s, const dnnl_memory_desc_t *src, const dnnl_mem
   dnnl_post_ops_t ops = NULL;
   dnnl_primitive_attr_t attr = NULL;
   int ok = 0;
-  if (b->groups > 1) {
-    dnnl_dims_t d = {b->groups, b->weights[0] / b->groups, b->weights[1], b->weights[2], b->weights[3]};
-    TRY(dnnl_memory_desc_init_by_tag(&any, 5, d, dnnl_f32, dnnl_format_tag_any));
-  } else {
-    dnnl_dims_t d = {b->weights[0], b->weights[1], b->weights[2], b->weights[3]};
-    TRY(dnnl_memory_desc_init_by_tag(&any, 4, d, dnnl_f32, dnnl_format_tag_any));
-  }
+  TRY(conv_weights_md(b, &any, true));
   dnnl_dims_t bd = {b->weights[0]};
   TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_a));
   dnnl_dims_t strides = {b->stride[0], b->stride[1]}, dil = {b->dilation[0] - 1, b->dilation[1] - 1};
@@ -94,14 +100,8 @@ static int make_conv(DnnlState *s, const dnnl_memory_desc_t *src, const dnnl_mem
   TRY(dnnl_primitive_attr_create(&attr));
   TRY(dnnl_primitive_attr_set_post_ops(attr, ops));
   TRY(dnnl_primitive_desc_create(pd, &cd, attr, s->engine, NULL));
-  dnnl_memory_desc_t user; /* the artifact's OIHW, or GOIHW with groups */
-  if (b->groups > 1) {
-    dnnl_dims_t d = {b->groups, b->weights[0] / b->groups, b->weights[1], b->weights[2], b->weights[3]};
-    TRY(dnnl_memory_desc_init_by_tag(&user, 5, d, dnnl_f32, dnnl_goihw));
-  } else {
-    dnnl_dims_t d = {b->weights[0], b->weights[1], b->weights[2], b->weights[3]};
-    TRY(dnnl_memory_desc_init_by_tag(&user, 4, d, dnnl_f32, dnnl_oihw));
-  }
+  dnnl_memory_desc_t user;
+  TRY(conv_weights_md(b, &user, false));
   if (!reorder_to(s, &user, dnnl_primitive_desc_query_md(*pd, dnnl_query_weights_md, 0), weights[b->p_weights]))
     goto fail;
   if (b->has_bias) TRY(dnnl_memory_create(&s->bias, &bias, s->engine, (void *)weights[b->p_bias]));
