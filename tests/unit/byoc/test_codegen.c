@@ -61,6 +61,8 @@ typedef int (*CodegenFn)(const LoomByocRegion *, LoomByocCode *, char *, size_t,
 
 /* Partitions x -> Relu -> y with a plugin using `cg` and generates the
  * region's kernel; returns the status, the kernel and message in out/err. */
+static Graph *g_graph; /* the region's graph: the kernel's node names point into it until done() */
+
 static loom_status generate(CodegenFn cg, const char *runtime_library, ByocKernel *out, LoomError *err,
                             ByocSession **session) {
   LoomByocPlugin *p = calloc(1, sizeof *p); /* freed by done() */
@@ -75,7 +77,7 @@ static loom_status generate(CodegenFn cg, const char *runtime_library, ByocKerne
   assert_int_equal(s->nregions, 1);
   memset(err, 0, sizeof *err);
   loom_status st = byoc_codegen(s, 0, "k0_t", out, err);
-  graph_free(g);
+  g_graph = g;
   *session = s;
   return st;
 }
@@ -84,6 +86,8 @@ static void done(ByocSession *s) {
   const LoomByocPlugin *p = s->backends[0].plugin;
   byoc_session_free(s);
   free((void *)p);
+  graph_free(g_graph);
+  g_graph = NULL;
 }
 
 static void expect_error(CodegenFn cg, const char *runtime_library, const char *part) {
