@@ -1,14 +1,15 @@
 /* The `loom` command line.
  *
  *   loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512] [--opt-level 0..3]
- *            [--dump-before=PASS,...] [--dump-after=PASS,...|all] [--dump-list-passes]
+ *            [--byoc NAME|PATH.so,...] [--dump-before=PASS,...] [--dump-after=PASS,...|all] [--dump-list-passes]
  *   loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]
  *            [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]
  *
  * Tensor files are .npy or ONNX TensorProto .pb (by extension). Running an
  * .onnx model compiles it first, specialized to the given inputs (the
  * dynamic-shape path: shapes that depend on input values).
- *   loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--dump-before/--dump-after ...]
+ *   loom inspect MODEL.onnx|OUT.loom [--dump graph|partitioned|fused|tir|c|json] [--byoc ...]
+ *            [--dump-before/--dump-after ...]
  *   loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64-...|aarch64|riscv64] [--records FILE]
  *            [--name PREFIX] [--weights embed|file] [--threads N] [--bench] [--force]   (docs/export.md)
  *
@@ -60,12 +61,13 @@ static int fail(int code, const char *fmt, ...) {
 static const char k_usage[] =
     "usage:\n"
     "  loom compile MODEL.onnx -o OUT.loom [--target host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512]\n"
-    "           [--target-opt KEY=VALUE,...] [--opt-level 0..3] [--records FILE] [DUMPS]\n"
+    "           [--target-opt KEY=VALUE,...] [--opt-level 0..3] [--records FILE] [--byoc NAME|PATH.so,...]\n"
+    "           [DUMPS]   (--byoc: external back ends claim what their patterns match; built in: cblas, dnnl)\n"
     "  loom run OUT.loom|MODEL.onnx [--input NAME=FILE ...] [FILE ...] [--output-dir DIR]\n"
     "           [--output-format npy|pb] [--repeat N] [--threads N] [--json] [--profile]\n"
     "  (input and output tensor files: .npy or ONNX TensorProto .pb)\n"
-    "  loom inspect MODEL.onnx|OUT.loom [--dump graph|fused|tir|c|json] [--records FILE] [--target NAME]\n"
-    "           [--target-opt ...] [DUMPS]\n"
+    "  loom inspect MODEL.onnx|OUT.loom [--dump graph|partitioned|fused|tir|c|json] [--records FILE]\n"
+    "           [--target NAME] [--target-opt ...] [--byoc NAME|PATH.so,...] [DUMPS]\n"
     "  DUMPS: --dump-before=PASS,... --dump-after=PASS,... (repeatable; PASS or all): the graph or each\n"
     "   kernel's loop IR before/after every run of the pass; to stderr for compile, stdout for inspect.\n"
     "   --dump-list-passes prints the passes in pipeline order.\n"
@@ -198,6 +200,8 @@ static int compile_with_dumps(int argc, char **argv, DumpFlags *dumps) {
       opt.target_options = v;
     } else if ((v = flag_value(argc, argv, &i, "--records", &missing))) {
       opt.records = v;
+    } else if ((v = flag_value(argc, argv, &i, "--byoc", &missing))) {
+      opt.byoc = v;
     } else if ((v = flag_value(argc, argv, &i, "--opt-level", &missing))) {
       long n;
       if (!parse_int(v, 0, 3, &n)) return fail(EXIT_USAGE, "compile: --opt-level \"%s\": expected 0, 1, 2 or 3", v);
@@ -569,6 +573,7 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print, Targ
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "step", i);
     cJSON_AddStringToObject(o, "kernel", p.kernel);
+    if (p.backend) cJSON_AddStringToObject(o, "backend", p.backend); /* an external (BYOC) kernel */
     cJSON_AddNumberToObject(o, "calls", (double)p.calls);
     cJSON_AddNumberToObject(o, "total_ms", p.total_ms);
     cJSON_AddNumberToObject(o, "avg_ms", avg);
@@ -585,7 +590,9 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print, Targ
     for (int32_t k = 0; k < p.num_nodes; k++) cJSON_AddItemToArray(nodes, cJSON_CreateString(p.nodes[k]));
     cJSON_AddItemToArray(arr, o);
     if (print) {
-      printf("%-5d %-40s %10.4f %6.1f%% ", (int)i, p.kernel, avg, pct);
+      char label[128]; /* external kernels carry their back end: "k3_cblas [cblas]" */
+      snprintf(label, sizeof label, p.backend ? "%s [%s]" : "%s", p.kernel, p.backend);
+      printf("%-5d %-40s %10.4f %6.1f%% ", (int)i, label, avg, pct);
       if (rated && peak > 0) printf("%9.2f %6.1f%%  ", gflops, 100.0 * gflops / peak);
       else if (rated) printf("%9.2f %7s  ", gflops, "-");
       else printf("%9s %7s  ", "-", "-");
@@ -869,10 +876,13 @@ static int inspect_artifact(const char *path, const uint8_t *b, size_t len, cons
          (unsigned long long)s->arena_bytes, (unsigned long long)s->intermediate_bytes, pct);
   printf("kernels (%d)\n", (int)s->num_kernels);
   for (int32_t i = 0; i < s->num_kernels; i++) {
-    printf("  %s:", s->kernels[i].name);
+    if (s->kernels[i].backend) printf("  %s [%s]:", s->kernels[i].name, s->kernels[i].backend); /* external (BYOC) */
+    else printf("  %s:", s->kernels[i].name);
     for (int32_t k = 0; k < s->kernels[i].num_nodes; k++) printf(" %s", s->kernels[i].nodes[k]);
     printf("\n");
   }
+  for (int32_t i = 0; i < s->num_byoc_runtimes; i++)
+    printf("runtime library of BYOC back end %s: %s\n", s->byoc_runtimes[i].backend, s->byoc_runtimes[i].library);
   printf("plan (%d calls)\n", (int)s->num_calls);
   for (int32_t c = 0; c < s->num_calls; c++) {
     printf("  %d: %s(", (int)c, s->kernels[s->calls[c].kernel].name);
@@ -916,7 +926,7 @@ static int cmd_target(int argc, char **argv) {
 }
 
 static int inspect_with_dumps(int argc, char **argv, DumpFlags *dumps) {
-  const char *file = NULL, *dump = NULL, *records = NULL, *target = NULL, *target_options = NULL;
+  const char *file = NULL, *dump = NULL, *records = NULL, *target = NULL, *target_options = NULL, *byoc = NULL;
   for (int i = 0; i < argc; i++) {
     bool missing = false;
     const char *v;
@@ -929,11 +939,14 @@ static int inspect_with_dumps(int argc, char **argv, DumpFlags *dumps) {
     } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
       target_options = v;
     } else if ((v = flag_value(argc, argv, &i, "--dump", &missing))) {
-      if (strcmp(v, "graph") && strcmp(v, "fused") && strcmp(v, "tir") && strcmp(v, "c") && strcmp(v, "json"))
-        return fail(EXIT_USAGE, "inspect: --dump \"%s\": expected graph, fused, tir, c or json", v);
+      if (strcmp(v, "graph") && strcmp(v, "partitioned") && strcmp(v, "fused") && strcmp(v, "tir") && strcmp(v, "c") &&
+          strcmp(v, "json"))
+        return fail(EXIT_USAGE, "inspect: --dump \"%s\": expected graph, partitioned, fused, tir, c or json", v);
       dump = v;
     } else if ((v = flag_value(argc, argv, &i, "--records", &missing))) {
       records = v;
+    } else if ((v = flag_value(argc, argv, &i, "--byoc", &missing))) {
+      byoc = v;
     } else if (missing) {
       return fail(EXIT_USAGE, "inspect: %s needs a value", argv[i]);
     } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -957,9 +970,9 @@ static int inspect_with_dumps(int argc, char **argv, DumpFlags *dumps) {
     return fail(1, "inspect: cannot read \"%s\": %s", file, strerror(errno ? errno : EIO));
   /* The content decides, not the extension. */
   if (len >= 8 && !memcmp(b, ARTIFACT_MAGIC, 8)) {
-    rc = records || target || target_options || dumps->before || dumps->after
-             ? fail(EXIT_USAGE, "inspect: --records, --target, --target-opt, --dump-before and --dump-after need an "
-                                "ONNX model (an artifact is compiled already)")
+    rc = records || target || target_options || byoc || dumps->before || dumps->after
+             ? fail(EXIT_USAGE, "inspect: --records, --target, --target-opt, --byoc, --dump-before and --dump-after "
+                                "need an ONNX model (an artifact is compiled already)")
              : inspect_artifact(file, b, len, dump);
   } else {
     char err[2048] = "";
@@ -967,6 +980,7 @@ static int inspect_with_dumps(int argc, char **argv, DumpFlags *dumps) {
                               .target_options = target_options,
                               .opt_level = 2,
                               .records = records,
+                              .byoc = byoc,
                               .dump_before = dumps->before,
                               .dump_after = dumps->after};
     rc = loom_inspect_onnx(file, dump, &opt, stdout, err, sizeof err) == LOOM_OK ? 0

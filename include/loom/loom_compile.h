@@ -59,6 +59,14 @@ typedef struct LoomCompileOptions {
    * An unknown name is LOOM_ERR_INVALID_ARG listing the valid ones. */
   const char *dump_before;
   const char *dump_after;
+  /* NULL, or external back ends (BYOC, docs/byoc.md), comma-separated: a
+   * built-in name ("cblas") or a path to a plugin .so (loom/loom_byoc.h).
+   * Each claims, before Loom's fusion, the regions its patterns match and
+   * its supports() accepts (the first listed first), and generates their
+   * code. A back end that cannot be loaded, claims nothing, crashes or
+   * returns C that does not compile is an error naming it. (The last
+   * field, so the earlier ones keep their offsets for callers through FFI.) */
+  const char *byoc;
 } LoomCompileOptions;
 
 /* One step of the compiler's pipeline that dump_before / dump_after can
@@ -90,6 +98,7 @@ loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const
                               char *errbuf, size_t errlen);
 
 /* Prints a summary of an ONNX model to `out`, or with dump = "graph",
+ * "partitioned" (the graph after BYOC partitioning, then the regions),
  * "fused", "tir" or "c" the IR after that stage (dump NULL: the summary).
  * The summary includes the planned arena size next to the sum of all
  * intermediate tensor sizes. opt's dump_before / dump_after print to `out`

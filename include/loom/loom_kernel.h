@@ -55,6 +55,7 @@ typedef enum LoomKernelErr {
   LOOM_KERNEL_ERR_STRIDES = 7,   /* strides given and not compact row-major */
   LOOM_KERNEL_ERR_ALIGN = 8,     /* data misaligned for the element or the declared alignment */
   LOOM_KERNEL_ERR_WORKSPACE = 9, /* env->workspace missing, too small or misaligned */
+  LOOM_KERNEL_ERR_EXTERNAL = 10, /* an external (BYOC) kernel's own code reported a failure */
 } LoomKernelErr;
 
 #define LOOM_KERNEL_ERR(kind, arg) ((int32_t)(kind) | ((int32_t)(arg) << 8))
@@ -90,6 +91,17 @@ typedef enum LoomKernelErr {
  * Alongside the entry the object exports `const uint64_t NAME_plan_hash`
  * (the artifact plan it was generated for: the loader recomputes it from
  * the metadata and refuses a mismatch) and `const int32_t NAME_num_steps`. */
+/* ---- External kernels (BYOC, loom/loom_byoc.h) ----
+ *
+ * The kernel of a back end that returned a blob calls its runtime through
+ * `LoomExternalSlot NAME_external`, which the loader fills after the back
+ * end's init (run NULL until then: the kernel returns
+ * LOOM_KERNEL_ERR_EXTERNAL). */
+typedef struct LoomExternalSlot {
+  void *state;
+  int (*run)(void *state, void *const *data, void *workspace);
+} LoomExternalSlot;
+
 typedef int32_t (*LoomRunFn)(DLTensor *const *inputs, DLTensor *const *outputs, const void *weights, void *arena,
                              const LoomKernelEnv *env, int32_t *failed_step);
 #define LOOM_RUN_ENTRY_DEFAULT "loom_run"

@@ -123,6 +123,9 @@ typedef struct LoomProfileEntry {
    * and layout transforms 0). 0 when the artifact does not say. GFLOP/s =
    * flops * calls / (total_ms * 1e6). */
   uint64_t flops;
+  /* NULL for Loom's own kernels; for an external one, the BYOC back end
+   * that generated it ("cblas"). */
+  const char *backend;
 } LoomProfileEntry;
 
 /* One entry per plan step, in call order. */

@@ -131,7 +131,26 @@ static loom_status build_json(const ArtifactSpec *s, const uint64_t *w_offsets, 
       break;
     }
     if (k->flops) cJSON_AddNumberToObject(o, "flops", (double)k->flops);
+    if (k->backend) cJSON_AddStringToObject(o, "backend", k->backend);
+    if (k->backend && k->runtime_entry) {
+      cJSON_AddStringToObject(o, "runtime_entry", k->runtime_entry);
+      cJSON_AddNumberToObject(o, "blob", k->blob);
+    }
     cJSON_AddItemToArray(ks, o);
+  }
+  if (!st && s->num_byoc_runtimes > 0) {
+    cJSON *rts = cJSON_AddArrayToObject(root, "byoc_runtimes");
+    for (int32_t i = 0; i < s->num_byoc_runtimes; i++) {
+      const ArtifactByocRuntime *rt = &s->byoc_runtimes[i];
+      if (!rt->backend || !rt->library) {
+        st = err_set(err, LOOM_ERR_INVALID_ARG, "artifact_write: byoc_runtimes[%d]: missing back end or library", (int)i);
+        break;
+      }
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "backend", rt->backend);
+      cJSON_AddStringToObject(o, "library", rt->library);
+      cJSON_AddItemToArray(rts, o);
+    }
   }
   cJSON *plan = cJSON_AddArrayToObject(root, "plan");
   for (int32_t i = 0; !st && i < s->num_calls; i++) {

@@ -185,5 +185,21 @@ const char *compile_anchor_rule(const PrimFunc *f);
  * must be defined earlier in the same source. LOOM_ERR_INVALID_ARG for a
  * spec with dangling references. */
 loom_status compile_run_entry_source(const ArtifactSpec *spec, StrBuf *out, LoomError *err);
+/* Appends `static int32_t NAME_check(const DLTensor *t, int32_t i, uint8_t
+ * code, uint8_t bits, int32_t ndim, const int64_t *shape)`: 0 when t is a
+ * non-NULL CPU tensor of that dtype and shape with compact strides, else
+ * the LOOM_KERNEL_ERR for argument i. */
+void compile_emit_tensor_check(StrBuf *o, const char *name);
+
+/* ---- external_kernel.c: the kernel around a BYOC back end's function ---- */
+/* Appends k's source (the back end's C, byoc_codegen) and the kernel k->name
+ * with the standard ABI (loom/loom_kernel.h) around its function r->symbol:
+ * argument count, every tensor's dtype, shape and strides, the workspace
+ * (k->workspace_bytes, exported as NAME_workspace_bytes) checked like
+ * generated kernels do; a non-zero return of the function is
+ * LOOM_KERNEL_ERR_EXTERNAL. */
+struct ByocKernel;
+struct LoomByocRegion;
+void compile_external_kernel_source(const struct ByocKernel *k, const struct LoomByocRegion *r, StrBuf *out);
 
 #endif

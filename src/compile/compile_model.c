@@ -4,12 +4,14 @@
  *   import (+ fold constants, drop identities, DCE)   frontend/onnx
  *   the graph steps (k_graph_pipeline below):          graph/passes
  *     fold empty ops, fold BatchNorm, canonicalize,
+ *     partition for external back ends (--byoc)        byoc/partition
  *     split GEMVs, pack constant matmul weights,
  *     CSE, DCE, NCHWc layout, Winograd, DCE, infer,
  *     extents of data-dependent outputs                compile/dynamic
  *     materialize outputs, fuse into groups,
  *     plan the arena
  *   group -> PrimFunc -> default schedule              compile/lower_group, schedule_group
+ *     (an External group: its back end's C instead)    byoc/codegen
  *   artifact plan + generated run entry                compile/run_entry
  *   lower (tir_lower's steps) + C (kernels, then       driver, tir/transform/lower.c
  *     the entry) + one .so
@@ -21,6 +23,7 @@
 #include "compile/pass_dump.h"
 
 #include "artifact_write/artifact_write.h"
+#include "byoc/byoc.h"
 #include "driver/driver.h"
 #include "frontend/onnx/onnx.h"
 #include "autotune/records.h"
@@ -28,6 +31,7 @@
 #include "loom/loom_compile.h"
 #include "support/alloc.h"
 #include "support/oom.h"
+#include "target/codegen_c.h"
 #include "tir/flops.h"
 #include "tir/schedule/schedule.h"
 #include "tir/text.h"
@@ -51,12 +55,15 @@ typedef struct Compiled {
   int opt_level;
   bool fused, planned; /* plan and mem are made */
   PassDump dump;
+  ByocSession *byoc; /* --byoc: the external back ends and their regions */
+  ByocKernel *ext;   /* per group: its external kernel (name NULL for Loom's own) */
 } Compiled;
 
 static void compiled_free(Compiled *c) {
   driver_module_free(c->module);
   for (int i = 0; c->scheds && i < c->ngroups; i++) sch_free(c->scheds[i]);
   if (c->graph) graph_free(c->graph);
+  byoc_session_free(c->byoc); /* after the module: its kernels may call a back end's runtime library */
   arena_free(c->arena);
   memset(c, 0, sizeof *c);
 }
@@ -101,6 +108,30 @@ static loom_status step_split_gemv(Compiled *c, LoomError *err) {
 static loom_status step_pack_matmul(Compiled *c, LoomError *err) {
   if (c->target.local_mem_bytes > 0) return LOOM_OK;
   return graph_pass_pack_matmul(c->graph, target_lanes(&c->target, DT_F32), err);
+}
+
+/* BYOC (src/byoc): each --byoc back end claims the regions its patterns
+ * match, before the layout passes rewrite the ops they name. A back end
+ * that claims nothing was asked for in vain: an error naming it. */
+static loom_status step_partition(Compiled *c, LoomError *err) {
+  if (!c->byoc) return LOOM_OK;
+  loom_status st = byoc_partition(c->byoc, c->graph, err);
+  for (int b = 0; !st && b < c->byoc->nbackends; b++) {
+    const ByocBackend *be = &c->byoc->backends[b];
+    if (be->claimed) continue;
+    if (be->vetoed)
+      return err_set(err, LOOM_ERR_UNSUPPORTED,
+                     "BYOC back end \"%s\" claimed nothing: its supports() vetoed all %d node%s its patterns matched",
+                     be->plugin->name, be->vetoed, be->vetoed == 1 ? "" : "s");
+    StrBuf names;
+    sb_init(&names);
+    for (const LoomByocPattern *q = be->plugin->patterns; q->name; q++)
+      sb_printf(&names, "%s%s", q == be->plugin->patterns ? "" : ", ", q->name);
+    st = err_set(err, LOOM_ERR_UNSUPPORTED, "BYOC back end \"%s\" claimed nothing: none of its patterns (%s) matches",
+                 be->plugin->name, sb_cstr(&names));
+    sb_free(&names);
+  }
+  return st;
 }
 
 static loom_status step_cse(Compiled *c, LoomError *err) { return graph_pass_cse(c->graph, err); }
@@ -164,11 +195,14 @@ typedef struct GraphStep {
 
 /* In order. Packed weights are a layout choice, like NCHWc: opt level 2,
  * before CSE and DCE, which merge equal panels and drop the unpacked
- * weights. */
+ * weights. Partitioning comes before both (BYOC back ends match ONNX's
+ * MatMul and Conv, not Loom's packed and blocked forms) and after
+ * BatchNorm folding (a conv pattern then sees its folded bias). */
 static const GraphStep k_graph_pipeline[] = {
     {"fold_empty", 0, step_fold_empty},
     {"fold_batchnorm", 1, step_fold_batchnorm},
     {"canonicalize", 1, step_canonicalize},
+    {"partition", 0, step_partition},
     {"split_gemv", 1, step_split_gemv},
     {"pack_matmul", 2, step_pack_matmul},
     {"cse", 1, step_cse},
@@ -252,10 +286,28 @@ const PrimFunc *compile_schedule_from_records(RecordStore *rec, const GroupFunc 
   return out;
 }
 
+/* An External group (one node: fusion leaves opaque nodes alone): the C of
+ * its back end (byoc_codegen) instead of a PrimFunc, unless `lowered` only
+ * asks for the groups' interfaces. */
+static loom_status external_group(Compiled *c, int i, const char *upto, LoomError *err) {
+  const GraphFusedGroup *grp = &c->plan.groups[i];
+  const GraphNode *n = &c->graph->nodes[grp->anchor];
+  int region = (int)graph_attr_int(n, "region", -1);
+  if (!c->byoc || region < 0 || region >= c->byoc->nregions)
+    return err_set(err, LOOM_ERR_INVALID_ARG, "node \"%s\": an External node that no --byoc back end made", n->name);
+  if (grp->nnodes != 1)
+    return err_set(err, LOOM_ERR_INTERNAL, "External node \"%s\" was fused with %d other nodes", n->name, grp->nnodes - 1);
+  c->groups[i] = (GroupFunc){NULL, n->inputs, n->ninputs, n->outputs, n->noutputs};
+  if (upto && !strcmp(upto, "lowered")) return LOOM_OK;
+  const char *name = arena_printf(c->arena, "k%d_%s", i, graph_attr_string(n, "backend", "external"));
+  return byoc_codegen(c->byoc, region, name, &c->ext[i], err);
+}
+
 /* Front half: everything up to scheduled PrimFuncs. `upto` stops early for
- * inspect: "graph" (after the graph step infer), "fused" (after the graph
- * steps), "lowered" (PrimFuncs, not scheduled); NULL runs it all. The dumps
- * opt asks for go to dump_out. */
+ * inspect: "graph" (after the graph step infer), "partitioned" (after the
+ * step partition), "fused" (after the graph steps), "lowered" (PrimFuncs,
+ * not scheduled); NULL runs it all. The dumps opt asks for go to dump_out.
+ * External groups get no PrimFunc (funcs[i] NULL) but their kernel in ext. */
 static loom_status compile_front(const char *path, const LoomCompileOptions *opt, FILE *dump_out, const char *upto,
                                  Compiled *c, LoomError *err) {
   memset(c, 0, sizeof *c);
@@ -277,10 +329,11 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   }
   if (!st) st = target_parse(opt ? opt->target : NULL, &c->target, err);
   if (!st && opt) st = target_apply_options(&c->target, opt->target_options, err);
+  if (!st && opt && opt->byoc) st = byoc_session_open(opt->byoc, &c->byoc, err);
   const Target *target = &c->target;
-  bool graph_only = upto && !strcmp(upto, "graph");
-  if (!st) st = run_graph_pipeline(c, graph_only ? "infer" : NULL, err);
-  if (st || graph_only || (upto && !strcmp(upto, "fused"))) return st;
+  bool graph_only = upto && !strcmp(upto, "graph"), partitioned_only = upto && !strcmp(upto, "partitioned");
+  if (!st) st = run_graph_pipeline(c, graph_only ? "infer" : partitioned_only ? "partition" : NULL, err);
+  if (st || graph_only || partitioned_only || (upto && !strcmp(upto, "fused"))) return st;
 
   int threads = target->num_cores > 1 ? target->num_cores : 1;
   c->threads = threads;
@@ -291,8 +344,13 @@ static loom_status compile_front(const char *path, const LoomCompileOptions *opt
   c->groups = ARENA_ARRAY(c->arena, GroupFunc, c->ngroups);
   c->funcs = ARENA_ARRAY(c->arena, const PrimFunc *, c->ngroups);
   c->scheds = ARENA_ARRAY(c->arena, Schedule *, c->ngroups);
+  c->ext = ARENA_ARRAY(c->arena, ByocKernel, c->ngroups);
   for (int i = 0; i < c->ngroups; i++) {
     const GraphFusedGroup *grp = &c->plan.groups[i];
+    if (c->graph->nodes[grp->anchor].op == GRAPH_OP_EXTERNAL) {
+      if ((st = external_group(c, i, upto, err))) break;
+      continue;
+    }
     const char *op = graph_op_info(c->graph->nodes[grp->anchor].op)->name;
     char lower_op[32];
     size_t k = 0;
@@ -353,17 +411,33 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
   }
   int *weight_of = ARENA_ARRAY(a, int, g->nvalues);
   for (int i = 0; i < g->nvalues; i++) weight_of[i] = -1;
-  ArtifactWeight *weights = ARENA_ARRAY(a, ArtifactWeight, g->nvalues);
+  ArtifactWeight *weights = ARENA_ARRAY(a, ArtifactWeight, g->nvalues + c->ngroups); /* + external kernels' blobs */
   int nweights = 0;
   ArtifactKernel *kernels = ARENA_ARRAY(a, ArtifactKernel, c->ngroups);
   ArtifactCall *calls = ARENA_ARRAY(a, ArtifactCall, c->ngroups);
   for (int gi = 0; gi < c->ngroups; gi++) {
     const GroupFunc *gf = &c->groups[gi];
     const GraphFusedGroup *grp = &c->plan.groups[gi];
-    const char **nodes = ARENA_ARRAY(a, const char *, grp->nnodes);
-    for (int k = 0; k < grp->nnodes; k++) nodes[k] = g->nodes[grp->nodes[k]].name;
-    int64_t flops = tir_func_flops(gf->func); /* the compute definition: useful work, schedule-independent */
-    kernels[gi] = (ArtifactKernel){gf->func->name, grp->nnodes, nodes, flops > 0 ? (uint64_t)flops : 0};
+    const ByocKernel *ext = c->ext[gi].name ? &c->ext[gi] : NULL;
+    const char *kname = ext ? ext->name : gf->func->name;
+    if (ext) {
+      kernels[gi] = (ArtifactKernel){.name = ext->name, .num_nodes = ext->num_nodes, .nodes = ext->nodes,
+                                     .flops = ext->flops, .backend = ext->backend};
+      if (ext->runtime_entry) { /* the blob form: its blob is a weight of its own, for the back end's init */
+        int64_t *extent = ARENA_NEW(a, int64_t);
+        *extent = (int64_t)ext->blob_size;
+        DLDataType u8 = {kDLUInt, 8, 1};
+        weights[nweights] = (ArtifactWeight){{arena_printf(a, "%s.blob", ext->name), u8, 1, extent, 0, false}, ext->blob, 0};
+        kernels[gi].runtime_entry = ext->runtime_entry;
+        kernels[gi].blob = nweights++;
+      }
+    } else {
+      const char **nodes = ARENA_ARRAY(a, const char *, grp->nnodes);
+      for (int k = 0; k < grp->nnodes; k++) nodes[k] = g->nodes[grp->nodes[k]].name;
+      int64_t flops = tir_func_flops(gf->func); /* the compute definition: useful work, schedule-independent */
+      kernels[gi] = (ArtifactKernel){.name = gf->func->name, .num_nodes = grp->nnodes, .nodes = nodes,
+                                     .flops = flops > 0 ? (uint64_t)flops : 0};
+    }
     int nargs = gf->ninputs + gf->noutputs;
     ArtifactArg *args = ARENA_ARRAY(a, ArtifactArg, nargs);
     for (int k = 0; k < nargs; k++) {
@@ -398,7 +472,7 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
         arg->offset = (uint64_t)c->mem.offset[v];
         arg->view = true;
       } else {
-        return err_set(err, LOOM_ERR_INTERNAL, "value \"%s\" of kernel %s has no storage", gv->name, gf->func->name);
+        return err_set(err, LOOM_ERR_INTERNAL, "value \"%s\" of kernel %s has no storage", gv->name, kname);
       }
     }
     calls[gi] = (ArtifactCall){gi, nargs, args};
@@ -413,6 +487,15 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
   spec.kernels = kernels;
   spec.num_calls = c->ngroups;
   spec.calls = calls;
+  if (c->byoc) { /* the runtime libraries of the back ends that claimed something */
+    ArtifactByocRuntime *rts = ARENA_ARRAY(a, ArtifactByocRuntime, c->byoc->nbackends);
+    for (int b = 0; b < c->byoc->nbackends; b++) {
+      const ByocBackend *be = &c->byoc->backends[b];
+      if (be->claimed && be->plugin->runtime_library)
+        rts[spec.num_byoc_runtimes++] = (ArtifactByocRuntime){be->plugin->name, be->plugin->runtime_library};
+    }
+    spec.byoc_runtimes = rts;
+  }
   spec.arena_bytes = (uint64_t)c->mem.arena_size;
   spec.intermediate_bytes = (uint64_t)c->mem.intermediate_bytes;
   uint64_t *offsets = ARENA_ARRAY(a, uint64_t, nweights + 1), blob;
@@ -424,15 +507,47 @@ static loom_status plan_artifact(Compiled *c, LoomError *err) {
   return LOOM_OK;
 }
 
-/* Kernels and the generated run entry, in one source and shared object. */
+/* The shared object did not build: when an external kernel's C is at
+ * fault, say which back end wrote it (each is built alone, with the
+ * prelude the generated kernels have). */
+static loom_status blame_external(Compiled *c, const BuildOptions *build, LoomError *err) {
+  for (int i = 0; i < c->ngroups; i++) {
+    const ByocKernel *ext = &c->ext[i];
+    if (!ext->name) continue;
+    StrBuf src;
+    sb_init(&src);
+    codegen_c_prelude(&src);
+    compile_external_kernel_source(ext, &c->byoc->regions[ext->region].view, &src);
+    BuildResult r;
+    LoomError e = {0};
+    loom_status st = build_shared_object(sb_cstr(&src), build, &r, &e);
+    sb_free(&src);
+    if (st == LOOM_ERR_BUILD)
+      return err_set(err, LOOM_ERR_BUILD, "BYOC back end \"%s\" returned C for kernel %s that does not compile: %s",
+                     ext->backend, ext->name, e.msg);
+  }
+  return err->status;
+}
+
+/* Kernels and the generated run entry, in one source and shared object.
+ * External kernels' C goes before the entry (it calls them by name); the
+ * libraries that C calls are loaded first, as the runtime will. */
 static loom_status compile_build(Compiled *c, LoomError *err) {
   if (c->target.cross_cc)
     return err_set(err, LOOM_ERR_UNSUPPORTED, "--target %s: another ISA, for `loom export-c --target %s` only",
                    c->target.name, c->target.name);
   loom_status st = plan_artifact(c, err);
+  if (!st && c->byoc) st = byoc_session_load_runtimes(c->byoc, err);
   if (st) return st;
   StrBuf entry;
   sb_init(&entry);
+  const PrimFunc **funcs = ARENA_ARRAY(c->arena, const PrimFunc *, c->ngroups);
+  int nfuncs = 0;
+  for (int i = 0; i < c->ngroups; i++) {
+    const ByocKernel *ext = &c->ext[i];
+    if (ext->name) compile_external_kernel_source(ext, &c->byoc->regions[ext->region].view, &entry);
+    else funcs[nfuncs++] = c->funcs[i];
+  }
   st = compile_run_entry_source(&c->spec, &entry, err);
   c->spec.target = c->target.artifact_target; /* NULL: the host's features */
   BuildOptions build = {.cflags = c->target.cflags};
@@ -440,7 +555,8 @@ static loom_status compile_build(Compiled *c, LoomError *err) {
   lower.vector_types = c->target.vector_bits > 0;
   pass_dump_set_hook(&c->dump, &lower);
   DriverOptions opt = {.epilogue = sb_cstr(&entry), .build = &build, .lower = &lower};
-  if (!st) st = driver_build(c->arena, c->funcs, c->ngroups, &opt, &c->module, err);
+  if (!st) st = driver_build(c->arena, funcs, nfuncs, &opt, &c->module, err);
+  if (st == LOOM_ERR_BUILD && c->byoc) st = blame_external(c, &build, err);
   sb_free(&entry);
   return st;
 }
@@ -474,6 +590,8 @@ static loom_status compile_onnx(const char *onnx_path, const char *out_path, con
 loom_status compile_model_tasks(const char *onnx_path, const LoomCompileOptions *opt, CompileTasks *out,
                                 LoomError *err) {
   memset(out, 0, sizeof *out);
+  if (opt && opt->byoc)
+    return err_set(err, LOOM_ERR_UNSUPPORTED, "--byoc: external kernels have no schedules to tune");
   Compiled c;
   loom_status st = compile_front(onnx_path, opt, stderr, "lowered", &c, err);
   if (st) {
@@ -498,6 +616,7 @@ void compile_tasks_free(CompileTasks *t) {
 loom_status compile_model_parts(const char *onnx_path, const LoomCompileOptions *opt, const char *run_entry,
                                 CompileModelParts *out, LoomError *err) {
   memset(out, 0, sizeof *out);
+  if (opt && opt->byoc) return err_set(err, LOOM_ERR_UNSUPPORTED, "export-c: --byoc is not supported (external kernels)");
   Compiled *c = calloc(1, sizeof *c);
   if (!c) return err_set(err, LOOM_ERR_INTERNAL, "export: out of memory");
   out->compiled = c;
@@ -549,12 +668,14 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
   double total_default = 0, total_tuned = 0;
   char (*keys)[AUTOTUNE_WORKLOAD_KEY_LEN + 1] = loom_calloc((size_t)c->ngroups + 1, sizeof *keys);
   for (int i = 0; !st && i < c->ngroups; i++) {
+    if (!c->groups[i].func) continue; /* an external kernel: nothing to tune */
     autotune_workload_key(c->groups[i].func, keys[i]);
     int first = i, calls = 0;
     for (int k = 0; k < i && first == i; k++)
-      if (!strcmp(keys[k], keys[i])) first = k;
+      if (c->groups[k].func && !strcmp(keys[k], keys[i])) first = k;
     if (first != i) continue;
     for (int k = i; k < c->ngroups; k++) {
+      if (!c->groups[k].func) continue;
       char key[AUTOTUNE_WORKLOAD_KEY_LEN + 1];
       autotune_workload_key(c->groups[k].func, key);
       calls += !strcmp(key, keys[i]);
@@ -582,14 +703,15 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
 static loom_status inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
                                 char *errbuf, size_t errlen) {
   LoomError err = {0};
-  if (dump && strcmp(dump, "graph") && strcmp(dump, "fused") && strcmp(dump, "tir") && strcmp(dump, "c")) {
-    err_set(&err, LOOM_ERR_INVALID_ARG, "--dump %s: expected graph, fused, tir or c", dump);
+  if (dump && strcmp(dump, "graph") && strcmp(dump, "partitioned") && strcmp(dump, "fused") && strcmp(dump, "tir") &&
+      strcmp(dump, "c")) {
+    err_set(&err, LOOM_ERR_INVALID_ARG, "--dump %s: expected graph, partitioned, fused, tir or c", dump);
     copy_error(&err, errbuf, errlen);
     return err.status;
   }
   Compiled c;
   bool with_records = !dump && opt && opt->records;
-  const char *upto = dump && (!strcmp(dump, "graph") || !strcmp(dump, "fused")) ? dump
+  const char *upto = dump && (!strcmp(dump, "graph") || !strcmp(dump, "partitioned") || !strcmp(dump, "fused")) ? dump
                      : dump                                                       ? NULL
                      : with_records                                               ? "lowered"
                                                                                   : "fused";
@@ -608,19 +730,27 @@ static loom_status inspect_onnx(const char *onnx_path, const char *dump, const L
     lower.vector_types = c.target.vector_bits > 0;
     pass_dump_set_hook(&c.dump, &lower);
     for (int i = 0; !st && i < c.ngroups; i++)
-      if (!tir_lower(c.arena, c.funcs[i], &lower, &err)) st = err.status ? err.status : LOOM_ERR_INTERNAL;
+      if (c.funcs[i] && !tir_lower(c.arena, c.funcs[i], &lower, &err)) st = err.status ? err.status : LOOM_ERR_INTERNAL;
   }
   if (!st) {
     StrBuf sb;
     sb_init(&sb);
     if (dump && !strcmp(dump, "graph")) {
       graph_print(c.graph, &sb);
+    } else if (dump && !strcmp(dump, "partitioned")) {
+      graph_print(c.graph, &sb);
+      if (c.byoc) byoc_print_regions(c.byoc, &sb);
+      else sb_puts(&sb, "(no --byoc back end: nothing is partitioned)\n");
     } else if (dump && !strcmp(dump, "fused")) {
       graph_fusion_plan_print(c.graph, &c.plan, &sb);
     } else if (dump && !strcmp(dump, "tir")) {
       /* Straight out: nothing between printing and freeing t can raise
        * out of memory (support/oom.h) and leak it. */
       for (int i = 0; i < c.ngroups; i++) {
+        if (!c.funcs[i]) { /* an external kernel: its C is in --dump c */
+          fprintf(out, "# kernel %s: BYOC back end %s (no loop IR)\n\n", c.ext[i].name, c.ext[i].backend);
+          continue;
+        }
         char *t = tir_print_func(c.funcs[i]);
         fputs(t, out);
         fputs("\n", out);
@@ -636,6 +766,7 @@ static loom_status inspect_onnx(const char *onnx_path, const char *dump, const L
                 c.graph->nnodes, c.plan.ngroups, (long long)params);
       sb_printf(&sb, "arena: %lld bytes (sum of all intermediate tensors: %lld bytes)\n", (long long)c.mem.arena_size,
                 (long long)c.mem.intermediate_bytes);
+      if (c.byoc) byoc_print_regions(c.byoc, &sb);
       if (with_records) st = print_records(&c, opt->records, &sb, &err);
     }
     fputs(sb_cstr(&sb), out);

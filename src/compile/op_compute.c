@@ -572,6 +572,7 @@ static const ComputeRule compute_rules[GRAPH_OP_COUNT] = {
     [GRAPH_OP_GEMM] = {compute_gemm, 0},
     [GRAPH_OP_MATMUL] = {compute_matmul, 0},
     [GRAPH_OP_MATMUL_PACKED] = {compute_matmul_packed, 0},
+    [GRAPH_OP_EXTERNAL] = {NULL, 0}, /* its BYOC back end writes its code (src/byoc) */
     [GRAPH_OP_MAX_POOL_NCHWC] = {compute_max_pool_nchwc, 0},
     [GRAPH_OP_AVERAGE_POOL_NCHWC] = {compute_average_pool_nchwc, 0},
     [GRAPH_OP_GLOBAL_AVERAGE_POOL] = {compute_global_pool, 0},

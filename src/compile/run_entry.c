@@ -48,7 +48,7 @@ static void shape_table_free(ShapeTable *st) {
   loom_free(st->keys);
 }
 
-static void emit_check_helper(StrBuf *o, const char *name) {
+void compile_emit_tensor_check(StrBuf *o, const char *name) {
   sb_printf(o,
             "static int32_t %s_check(const DLTensor *t, int32_t i, uint8_t code, uint8_t bits, int32_t ndim,\n"
             "    const int64_t *shape) {\n"
@@ -150,7 +150,7 @@ loom_status compile_run_entry_source(const ArtifactSpec *s, StrBuf *out, LoomErr
             "const uint64_t %s_plan_hash = 0x%016" PRIx64 "ULL;\n"
             "const int32_t %s_num_steps = %d;\n",
             name, hash, name, (int)s->num_calls);
-  emit_check_helper(out, name);
+  compile_emit_tensor_check(out, name);
 
   sb_printf(&body,
             "int32_t %s(DLTensor *const *inputs, DLTensor *const *outputs, const void *weights, void *arena,\n"

@@ -252,7 +252,9 @@ typedef enum GraphOpPattern {
   X(MAX_POOL_NCHWC, "MaxPoolNCHWc", OUT_ELEMWISE_FUSABLE, pool_nchwc, 1, 1, 1, 1, 0, max_pool)                            \
   X(AVERAGE_POOL_NCHWC, "AveragePoolNCHWc", OUT_ELEMWISE_FUSABLE, pool_nchwc, 1, 1, 1, 1, 0, average_pool)                \
   /* Loom's own (pass_pack_matmul.c, infer_matmul_packed.c): B in column panels */                                        \
-  X(MATMUL_PACKED, "MatMulPacked", OUT_ELEMWISE_FUSABLE, matmul_packed, 2, 2, 1, 1, 0, matmul_packed)
+  X(MATMUL_PACKED, "MatMulPacked", OUT_ELEMWISE_FUSABLE, matmul_packed, 2, 2, 1, 1, 0, matmul_packed)                  \
+  /* Loom's own (src/byoc/partition.c): a region claimed by an external back end */                                      \
+  X(EXTERNAL, "External", OPAQUE, external, 0, GRAPH_VARIADIC, 1, GRAPH_VARIADIC, 0, external)
 
 typedef enum GraphOp {
 #define X(e, name, pat, infer, in_min, in_max, out_min, out_max, const_in, attrs) GRAPH_OP_##e,

@@ -116,6 +116,7 @@ INFER_DECL(layout_transform) /* infer_nchwc.c */
 INFER_DECL(conv_nchwc)
 INFER_DECL(pool_nchwc)
 INFER_DECL(matmul_packed) /* infer_matmul_packed.c */
+INFER_DECL(external)      /* infer_external.c */
 INFER_DECL(quantize_linear) /* infer_quant.c */
 INFER_DECL(dequantize_linear)
 INFER_DECL(dynamic_quantize_linear)

@@ -184,6 +184,7 @@ static const GraphAttrDef graph_attrs_conv_nchwc[] = {
     INT("winograd_tile", 0), END
 };
 static const GraphAttrDef graph_attrs_matmul_packed[] = {REQUIRED("n", INT), END};
+static const GraphAttrDef graph_attrs_external[] = {REQUIRED("backend", STRING), REQUIRED("region", INT), END};
 
 #undef REQUIRED
 #undef OPTIONAL

@@ -10,6 +10,7 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -223,6 +224,25 @@ static loom_status read_kernels(Reader *r, const cJSON *root, Artifact *art) {
     const cJSON *flops = get(v, "flops");
     snprintf(wn, sizeof wn, "%s.flops", w);
     if (flops && (st = read_uint(r, flops, wn, ARTIFACT_MAX_INT, &ks[i].flops))) return st;
+    /* Optional: the external (BYOC) back end that wrote the kernel. */
+    const cJSON *backend = get(v, "backend");
+    snprintf(wn, sizeof wn, "%s.backend", w);
+    if (backend && (st = read_name(r, backend, wn, &ks[i].backend))) return st;
+    const cJSON *entry = get(v, "runtime_entry");
+    snprintf(wn, sizeof wn, "%s.runtime_entry", w);
+    if (entry) {
+      if ((st = read_name(r, entry, wn, &ks[i].runtime_entry))) return st;
+      if (!backend) return meta_fail(r, wn, "an external kernel's runtime entry needs its \"backend\"");
+      if (!is_c_identifier(ks[i].runtime_entry) || strlen(ks[i].runtime_entry) > 100)
+        return meta_fail(r, wn, "\"%s\" is not a C identifier of at most 100 bytes", ks[i].runtime_entry);
+      uint64_t blob;
+      snprintf(wn, sizeof wn, "%s.blob", w);
+      if ((st = read_uint(r, get(v, "blob"), wn, ARTIFACT_MAX_INT, &blob))) return st;
+      if (blob >= (uint64_t)art->spec.num_weights)
+        return meta_fail(r, wn, "weight %llu does not exist (%d weights)", (unsigned long long)blob,
+                         (int)art->spec.num_weights);
+      ks[i].blob = (int32_t)blob;
+    }
     i++;
   }
   art->spec.kernels = ks;
@@ -359,6 +379,31 @@ static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
  * for, which must be the weights table's (else the entry would read the
  * wrong bytes). The plan hash it must carry is computed here, compared at
  * load. */
+/* Optional: the libraries external kernels call (artifact.h). */
+static loom_status read_byoc_runtimes(Reader *r, const cJSON *root, Artifact *art) {
+  if (!get(root, "byoc_runtimes")) return LOOM_OK;
+  const cJSON *arr;
+  int n;
+  loom_status st = read_array(r, root, "byoc_runtimes", 64, &arr, &n);
+  if (st) return st;
+  ArtifactByocRuntime *rts = ARENA_ARRAY(r->a, ArtifactByocRuntime, n);
+  int i = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, arr) {
+    char w[64], wn[96];
+    snprintf(w, sizeof w, "byoc_runtimes[%d]", i);
+    if (!cJSON_IsObject(v)) return meta_fail(r, w, "expected an object");
+    snprintf(wn, sizeof wn, "%s.backend", w);
+    if ((st = read_name(r, get(v, "backend"), wn, &rts[i].backend))) return st;
+    snprintf(wn, sizeof wn, "%s.library", w);
+    if ((st = read_name(r, get(v, "library"), wn, &rts[i].library))) return st;
+    i++;
+  }
+  art->spec.byoc_runtimes = rts;
+  art->spec.num_byoc_runtimes = n;
+  return LOOM_OK;
+}
+
 static loom_status read_run_entry(Reader *r, const cJSON *root, Artifact *art) {
   const cJSON *v = get(root, "run_entry");
   if (!v) return LOOM_OK;
@@ -426,6 +471,7 @@ static loom_status read_metadata(Reader *r, const cJSON *root, Artifact *art) {
   if (!st) st = read_weights(r, root, art->weights_size, art);
   if (!st) st = read_kernels(r, root, art);
   if (!st) st = read_plan(r, root, art);
+  if (!st) st = read_byoc_runtimes(r, root, art);
   if (!st) st = read_run_entry(r, root, art);
   return st;
 }
@@ -753,7 +799,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
   }
   art->map = map;
   art->map_len = len;
-  if ((st = load_module(art, path, flags, err))) {
+  if ((st = artifact_load_byoc_runtimes(art, path, err)) || (st = load_module(art, path, flags, err))) {
     artifact_free(art);
     return st;
   }
@@ -770,7 +816,7 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
       return LOOM_ERR_PARSE;
     }
   }
-  if ((st = resolve_run_entry(art, path, err))) {
+  if ((st = resolve_run_entry(art, path, err)) || (st = artifact_init_external_kernels(art, path, err))) {
     artifact_free(art);
     return st;
   }
@@ -781,7 +827,10 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
 void artifact_free(Artifact *a) {
   if (!a) return;
   loom_free(a->kernels);
+  artifact_release_external_kernels(a); /* before the code they run goes */
   module_unload(a->module);
+  for (int32_t i = 0; i < a->num_byoc_handles; i++) dlclose(a->byoc_handles[i]);
+  loom_free(a->byoc_handles);
   if (a->so_fd >= 0) close(a->so_fd);
   if (a->so_tmp_path) unlink(a->so_tmp_path);
   loom_free(a->so_tmp_path);

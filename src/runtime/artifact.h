@@ -18,9 +18,15 @@
  *     "outputs": [{"name", "dtype", "shape"}],
  *     "weights": [{"name", "dtype", "shape", "offset"}], offset in the blob
  *     "kernels": [{"name", "nodes": ["onnx node", ...],   in call order
- *                  "flops": N}],               optional: FLOPs of one call
+ *                  "flops": N,                 optional: FLOPs of one call
+ *                  "backend": "cblas",         optional: an external back end wrote it
+ *                  "runtime_entry": "f",       optional (with backend): its runtime
+ *                  "blob": w}],                  and the weight holding its blob
  *     "arena_bytes": N, "intermediate_bytes": N,
  *     "plan": [{"kernel": k, "args": [ARG, ...]}],        the calls, in order
+ *     "byoc_runtimes": [{"backend", "library"}],  optional: shared libraries
+ *                          the kernels of external (BYOC) back ends call,
+ *                          loaded (global symbols) before the kernels
  *     "run_entry": "loom_run",                 optional: the generated entry
  *     "run_entry_weight_offsets": [N, ...] }   with run_entry: the blob offset
  *                                              of each weight it assumes
@@ -113,7 +119,22 @@ typedef struct ArtifactKernel {
    * definition, src/tir/flops.h), for the profile's GFLOP/s; 0 = unknown
    * (the metadata then has no "flops" key). At most 2^53. */
   uint64_t flops;
+  /* NULL: Loom's own kernel; else the BYOC back end whose code it is
+   * (src/byoc; the profile marks it). */
+  const char *backend;
+  /* NULL, or (a kernel of `backend` in the blob form, loom/loom_byoc.h)
+   * the function of the back end's runtime library returning its
+   * LoomByocRuntime; weights[blob] is the blob init receives. */
+  const char *runtime_entry;
+  int32_t blob;
 } ArtifactKernel;
+
+/* A shared library that external kernels call, loaded with global symbols
+ * before the kernels' object (which leaves its symbols undefined). */
+typedef struct ArtifactByocRuntime {
+  const char *backend; /* the back end that needs it */
+  const char *library; /* a dlopen name ("libopenblas.so.0") or path */
+} ArtifactByocRuntime;
 
 typedef struct ArtifactCall {
   int32_t kernel; /* index into kernels */
@@ -133,6 +154,8 @@ typedef struct ArtifactSpec {
   const ArtifactWeight *weights;
   const ArtifactKernel *kernels;
   const ArtifactCall *calls;
+  int32_t num_byoc_runtimes;
+  const ArtifactByocRuntime *byoc_runtimes;
   uint64_t arena_bytes;
   uint64_t intermediate_bytes; /* sum of intermediate sizes before planning */
   /* The shared object: bytes in memory, or a file to copy (so_bytes NULL). */
@@ -160,6 +183,12 @@ typedef struct Artifact {
   void *map;                  /* artifact_load: the mmap'ed file */
   size_t map_len;
   Module *module;             /* artifact_load: the loaded kernels */
+  void **byoc_handles;        /* artifact_load: the loaded spec.byoc_runtimes */
+  int32_t num_byoc_handles;
+  /* artifact_load: per kernel with a runtime_entry, the back end's runtime
+   * (const LoomByocRuntime *) and the state its init returned */
+  const void **external_runtimes;
+  void **external_states;
   /* Where the .so bytes live while loaded. glibc's dlopen returns an already
    * loaded object whose name matches, so the name must stay unique while the
    * module is loaded: the memfd stays open (its /proc/self/fd/N cannot be
@@ -185,8 +214,12 @@ enum {
  * message names both sides). */
 loom_status artifact_parse(const void *image, size_t len, const char *what, int flags, Artifact **out,
                            LoomError *err);
-/* mmap + artifact_parse + load the .so (memfd, else a private temp file) and
- * resolve every kernel. */
+/* mmap + artifact_parse + load the libraries of spec.byoc_runtimes (a
+ * missing one is LOOM_ERR_IO naming the back end and the library) + load
+ * the .so (memfd, else a private temp file) and resolve every kernel; for
+ * a kernel with a runtime_entry, the back end's runtime is found, its init
+ * run on the blob and the kernel's weights, and NAME_external filled in
+ * (failures name the back end and the kernel). */
 loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError *err);
 void artifact_free(Artifact *a);
 
@@ -198,6 +231,17 @@ char *artifact_host_target(char *buf, size_t len);
 loom_status artifact_check_target(const char *target, LoomError *err);
 
 const char *artifact_arg_kind_name(ArtifactArgKind k);
+
+/* ---- artifact_byoc.c: external (BYOC) kernels at load time ---- */
+/* dlopen (global symbols) every library of spec.byoc_runtimes, before the
+ * kernels' object that calls into them. */
+loom_status artifact_load_byoc_runtimes(Artifact *art, const char *what, LoomError *err);
+/* For every kernel with a runtime_entry: its back end's LoomByocRuntime
+ * (looked up in that back end's runtime library), init on the blob and the
+ * weights of the kernel's call, NAME_external filled in. */
+loom_status artifact_init_external_kernels(Artifact *art, const char *what, LoomError *err);
+/* release() of every state init returned; NULL-safe parts. */
+void artifact_release_external_kernels(Artifact *art);
 
 /* ---- artifact_run.c: what the run entry and the writer must agree on ---- */
 

@@ -485,5 +485,6 @@ loom_status loom_model_profile_entry(const LoomModel *m, int32_t index, LoomProf
   out->calls = m->prof_runs[index];
   out->total_ms = m->prof_ms[index];
   out->flops = k->flops;
+  out->backend = k->backend;
   return LOOM_OK;
 }

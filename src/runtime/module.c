@@ -93,6 +93,7 @@ const char *kernel_err_kind_name(LoomKernelErr kind) {
     case LOOM_KERNEL_ERR_STRIDES: return "strides not compact row-major";
     case LOOM_KERNEL_ERR_ALIGN: return "data misaligned";
     case LOOM_KERNEL_ERR_WORKSPACE: return "workspace missing or too small";
+    case LOOM_KERNEL_ERR_EXTERNAL: return "the external back end's code failed";
   }
   return "unknown error";
 }

@@ -501,11 +501,12 @@ class LoomCli(unittest.TestCase):
         for k in kernels:  # every lowering step, once per kernel, kernel after kernel
             self.assertEqual([(s[1], s[3]) for s in secs if s[4] == k], [(n, i + 1) for i, n in enumerate(lowering)])
         self.assertEqual([s[4] for s in secs if s[2] == "lowering"], [k for k in kernels for _ in lowering])
-        # opt level 0 skips the steps that need a higher one
+        # opt level 0 skips the steps that need a higher one (partition runs at every level: --byoc)
         art = os.path.join(self.dir, "conv_bn0.loom")
         r = self.ok("compile", m, "-o", art, "--opt-level", "0", "--dump-after=all")
         self.assertEqual([s[1] for s in self.dump_sections(r.stderr) if s[2] == "graph"],
-                         ["fold_empty", "infer", "attach_extents", "materialize_outputs", "fuse", "plan_memory"])
+                         ["fold_empty", "partition", "infer", "attach_extents", "materialize_outputs", "fuse",
+                          "plan_memory"])
 
     def test_dump_around_lowering_pass(self):
         m = self.conv_bn_model()

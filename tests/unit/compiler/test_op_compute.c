@@ -11,7 +11,8 @@
 #include "compile/compile.h"
 
 /* Folded away (shape metadata) or inlined by the importer (control flow)
- * before lowering: no compute of their own. */
+ * before lowering, or compiled by an external back end (External): no
+ * compute of their own. */
 static bool folded_before_lowering(GraphOp op) {
   switch (op) {
     case GRAPH_OP_SHAPE:
@@ -21,7 +22,8 @@ static bool folded_before_lowering(GraphOp op) {
     case GRAPH_OP_CAST_LIKE:
     case GRAPH_OP_IF:
     case GRAPH_OP_LOOP:
-    case GRAPH_OP_SCAN: return true;
+    case GRAPH_OP_SCAN:
+    case GRAPH_OP_EXTERNAL: return true;
     default: return false;
   }
 }

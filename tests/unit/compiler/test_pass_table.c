@@ -18,7 +18,7 @@
 #include "tir/transform/transform.h"
 
 static const char *const k_graph_steps[] = {
-    "fold_empty", "fold_batchnorm", "canonicalize", "split_gemv", "pack_matmul",
+    "fold_empty", "fold_batchnorm", "canonicalize", "partition",  "split_gemv", "pack_matmul",
     "cse",        "dce",            "layout_nchwc", "winograd",   "dce",
     "infer",      "attach_extents", "materialize_outputs", "fuse", "plan_memory",
 };
@@ -48,8 +48,10 @@ static void test_pipeline_order(void **state) {
   /* The conditions the listing prints. */
   assert_true(loom_compile_pass_info(0, &info));
   assert_null(info.condition); /* fold_empty: always */
-  assert_true(loom_compile_pass_info(4, &info));
+  assert_true(loom_compile_pass_info(5, &info));
   assert_string_equal(info.condition, "opt level >= 2"); /* pack_matmul */
+  assert_true(loom_compile_pass_info(3, &info));
+  assert_null(info.condition); /* partition (BYOC): always, a no-op without --byoc */
   assert_true(loom_compile_pass_info(1, &info));
   assert_string_equal(info.condition, "opt level >= 1"); /* fold_batchnorm */
   assert_true(loom_compile_pass_info(NGRAPH + 3, &info));

@@ -357,9 +357,14 @@ static inline void ref_node(const Graph *g, const GraphNode *n, double **val) {
   }
 }
 
-/* Evaluates g; inputs[k] holds graph input k. Returns one malloc'ed array
- * per value (NULL where never computed); free with ref_free. */
-static inline double **ref_eval(const Graph *g, double *const *inputs) {
+/* Evaluates a node the evaluator does not know (an External node in the
+ * BYOC tests): true when it did. */
+typedef bool (*RefNodeHook)(const Graph *g, const GraphNode *n, double **val, void *user);
+
+/* Evaluates g; inputs[k] holds graph input k; hook (may be NULL) is asked
+ * first for every node. Returns one malloc'ed array per value (NULL where
+ * never computed); free with ref_free. */
+static inline double **ref_eval_ex(const Graph *g, double *const *inputs, RefNodeHook hook, void *user) {
   double **val = calloc((size_t)g->nvalues, sizeof(double *));
   for (int v = 0; v < g->nvalues; v++) {
     const GraphTensor *t = g->values[v].constant;
@@ -375,14 +380,19 @@ static inline double **ref_eval(const Graph *g, double *const *inputs) {
   }
   for (int i = 0; i < g->nnodes; i++) {
     const GraphNode *n = &g->nodes[i];
-    int64_t count = ref_numel(g, n->outputs[0]);
-    assert_true(count >= 0);
-    free(val[n->outputs[0]]);
-    val[n->outputs[0]] = calloc((size_t)(count ? count : 1), sizeof(double));
-    ref_node(g, n, val);
+    for (int k = 0; k < n->noutputs; k++) {
+      if (n->outputs[k] < 0) continue;
+      int64_t count = ref_numel(g, n->outputs[k]);
+      assert_true(count >= 0);
+      free(val[n->outputs[k]]);
+      val[n->outputs[k]] = calloc((size_t)(count ? count : 1), sizeof(double));
+    }
+    if (!hook || !hook(g, n, val, user)) ref_node(g, n, val);
   }
   return val;
 }
+
+static inline double **ref_eval(const Graph *g, double *const *inputs) { return ref_eval_ex(g, inputs, NULL, NULL); }
 
 static inline void ref_free(const Graph *g, double **val) {
   for (int v = 0; v < g->nvalues; v++) free(val[v]);
@@ -400,8 +410,8 @@ static inline double ref_max_rel_err(const double *a, const double *b, int64_t n
 }
 
 /* Copies of the graph outputs' values (outs[k] for output k). */
-static inline double **ref_eval_outputs(const Graph *g, double *const *inputs) {
-  double **val = ref_eval(g, inputs);
+static inline double **ref_eval_outputs_ex(const Graph *g, double *const *inputs, RefNodeHook hook, void *user) {
+  double **val = ref_eval_ex(g, inputs, hook, user);
   double **outs = calloc((size_t)g->noutputs + 1, sizeof(double *));
   for (int k = 0; k < g->noutputs; k++) {
     int64_t n = ref_numel(g, g->outputs[k]);
@@ -410,6 +420,10 @@ static inline double **ref_eval_outputs(const Graph *g, double *const *inputs) {
   }
   ref_free(g, val);
   return outs;
+}
+
+static inline double **ref_eval_outputs(const Graph *g, double *const *inputs) {
+  return ref_eval_outputs_ex(g, inputs, NULL, NULL);
 }
 
 /* Max relative error between the outputs of g now and `before`; frees before. */

@@ -377,6 +377,36 @@ static void test_missing_kernel_symbol(void **state) {
   assert_contains(err.msg, "garbage.loom");
 }
 
+/* External (BYOC) kernels: the back end survives the round trip, and the
+ * runtime library they call is loaded before the kernels; a missing one
+ * refuses the artifact naming the back end and the library. */
+static void test_byoc_runtime_libraries(void **state) {
+  Env *e = *state;
+  FixtureModel m;
+  fixture_model_init(&m, e->so);
+  m.kernels[1].backend = "vendor";
+  ArtifactByocRuntime rt = {"vendor", "libm.so.6"};
+  m.spec.byoc_runtimes = &rt;
+  m.spec.num_byoc_runtimes = 1;
+  char p[4200];
+  snprintf(p, sizeof p, "%s/byoc.loom", e->dir);
+  write_spec_expect(p, &m.spec);
+  Artifact *a;
+  LoomError err = {0};
+  assert_int_equal(artifact_load(p, 0, &a, &err), LOOM_OK);
+  assert_null(a->spec.kernels[0].backend);
+  assert_string_equal(a->spec.kernels[1].backend, "vendor");
+  assert_int_equal(a->spec.num_byoc_runtimes, 1);
+  assert_string_equal(a->spec.byoc_runtimes[0].library, "libm.so.6");
+  assert_int_equal(a->num_byoc_handles, 1);
+  artifact_free(a);
+  rt.library = "libloom_no_such_runtime.so";
+  write_spec_expect(p, &m.spec);
+  assert_int_equal(artifact_load(p, 0, &a, &err), LOOM_ERR_IO);
+  assert_contains(err.msg, "BYOC back end \"vendor\"");
+  assert_contains(err.msg, "libloom_no_such_runtime.so");
+}
+
 /* Two different shared objects loaded at the same time each get their own
  * kernels (dlopen returns an already loaded object whose name matches, so a
  * reused /proc/self/fd/N or temporary name would hand the second artifact
@@ -428,6 +458,7 @@ int main(void) {
       cmocka_unit_test(test_target_strings),
       cmocka_unit_test(test_atomic_write),
       cmocka_unit_test(test_missing_kernel_symbol),
+      cmocka_unit_test(test_byoc_runtime_libraries),
       cmocka_unit_test(test_two_artifacts_loaded_at_once),
       cmocka_unit_test(test_missing_file),
   };

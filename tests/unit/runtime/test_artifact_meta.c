@@ -109,6 +109,15 @@ static void test_schema_violations(void **state) {
     const char *from, *to, *expect;
   } edits[] = {
       {"{\"inputs\"", "[\"inputs\"", "does not parse"},
+      /* external (BYOC) kernels: their back end, the libraries they call */
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"backend\":5", "kernels[0].backend"},
+      {"\"arena_bytes\"", "\"byoc_runtimes\":7,\"arena_bytes\"", "byoc_runtimes"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"runtime_entry\":\"f\",\"blob\":0", "needs its \"backend\""},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"backend\":\"b\",\"runtime_entry\":\"f g\",\"blob\":0",
+       "kernels[0].runtime_entry"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\"],\"backend\":\"b\",\"runtime_entry\":\"f\",\"blob\":3",
+       "kernels[0].blob"},
+      {"\"arena_bytes\"", "\"byoc_runtimes\":[{\"backend\":\"x\"}],\"arena_bytes\"", "byoc_runtimes[0].library"},
       {"\"inputs\":", "\"inputz\":", "inputs: missing"},
       {"\"dtype\":\"float32\",\"shape\":[2,3]}]", "\"dtype\":\"float33\",\"shape\":[2,3]}]", "inputs[0].dtype"},
       {"\"shape\":[2,3]}]", "\"shape\":[2,-3]}]", "inputs[0].shape[1]"},

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""BYOC end to end (docs/byoc.md): `loom compile --byoc` with the built-in
+CBLAS back end and with the out-of-tree example plugin (built here by its own
+CMake project), mixed artifacts run and checked against numpy, the profile
+marks external kernels, `inspect --dump partitioned`; and every kind of bad
+plugin is a `loom: error:` naming it.
+
+Environment (tests/CMakeLists.txt): LOOM_BIN, LOOM_SOURCE_DIR and
+LOOM_BYOC_BAD_DIR (where libbyoc_bad_<mode>.so were built).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+import onnx
+import onnxruntime as ort
+
+# oneDNN (--byoc dnnl) runs on libgomp's worker threads, which crash
+# LeakSanitizer's tracer at exit in the sanitizer build; on one thread the
+# leak check stays on and the results are the same.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+LOOM = os.environ.get("LOOM_BIN", "loom")
+SRC = os.environ.get("LOOM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BAD = os.environ.get("LOOM_BYOC_BAD_DIR", ".")
+
+
+def save_model(path, nodes, inputs, outputs, inits):
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+                          [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="loom-tests")
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def relu(x):
+    return np.maximum(x, 0)
+
+
+class Byoc(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="loom-byoc-")
+        rng = np.random.default_rng(0)
+        d = cls.dir
+        # MLP: MatMul + bias Add (cblas.matmul_bias), Relu (Loom), Gemm with transB and C (cblas.gemm),
+        # and a batched MatMul of two runtime tensors (cblas, runtime B).
+        cls.w1 = rng.standard_normal((16, 32)).astype(np.float32) * 0.3
+        cls.b1 = rng.standard_normal(32).astype(np.float32)
+        cls.w2 = rng.standard_normal((10, 32)).astype(np.float32) * 0.3
+        cls.c2 = rng.standard_normal(10).astype(np.float32)
+        save_model(os.path.join(d, "mlp.onnx"), [
+            helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+            helper.make_node("Add", ["h", "b1"], ["hb"], name="bias1"),
+            helper.make_node("Relu", ["hb"], ["r"], name="relu1"),
+            helper.make_node("Gemm", ["r", "w2", "c2"], ["y"], name="fc2", transB=1, alpha=0.5, beta=2.0),
+            helper.make_node("MatMul", ["p", "q"], ["z"], name="bmm"),
+        ], [("x", [4, 16]), ("p", [2, 3, 4, 8]), ("q", [3, 8, 5])], ["y", "z"],
+            {"w1": cls.w1, "b1": cls.b1, "w2": cls.w2, "c2": cls.c2})
+        # Add -> Relu chains for the example plugin (two that feed each other merge), then a Sigmoid.
+        save_model(os.path.join(d, "addrelu.onnx"), [
+            helper.make_node("Add", ["a", "b"], ["s1"], name="add1"),
+            helper.make_node("Relu", ["s1"], ["r1"], name="relu1"),
+            helper.make_node("Add", ["r1", "c"], ["s2"], name="add2"),
+            helper.make_node("Relu", ["s2"], ["r2"], name="relu2"),
+            helper.make_node("Sigmoid", ["r2"], ["y"], name="sig"),
+        ], [("a", [2, 3, 8]), ("b", [2, 3, 8])], ["y"], {"c": rng.standard_normal((2, 3, 8)).astype(np.float32)})
+        cls.c = numpy_helper.to_array(onnx.load(os.path.join(d, "addrelu.onnx")).graph.initializer[0])
+        # Convolutions and pools for oneDNN: conv + bias + residual Add + Relu, max pool, grouped strided
+        # dilated conv + Clip (relu6), average pool, global average pool.
+        cls.convs = {"w1": rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3,
+                     "b1": rng.standard_normal(8).astype(np.float32),
+                     "w2": rng.standard_normal((8, 4, 3, 3)).astype(np.float32) * 0.3,
+                     "b2": rng.standard_normal(8).astype(np.float32)}
+        save_model(os.path.join(d, "convnet.onnx"), [
+            helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+            helper.make_node("Add", ["c1", "res"], ["s1"], name="res1"),
+            helper.make_node("Relu", ["s1"], ["r1"], name="relu1"),
+            helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+            helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", group=2, strides=[2, 2],
+                             dilations=[2, 2], pads=[2, 1, 2, 1]),
+            helper.make_node("Clip", ["c2", "lo", "hi"], ["k2"], name="relu6"),
+            helper.make_node("AveragePool", ["k2"], ["a2"], name="pool2", kernel_shape=[2, 2], pads=[1, 1, 0, 0]),
+            helper.make_node("GlobalAveragePool", ["a2"], ["y"], name="gap"),
+        ], [("x", [1, 3, 12, 12]), ("res", [1, 8, 12, 12])], ["y"],
+            dict(cls.convs, lo=np.array(0, np.float32), hi=np.array(6, np.float32)))
+        # Nothing for the example plugin to claim.
+        save_model(os.path.join(d, "sigmoid.onnx"), [helper.make_node("Sigmoid", ["a"], ["y"], name="sig")],
+                   [("a", [4])], ["y"], {})
+        cls.inputs = {"x": rng.standard_normal((4, 16)).astype(np.float32),
+                      "p": rng.standard_normal((2, 3, 4, 8)).astype(np.float32),
+                      "q": rng.standard_normal((3, 8, 5)).astype(np.float32),
+                      "a": rng.standard_normal((2, 3, 8)).astype(np.float32),
+                      "b": rng.standard_normal((2, 3, 8)).astype(np.float32),
+                      "res": rng.standard_normal((1, 8, 12, 12)).astype(np.float32)}
+        cls.inputs["cx"] = rng.standard_normal((1, 3, 12, 12)).astype(np.float32)
+        for k, v in cls.inputs.items():
+            np.save(os.path.join(d, k + ".npy"), v)
+        # The example plugin, built out of tree by its own CMake project.
+        ex = os.path.join(d, "example-build")
+        subprocess.run(["cmake", "-S", os.path.join(SRC, "examples", "byoc-plugin"), "-B", ex,
+                        "-DLOOM_INCLUDE_DIR=" + os.path.join(SRC, "include")], check=True, capture_output=True)
+        subprocess.run(["cmake", "--build", ex], check=True, capture_output=True)
+        cls.example = os.path.join(ex, "libloom_byoc_add_relu.so")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def loom(self, *args, env=None):
+        return subprocess.run([LOOM, *args], capture_output=True, text=True, timeout=300, env=env)
+
+    def ok(self, *args, env=None):
+        r = self.loom(*args, env=env)
+        self.assertEqual(r.returncode, 0, f"loom {args}: {r.stderr}")
+        return r
+
+    def err(self, *args, expect=(), env=None):
+        r = self.loom(*args, env=env)
+        self.assertNotEqual(r.returncode, 0, f"loom {args} succeeded: {r.stdout}")
+        self.assertTrue(r.stderr.startswith("loom: error: "), r.stderr)
+        for e in expect:
+            self.assertIn(e, r.stderr)
+        return r
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def run_model(self, art, names, outdir):
+        args = ["run", art, "--output-dir", self.path(outdir)]
+        for n in names:
+            args += ["--input", f"{n}={self.path(n + '.npy')}"]
+        self.ok(*args)
+        return lambda name: np.load(os.path.join(self.path(outdir), name + ".npy"))
+
+    def test_cblas_mlp(self):
+        art = self.path("mlp_cblas.loom")
+        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "cblas")
+        out = self.run_model(art, ["x", "p", "q"], "out_cblas")
+        x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
+        y = 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2
+        np.testing.assert_allclose(out("y"), y, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
+        prof = self.ok("run", art, "--input", f"x={self.path('x.npy')}", "--input", f"p={self.path('p.npy')}",
+                       "--input", f"q={self.path('q.npy')}", "--profile").stdout
+        self.assertIn("[cblas]", prof)
+        self.assertIn("mm1, bias1", prof)  # the ONNX nodes of the external kernel
+        meta = self.ok("inspect", art, "--dump", "json").stdout
+        self.assertIn('"backend"', meta)
+        self.assertIn("libopenblas", meta)
+
+    def test_dnnl_convnet(self):
+        art = self.path("convnet_dnnl.loom")
+        self.ok("compile", self.path("convnet.onnx"), "-o", art, "--byoc", "dnnl")
+        args = ["run", art, "--input", f"x={self.path('cx.npy')}", "--input", f"res={self.path('res.npy')}",
+                "--output-dir", self.path("out_dnnl")]
+        self.ok(*args)
+        ref = ort.InferenceSession(self.path("convnet.onnx"), providers=["CPUExecutionProvider"]).run(
+            None, {"x": self.inputs["cx"], "res": self.inputs["res"]})[0]
+        np.testing.assert_allclose(np.load(os.path.join(self.path("out_dnnl"), "y.npy")), ref, rtol=1e-4, atol=1e-4)
+        r = self.ok("inspect", self.path("convnet.onnx"), "--byoc", "dnnl", "--dump", "partitioned").stdout
+        self.assertIn("(dnnl.conv_sum_act) 3 nodes", r)  # conv + residual Add + Relu: one primitive
+        self.assertIn("backend dnnl: 8 nodes claimed", r)
+        prof = self.ok("run", art, "--input", f"x={self.path('cx.npy')}", "--input", f"res={self.path('res.npy')}",
+                       "--profile").stdout
+        self.assertIn("[dnnl]", prof)
+
+    def test_dnnl_then_cblas(self):
+        # dnnl claims the MatMuls (constant B with bias; runtime batched B), cblas what is left (the Gemm)
+        art = self.path("mlp_both.loom")
+        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "dnnl,cblas")
+        out = self.run_model(art, ["x", "p", "q"], "out_both")
+        x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
+        np.testing.assert_allclose(out("y"), 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2,
+                                   rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
+        r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl,cblas", "--dump", "partitioned").stdout
+        self.assertIn("backend dnnl: 3 nodes claimed", r)
+        self.assertIn("backend cblas: 1 node claimed", r)
+
+    def test_inspect_partitioned(self):
+        r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "cblas", "--dump", "partitioned").stdout
+        self.assertIn("External(", r)
+        self.assertIn("region 0 backend cblas (cblas.matmul_bias) 2 nodes", r)
+        self.assertIn("cblas.gemm", r)
+        self.assertIn("backend cblas: 4 nodes claimed", r)
+        self.assertIn("partition", self.ok("compile", "--dump-list-passes").stdout)
+        d = self.ok("compile", self.path("mlp.onnx"), "-o", self.path("d.loom"), "--byoc", "cblas",
+                    "--dump-after=partition").stderr
+        self.assertIn("after partition", d)
+        self.assertIn("External(", d)
+
+    def test_example_plugin(self):
+        art = self.path("addrelu_example.loom")
+        self.ok("compile", self.path("addrelu.onnx"), "-o", art, "--byoc", self.example)
+        out = self.run_model(art, ["a", "b"], "out_example")
+        a, b = self.inputs["a"], self.inputs["b"]
+        y = 1 / (1 + np.exp(-relu(relu(a + b) + self.c)))
+        np.testing.assert_allclose(out("y"), y, rtol=1e-5, atol=1e-6)
+        r = self.ok("inspect", self.path("addrelu.onnx"), "--byoc", self.example, "--dump", "partitioned").stdout
+        self.assertIn("(example.add_relu, example.add_relu) 4 nodes", r)  # the two chains merged
+        prof = self.ok("run", art, "--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}",
+                       "--profile").stdout
+        self.assertIn("[example]", prof)
+
+    def test_bad_plugins(self):
+        m, o = self.path("addrelu.onnx"), self.path("bad.loom")
+        lib = lambda mode: os.path.join(BAD, f"libbyoc_bad_{mode}.so")
+        self.err("compile", m, "-o", o, "--byoc", self.path("missing.so"), expect=["missing.so", "cannot load"])
+        self.err("compile", m, "-o", o, "--byoc", "nope", expect=["nope", "built in: cblas"])
+        self.err("compile", m, "-o", o, "--byoc", lib("abi"), expect=["libbyoc_bad_abi.so", "ABI version 2, expected 1"])
+        self.err("compile", m, "-o", o, "--byoc", lib("nosym"), expect=["libbyoc_bad_nosym.so", "loom_byoc_register"])
+        # A sanitizer build reports the child's crash on stderr first: the error comes after it.
+        r = self.loom("compile", m, "-o", o, "--byoc", lib("crash"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('loom: error: compile: BYOC back end "bad": codegen of region 0', r.stderr)
+        self.err("compile", m, "-o", o, "--byoc", lib("badc"), expect=['back end "bad"', "does not compile"])
+        self.err("compile", m, "-o", o, "--byoc", lib("veto"), expect=['back end "bad"', "vetoed all"])
+        self.err("compile", self.path("sigmoid.onnx"), "-o", o, "--byoc", self.example,
+                 expect=['back end "example" claimed nothing', "example.add_relu"])
+        self.assertFalse(os.path.exists(o))
+
+    def test_blob_form(self):
+        # codegen returns a blob and a runtime entry; init runs at load, run per call
+        art = self.path("addrelu_blob.loom")
+        self.ok("compile", self.path("addrelu.onnx"), "-o", art, "--byoc", os.path.join(BAD, "libbyoc_bad_blob.so"))
+        out = self.run_model(art, ["a", "b"], "out_blob")
+        a, b = self.inputs["a"], self.inputs["b"]
+        np.testing.assert_allclose(out("y"), 1 / (1 + np.exp(-relu(relu(a + b) + self.c))), rtol=1e-5, atol=1e-6)
+        meta = self.ok("inspect", art, "--dump", "json").stdout
+        self.assertIn('"runtime_entry"', meta)
+        self.assertIn("bad_relu_runtime", meta)
+        prof = self.ok("run", art, "--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}",
+                       "--profile").stdout
+        self.assertIn("[bad]", prof)
+        env = dict(os.environ, LOOM_TEST_BYOC_INIT_FAIL="1")
+        self.err("run", art, "--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}", env=env,
+                 expect=['BYOC back end "bad": init of kernel', "code 7"])
+
+    def test_missing_runtime_library(self):
+        rt = self.path("libfake_runtime.so")
+        shutil.copy(self.example, rt)  # any loadable library stands in for a vendor runtime
+        env = dict(os.environ, LOOM_TEST_BYOC_RUNTIME=rt)
+        art = self.path("needs_runtime.loom")
+        self.ok("compile", self.path("addrelu.onnx"), "-o", art, "--byoc",
+                os.path.join(BAD, "libbyoc_bad_runtime.so"), env=env)
+        self.run_model(art, ["a", "b"], "out_rt")
+        os.remove(rt)
+        self.err("run", art, "--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}",
+                 expect=['back end "bad"', "libfake_runtime.so", "cannot be loaded"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
