@@ -19,7 +19,7 @@
 
 typedef struct Side {
   const char *path;
-  LoomModel *m;
+  loom_model *m;
   int n_kernels;
   double *run_ms;    /* [runs] */
   double *kernel_ms; /* [n_kernels][runs] */
@@ -32,7 +32,7 @@ static int usage(void) {
 
 static int load(Side *s, int threads, int runs, const DLTensor *x) {
   char err[1024];
-  LoomModelOptions opt = {.num_threads = threads};
+  loom_model_options opt = {.num_threads = threads};
   if (loom_model_load(s->path, &opt, &s->m, err, sizeof err)) {
     fprintf(stderr, "bench_ab: %s\n", err);
     return 1;
@@ -57,7 +57,7 @@ static int run_once(Side *s, int r, int runs) {
   }
   s->run_ms[r] = (now_s() - t0) * 1e3;
   for (int k = 0; k < s->n_kernels; k++) {
-    LoomProfileEntry e;
+    loom_profile_entry e;
     if (loom_model_profile_entry(s->m, k, &e)) return 1;
     s->kernel_ms[(size_t)k * (size_t)runs + (size_t)r] = e.total_ms;
   }
@@ -94,7 +94,7 @@ int main(int argc, char **argv) {
     printf("runs %d, threads %d: A %.3f ms, B %.3f ms (medians); B/A %.4f (median of per-run ratios)\n", runs,
            threads, median(side[0].run_ms, runs), median(side[1].run_ms, runs), median(ratio, runs));
     if (side[0].n_kernels == side[1].n_kernels) {
-      LoomProfileEntry e;
+      loom_profile_entry e;
       for (int k = 0; k < side[0].n_kernels; k++) {
         const double *a = side[0].kernel_ms + (size_t)k * (size_t)runs, *b = side[1].kernel_ms + (size_t)k * (size_t)runs;
         for (int r = 0; r < runs; r++) diff[r] = b[r] - a[r];

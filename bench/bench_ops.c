@@ -394,7 +394,7 @@ typedef struct LoomCall {
   const Kernel *k;
   DLTensor t[3];
   DLTensor *ptrs[3];
-  LoomKernelEnv env;
+  loom_kernel_env env;
 } LoomCall;
 
 static void loom_run(void *ctx) {

@@ -161,7 +161,7 @@ static int check_dump_flags(const char *cmd, const DumpFlags *d) {
 }
 
 static void print_pass_list(void) {
-  LoomPassInfo info;
+  loom_pass_info info;
   const char *level = "";
   for (int i = 0; loom_compile_pass_info(i, &info); i++) {
     if (strcmp(level, info.level))
@@ -174,7 +174,7 @@ static void print_pass_list(void) {
 
 /* ---- compile ---- */
 
-static int compile_call(const char *model, const char *out, const LoomCompileOptions *opt) {
+static int compile_call(const char *model, const char *out, const loom_compile_options *opt) {
   char err[2048] = "";
   if (loom_compile_onnx(model, out, opt, err, sizeof err) != LOOM_OK)
     return fail(1, "compile: %s", err[0] ? err : "failed");
@@ -184,7 +184,7 @@ static int compile_call(const char *model, const char *out, const LoomCompileOpt
 
 static int compile_with_dumps(int argc, char **argv, DumpFlags *dumps) {
   const char *model = NULL, *out = NULL;
-  LoomCompileOptions opt = {.target = NULL, .opt_level = 2};
+  loom_compile_options opt = {.target = NULL, .opt_level = 2};
   for (int i = 0; i < argc; i++) {
     bool missing = false;
     const char *v;
@@ -390,7 +390,7 @@ static void held_free(HeldTensor *h) {
 }
 
 /* Binds one .npy or .pb file to input `index`; the message names the file too. */
-static int bind_input(LoomModel *m, int32_t index, const char *file) {
+static int bind_input(loom_model *m, int32_t index, const char *file) {
   Graph *g = graph_new("input");
   HeldTensor h = {0};
   int rc = hold_tensor(g, file, &h);
@@ -417,7 +417,7 @@ static loom_status write_pb(const char *path, const char *name, const DLTensor *
   return st;
 }
 
-static int bind_inputs(LoomModel *m, const RunArgs *a) {
+static int bind_inputs(loom_model *m, const RunArgs *a) {
   int32_t n = loom_model_num_inputs(m);
   const char **file = calloc((size_t)n + 1, sizeof(char *));
   if (!file) return fail(1, "out of memory");
@@ -432,7 +432,7 @@ static int bind_inputs(LoomModel *m, const RunArgs *a) {
       char names[1024] = "";
       size_t at = 0;
       for (int32_t j = 0; j < n && at < sizeof names; j++) {
-        LoomTensorInfo info;
+        loom_tensor_info info;
         loom_model_input_info(m, j, &info);
         at += (size_t)snprintf(names + at, sizeof names - at, "%s\"%s\"", j ? ", " : "", info.name);
       }
@@ -445,7 +445,7 @@ static int bind_inputs(LoomModel *m, const RunArgs *a) {
     }
   }
   for (int32_t k = 0; !rc && k < n; k++) {
-    LoomTensorInfo info;
+    loom_tensor_info info;
     loom_model_input_info(m, k, &info);
     if (!file[k]) {
       char sh[256];
@@ -477,13 +477,13 @@ static int prepare_output_dir(const char *dir) {
 }
 
 /* Writes every output as DIR/<file-safe name>.npy (or .pb); records the paths. */
-static int write_outputs(LoomModel *m, const char *dir, bool pb, cJSON *outs) {
+static int write_outputs(loom_model *m, const char *dir, bool pb, cJSON *outs) {
   int32_t n = loom_model_num_outputs(m);
   char(*used)[300] = calloc((size_t)n + 1, sizeof *used);
   if (!used) return fail(1, "out of memory");
   int rc = 0;
   for (int32_t i = 0; !rc && i < n; i++) {
-    LoomTensorInfo info;
+    loom_tensor_info info;
     loom_model_output_info(m, i, &info);
     char safe[256];
     file_safe_name(info.name, safe, sizeof safe);
@@ -508,9 +508,9 @@ static int write_outputs(LoomModel *m, const char *dir, bool pb, cJSON *outs) {
   return rc;
 }
 
-static void print_output_summary(LoomModel *m) {
+static void print_output_summary(loom_model *m) {
   for (int32_t i = 0; i < loom_model_num_outputs(m); i++) {
-    LoomTensorInfo info;
+    loom_tensor_info info;
     DLTensor t;
     loom_model_output_info(m, i, &info);
     loom_model_get_output(m, i, &t);
@@ -538,16 +538,16 @@ static void print_output_summary(LoomModel *m) {
 }
 
 /* Per plan step: mean time per run, share of the kernels' time, and, from
- * the FLOPs the compiler counted (LoomProfileEntry.flops; 0 = unknown),
+ * the FLOPs the compiler counted (loom_profile_entry.flops; 0 = unknown),
  * GFLOP/s and the percentage of the peak: this host's per core (the
  * target's FLOP per cycle times its clock, `loom target`) times the
  * model's thread count. */
-static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print, Target *rated_out) {
+static cJSON *profile_report(loom_model *m, double run_ms_total, bool print, Target *rated_out) {
   int32_t n = loom_model_profile_count(m);
   cJSON *arr = cJSON_CreateArray();
   double sum = 0, flops_sum = 0; /* per run */
   for (int32_t i = 0; i < n; i++) {
-    LoomProfileEntry p;
+    loom_profile_entry p;
     loom_model_profile_entry(m, i, &p);
     sum += p.calls ? p.total_ms / (double)p.calls : 0;
     flops_sum += (double)p.flops;
@@ -564,7 +564,7 @@ static cJSON *profile_report(LoomModel *m, double run_ms_total, bool print, Targ
     printf("%-5s %-40s %10s %7s %9s %7s  %s\n", "step", "kernel", "avg ms", "%", "GFLOP/s", "%peak", "onnx nodes");
   }
   for (int32_t i = 0; i < n; i++) {
-    LoomProfileEntry p;
+    loom_profile_entry p;
     loom_model_profile_entry(m, i, &p);
     double avg = p.calls ? p.total_ms / (double)p.calls : 0;
     double pct = sum > 0 ? 100.0 * avg / sum : 0;
@@ -632,7 +632,7 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   }
   int rc = 0, n = a->num_positional + a->num_named;
   HeldTensor *held = calloc((size_t)n + 1, sizeof *held);
-  LoomInputValue *vals = calloc((size_t)n + 1, sizeof *vals);
+  loom_input_value *vals = calloc((size_t)n + 1, sizeof *vals);
   const char **names = calloc((size_t)n + 1, sizeof *names);
   if (!held || !vals || !names) rc = fail(1, "out of memory");
   if (!rc && a->num_positional > n_model_inputs)
@@ -650,7 +650,7 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
     if (!rc) rc = hold_tensor(hg, file, &held[i]);
     if (!rc) a->num_held = i + 1;
     names[i] = name = arena_strdup(hg->arena, name);
-    vals[i] = (LoomInputValue){name, &held[i].t};
+    vals[i] = (loom_input_value){name, &held[i].t};
     if (!rc && pos) { /* becomes --input NAME=FILE */
       a->named_names[a->num_named] = strdup(name);
       a->named_files[a->num_named++] = file;
@@ -665,7 +665,7 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   if (!rc) {
     close(fd);
     char msg[2048];
-    LoomCompileOptions opt = {.opt_level = 2, .inputs = vals, .num_inputs = n};
+    loom_compile_options opt = {.opt_level = 2, .inputs = vals, .num_inputs = n};
     if (loom_compile_onnx(a->model, out, &opt, msg, sizeof msg)) rc = fail(1, "run: compile: %s", msg);
     if (rc) unlink(out);
   }
@@ -681,7 +681,7 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
 static int cmd_run(int argc, char **argv) {
   RunArgs a;
   int rc = parse_run_args(argc, argv, &a);
-  LoomModel *m = NULL;
+  loom_model *m = NULL;
   /* The profile's peak needs the clock, timed on the first call: before the
    * model's threads exist, so nothing of ours competes with the timing. */
   if (!rc && a.profile) (void)target_host();
@@ -695,7 +695,7 @@ static int cmd_run(int argc, char **argv) {
     if ((rc = specialize_onnx(&a, artifact, sizeof artifact))) goto done;
     a.model = artifact;
   }
-  LoomModelOptions opt = {.num_threads = (int32_t)a.threads};
+  loom_model_options opt = {.num_threads = (int32_t)a.threads};
   loom_status load_st = loom_model_load(a.model, &opt, &m, err, sizeof err);
   if (artifact[0]) unlink(artifact); /* loaded (or not): the temporary is not needed any more */
   if (load_st) {
@@ -734,7 +734,7 @@ static int cmd_run(int argc, char **argv) {
   }
   cJSON *outs = cJSON_AddArrayToObject(report, "outputs");
   for (int32_t i = 0; i < loom_model_num_outputs(m); i++) {
-    LoomTensorInfo info;
+    loom_tensor_info info;
     DLTensor t;
     loom_model_output_info(m, i, &info);
     loom_model_get_output(m, i, &t); /* a dynamic output's real shape */
@@ -976,7 +976,7 @@ static int inspect_with_dumps(int argc, char **argv, DumpFlags *dumps) {
              : inspect_artifact(file, b, len, dump);
   } else {
     char err[2048] = "";
-    LoomCompileOptions opt = {.target = target,
+    loom_compile_options opt = {.target = target,
                               .target_options = target_options,
                               .opt_level = 2,
                               .records = records,
@@ -1031,7 +1031,7 @@ static void tune_progress(const TuneProgress *p, void *user) {
 
 static int cmd_tune(int argc, char **argv) {
   const char *model = NULL;
-  LoomCompileOptions copt = {.target = NULL, .opt_level = 2};
+  loom_compile_options copt = {.target = NULL, .opt_level = 2};
   TuneOptions opt = {.compile = &copt};
   for (int i = 0; i < argc; i++) {
     bool missing = false;

@@ -421,8 +421,8 @@ static bool load_kernel(const char *role, const char *path, const char *name, Lo
   return true;
 }
 
-static LoomKernelEnv kernel_env(ThreadPool *pool, const Guarded *ws) {
-  LoomKernelEnv env = {0};
+static loom_kernel_env kernel_env(ThreadPool *pool, const Guarded *ws) {
+  loom_kernel_env env = {0};
   threadpool_fill_env(pool, &env);
   env.workspace = ws->data;
   env.workspace_bytes = (ws->bytes + 63) / 64 * 64;
@@ -433,7 +433,7 @@ static LoomKernelEnv kernel_env(ThreadPool *pool, const Guarded *ws) {
  * an error response naming the argument. */
 static bool call_kernel(const char *role, const Kernel *k, Args *a, ThreadPool *pool, const Guarded *ws,
                         Response *r) {
-  LoomKernelEnv env = kernel_env(pool, ws);
+  loom_kernel_env env = kernel_env(pool, ws);
   int32_t rc = k->fn(a->ptr, a->n, &env);
   if (rc == 0) return true;
   respond_fail(r, "error", "%s kernel \"%s\" refused argument %d: %s (code %d)", role, k->name,
@@ -636,7 +636,7 @@ static void measure(State *st, const Request *q, Response *r) {
    * reference under both patterns. */
   bool ok = checked_call(q, &k, ref, pool, &ws, POISON_A, "first call", r) &&
             checked_call(q, &k, ref, pool, &ws, POISON_B, "second call", r);
-  LoomKernelEnv env = kernel_env(pool, &ws);
+  loom_kernel_env env = kernel_env(pool, &ws);
   long runs = 0;
   double start = loom_clock_s(), elapsed = 0;
   while (ok && (runs < MIN_RUNS || elapsed < q->min_seconds) && runs < MAX_RUNS) {

@@ -2,7 +2,7 @@
  *
  * The same matmul-like loop nest (i parallel, j, k serial) is run twice: in
  * the shape codegen_c emits (body outlined into a static function taking a
- * closure, called through LoomKernelEnv.parallel_for on src/runtime's pool)
+ * closure, called through loom_kernel_env.parallel_for on src/runtime's pool)
  * and with `#pragma omp parallel for` over i. An empty body measures the
  * fork/join latency alone. Build and run (from the repository root):
  *
@@ -41,7 +41,7 @@ static void mm_chunk(void *closure, int64_t begin, int64_t end) {
       for (int64_t j = 0; j < c->N; ++j) C[i * c->N + j] += A[i * c->K + k] * B[k * c->N + j];
 }
 
-static void mm_pool(const LoomKernelEnv *env, struct mm_closure *c, int64_t M) {
+static void mm_pool(const loom_kernel_env *env, struct mm_closure *c, int64_t M) {
   env->parallel_for(env->pool, M, mm_chunk, c);
 }
 
@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 2;
   ThreadPool *pool;
   if (threadpool_create(threads, &pool, NULL)) return 1;
-  LoomKernelEnv env = {0};
+  loom_kernel_env env = {0};
   threadpool_fill_env(pool, &env);
   static const int64_t sizes[][3] = {{64, 64, 64}, {256, 256, 256}, {512, 512, 64}};
   enum { REPS = 41 };

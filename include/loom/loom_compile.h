@@ -1,6 +1,6 @@
 /* The compiler entry points the `loom` command calls for `loom compile` and
  * `loom inspect MODEL.onnx`, defined by the graph compiler
- * (src/compile/compile_model.c, library loom_compiler). The runtime header
+ * (src/compile/compile_model.c, library loom_compile). The runtime header
  * loom_runtime.h does not need them: a deployed model runs without them. */
 #ifndef LOOM_COMPILE_H
 #define LOOM_COMPILE_H
@@ -24,12 +24,12 @@ extern "C" {
  * artifact then no longer has that input. An input whose default an
  * initializer gives (listed among the inputs, as IR version 3 files do) is
  * a constant unless named here; named, it is an input like any other. */
-typedef struct LoomInputValue {
+typedef struct loom_input_value {
   const char *name; /* the ONNX graph input */
   const DLTensor *tensor;
-} LoomInputValue;
+} loom_input_value;
 
-typedef struct LoomCompileOptions {
+typedef struct loom_compile_options {
   /* NULL, "host" or "x86_64": this machine, every feature it has;
    * "x86_64-sse2" (the x86-64 baseline: 128-bit vectors, no AVX or FMA),
    * "x86_64-avx2" or "x86_64-avx512": that ISA level (older x86 CPUs);
@@ -41,7 +41,7 @@ typedef struct LoomCompileOptions {
    * "l2=1MiB,cores=8": a build for another machine of the same ISA. */
   const char *target_options;
   int opt_level;      /* 0..3 (the CLI's default is 2) */
-  const LoomInputValue *inputs; /* NULL, or num_inputs inputs to specialize to */
+  const loom_input_value *inputs; /* NULL, or num_inputs inputs to specialize to */
   int num_inputs;
   /* NULL, or a tuning records database (`loom tune --records`): each
    * kernel whose workload has a record for this target and thread count
@@ -67,23 +67,23 @@ typedef struct LoomCompileOptions {
    * returns C that does not compile is an error naming it. (The last
    * field, so the earlier ones keep their offsets for callers through FFI.) */
   const char *byoc;
-} LoomCompileOptions;
+} loom_compile_options;
 
 /* One step of the compiler's pipeline that dump_before / dump_after can
  * name. */
-typedef struct LoomPassInfo {
+typedef struct loom_pass_info {
   const char *name;
   const char *level; /* "graph" (runs once per model) or "lowering" (once per kernel) */
   /* NULL when the step always runs, else when it does: "opt level >= 2",
    * or the lowering option that turns it on ("partition_loops"). */
   const char *condition;
-} LoomPassInfo;
+} loom_pass_info;
 
 /* Step `index` (from 0) of the pipeline, in the order the steps run: the
  * graph passes, then the lowering passes. A pass that runs more than once
  * (dce, simplify) has a step per run. Returns 0 past the last step, else 1
  * with *out filled (static strings). */
-int loom_compile_pass_info(int index, LoomPassInfo *out);
+int loom_compile_pass_info(int index, loom_pass_info *out);
 
 /* Checks a dump_before / dump_after list: LOOM_OK (NULL is fine), else
  * LOOM_ERR_INVALID_ARG with a message in errbuf naming the unknown (or
@@ -94,7 +94,7 @@ loom_status loom_compile_check_pass_list(const char *list, char *errbuf, size_t 
  * (runtime/artifact.h: artifact_write). On failure returns the status and
  * writes a message naming the file, node or op at fault into errbuf (no
  * "loom: error:" prefix; the CLI adds it); nothing is left at out_path. */
-loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const LoomCompileOptions *opt,
+loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const loom_compile_options *opt,
                               char *errbuf, size_t errlen);
 
 /* Prints a summary of an ONNX model to `out`, or with dump = "graph",
@@ -105,7 +105,7 @@ loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const
  * too, ahead of that: the pipeline runs as far as `dump` needs, and through
  * lowering (no C compiler) when a lowering pass is named, except that
  * dump = "graph" stops after the graph pass infer. */
-loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
+loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const loom_compile_options *opt, FILE *out,
                               char *errbuf, size_t errlen);
 
 #ifdef __cplusplus

@@ -3,7 +3,7 @@
  *
  * Every generated kernel has the signature
  *
- *   int32_t NAME(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env);
+ *   int32_t NAME(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env);
  *
  * and exports `const size_t NAME_workspace_bytes` (0 when it needs none).
  * args are the PrimFunc's parameters in order (inputs, then outputs). The
@@ -25,26 +25,26 @@
 
 /* One chunk of a parallel loop: run iterations [begin, end) of the outlined
  * loop body whose captured variables are in `closure`. */
-typedef void (*LoomParallelBody)(void *closure, int64_t begin, int64_t end);
+typedef void (*loom_parallel_body)(void *closure, int64_t begin, int64_t end);
 
 /* Runs body over [0, n) split into chunks, possibly concurrently, and returns
  * once every iteration has run. Must accept nested and concurrent calls
  * (running them serially is fine). */
-typedef void (*LoomParallelFor)(void *pool, int64_t n, LoomParallelBody body, void *closure);
+typedef void (*loom_parallel_for)(void *pool, int64_t n, loom_parallel_body body, void *closure);
 
-typedef struct LoomKernelEnv {
-  LoomParallelFor parallel_for; /* NULL: parallel loops run serially */
+typedef struct loom_kernel_env {
+  loom_parallel_for parallel_for; /* NULL: parallel loops run serially */
   void *pool;                   /* opaque, passed back to parallel_for */
   int32_t num_threads;          /* informational; >= 1 */
   void *workspace;              /* 64-byte aligned scratch, >= NAME_workspace_bytes */
   size_t workspace_bytes;
-} LoomKernelEnv;
+} loom_kernel_env;
 
-typedef int32_t (*LoomKernelFn)(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env);
+typedef int32_t (*loom_kernel_fn)(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env);
 
 /* Return codes: the low byte is what went wrong, the next bits the index of
  * the argument at fault (0 when no argument is involved). */
-typedef enum LoomKernelErr {
+typedef enum loom_kernel_err {
   LOOM_KERNEL_OK = 0,
   LOOM_KERNEL_ERR_NUM_ARGS = 1,  /* num_args differs from the parameter count */
   LOOM_KERNEL_ERR_NULL = 2,      /* args, args[i] or args[i]->data is NULL */
@@ -56,10 +56,10 @@ typedef enum LoomKernelErr {
   LOOM_KERNEL_ERR_ALIGN = 8,     /* data misaligned for the element or the declared alignment */
   LOOM_KERNEL_ERR_WORKSPACE = 9, /* env->workspace missing, too small or misaligned */
   LOOM_KERNEL_ERR_EXTERNAL = 10, /* an external (BYOC) kernel's own code reported a failure */
-} LoomKernelErr;
+} loom_kernel_err;
 
 #define LOOM_KERNEL_ERR(kind, arg) ((int32_t)(kind) | ((int32_t)(arg) << 8))
-#define LOOM_KERNEL_ERR_KIND(code) ((LoomKernelErr)((code) & 0xff))
+#define LOOM_KERNEL_ERR_KIND(code) ((loom_kernel_err)((code) & 0xff))
 #define LOOM_KERNEL_ERR_ARG(code) ((int32_t)(code) >> 8)
 
 /* ---- The model's run entry ----
@@ -71,7 +71,7 @@ typedef enum LoomKernelErr {
  *
  *   int32_t loom_run(DLTensor *const *inputs, DLTensor *const *outputs,
  *                    const void *weights, void *arena,
- *                    const LoomKernelEnv *env, int32_t *failed_step);
+ *                    const loom_kernel_env *env, int32_t *failed_step);
  *
  * inputs/outputs are the graph's, in the artifact metadata's order (checked
  * on entry: non-NULL data, CPU, dtype, shape, compact strides; byte_offset is
@@ -102,8 +102,8 @@ typedef struct LoomExternalSlot {
   int (*run)(void *state, void *const *data, void *workspace);
 } LoomExternalSlot;
 
-typedef int32_t (*LoomRunFn)(DLTensor *const *inputs, DLTensor *const *outputs, const void *weights, void *arena,
-                             const LoomKernelEnv *env, int32_t *failed_step);
+typedef int32_t (*loom_run_fn)(DLTensor *const *inputs, DLTensor *const *outputs, const void *weights, void *arena,
+                             const loom_kernel_env *env, int32_t *failed_step);
 #define LOOM_RUN_ENTRY_DEFAULT "loom_run"
 
 #endif

@@ -31,7 +31,7 @@ extern "C" {
  * (the model does not compile, the records file is refused, the measurer
  * cannot start): LOOM_ERR_INVALID_ARG for a missing path or a negative
  * budget. */
-loom_status loom_tune_onnx(const char *onnx_path, const char *records, const LoomCompileOptions *opt, int trials,
+loom_status loom_tune_onnx(const char *onnx_path, const char *records, const loom_compile_options *opt, int trials,
                            double seconds, int threads, uint64_t seed, int *measured, int *failed,
                            double *model_ms_default, double *model_ms_tuned, char *errbuf, size_t errlen);
 

@@ -89,13 +89,13 @@ int compile_extent_of_output(const Graph *g, ValueId v);
  * on it, Shape, Size, EyeLike and CastLike's target being barriers (the rule
  * is spelled out at the top of specialize.c). A name that is not a graph
  * input of g gets false. */
-loom_status compile_specialize_decide(const Graph *g, const LoomInputValue *vals, int n, bool *bind, LoomError *err);
+loom_status compile_specialize_decide(const Graph *g, const loom_input_value *vals, int n, bool *bind, LoomError *err);
 /* Specializes a freshly imported graph (before folding) to concrete input
  * tensors: every input's shape, and as constants the values that
  * compile_specialize_decide picks or force[i] names (force may be NULL);
  * bound (NULL or n flags) reports which were compiled in. Errors name the
  * input. */
-loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int n, const bool *force, bool *bound,
+loom_status compile_specialize_inputs(Graph *g, const loom_input_value *vals, int n, const bool *force, bool *bound,
                                       LoomError *err);
 /* Imports the model at path specialized to the n inputs and prepares it
  * (onnx_prepare_graph: control flow inlined, constants folded, shapes
@@ -103,7 +103,7 @@ loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int 
  * inlined If/Loop/Scan body) that reads an input kept at run time, imports
  * again with that input compiled in. LOOM_DEBUG_SPECIALIZE=1 prints the
  * decision. */
-loom_status compile_import_specialized(const char *path, const LoomInputValue *vals, int n, Graph **out,
+loom_status compile_import_specialized(const char *path, const loom_input_value *vals, int n, Graph **out,
                                        LoomError *err);
 
 /* ---- lower_group.c ---- */
@@ -130,7 +130,7 @@ typedef struct CompileTasks {
   GroupFunc *groups;
   int ngroups;
 } CompileTasks;
-loom_status compile_model_tasks(const char *onnx_path, const LoomCompileOptions *opt, CompileTasks *out,
+loom_status compile_model_tasks(const char *onnx_path, const loom_compile_options *opt, CompileTasks *out,
                                 LoomError *err);
 void compile_tasks_free(CompileTasks *t);
 
@@ -147,7 +147,7 @@ typedef struct CompileModelParts {
   const ArtifactSpec *spec;
   Target target;
 } CompileModelParts;
-loom_status compile_model_parts(const char *onnx_path, const LoomCompileOptions *opt, const char *run_entry,
+loom_status compile_model_parts(const char *onnx_path, const loom_compile_options *opt, const char *run_entry,
                                 CompileModelParts *out, LoomError *err);
 void compile_model_parts_free(CompileModelParts *p);
 
@@ -177,7 +177,7 @@ void compile_schedule_group_on(struct Schedule *s, const Target *target, int num
 const char *compile_anchor_rule(const PrimFunc *f);
 
 /* ---- run_entry.c: the model's generated run entry ---- */
-/* Appends to `out` the C of spec->run_entry (LoomRunFn, loom/loom_kernel.h):
+/* Appends to `out` the C of spec->run_entry (loom_run_fn, loom/loom_kernel.h):
  * checks of the graph inputs/outputs, then every call of spec->calls in
  * order, with DLTensors from static shapes and data at input/output base,
  * weights base + spec->run_entry_weight_offsets[i], or arena base + offset;

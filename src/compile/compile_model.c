@@ -219,18 +219,18 @@ static const GraphStep k_graph_pipeline[] = {
 
 enum { GRAPH_STEP_COUNT = (int)(sizeof k_graph_pipeline / sizeof k_graph_pipeline[0]) };
 
-int loom_compile_pass_info(int index, LoomPassInfo *out) {
+int loom_compile_pass_info(int index, loom_pass_info *out) {
   static const char *const opt_levels[] = {NULL, "opt level >= 1", "opt level >= 2", "opt level >= 3"};
   if (index < 0) return 0;
   if (index < GRAPH_STEP_COUNT) {
     const GraphStep *s = &k_graph_pipeline[index];
-    *out = (LoomPassInfo){s->name, "graph", opt_levels[s->min_opt_level]};
+    *out = (loom_pass_info){s->name, "graph", opt_levels[s->min_opt_level]};
     return 1;
   }
   const char *option;
   const TirPass *p = tir_lower_step(index - GRAPH_STEP_COUNT, &option);
   if (!p) return 0;
-  *out = (LoomPassInfo){p->name, "lowering", option};
+  *out = (loom_pass_info){p->name, "lowering", option};
   return 1;
 }
 
@@ -308,7 +308,7 @@ static loom_status external_group(Compiled *c, int i, const char *upto, LoomErro
  * step partition), "fused" (after the graph steps), "lowered" (PrimFuncs,
  * not scheduled); NULL runs it all. The dumps opt asks for go to dump_out.
  * External groups get no PrimFunc (funcs[i] NULL) but their kernel in ext. */
-static loom_status compile_front(const char *path, const LoomCompileOptions *opt, FILE *dump_out, const char *upto,
+static loom_status compile_front(const char *path, const loom_compile_options *opt, FILE *dump_out, const char *upto,
                                  Compiled *c, LoomError *err) {
   memset(c, 0, sizeof *c);
   c->arena = arena_new();
@@ -570,7 +570,7 @@ static void copy_error(const LoomError *err, char *errbuf, size_t errlen) {
   if (errbuf && errlen) snprintf(errbuf, errlen, "%s", err->msg[0] ? err->msg : loom_status_name(err->status));
 }
 
-static loom_status compile_onnx(const char *onnx_path, const char *out_path, const LoomCompileOptions *opt,
+static loom_status compile_onnx(const char *onnx_path, const char *out_path, const loom_compile_options *opt,
                                 char *errbuf, size_t errlen) {
   LoomError err = {0};
   Compiled c;
@@ -587,7 +587,7 @@ static loom_status compile_onnx(const char *onnx_path, const char *out_path, con
   return st;
 }
 
-loom_status compile_model_tasks(const char *onnx_path, const LoomCompileOptions *opt, CompileTasks *out,
+loom_status compile_model_tasks(const char *onnx_path, const loom_compile_options *opt, CompileTasks *out,
                                 LoomError *err) {
   memset(out, 0, sizeof *out);
   if (opt && opt->byoc)
@@ -613,7 +613,7 @@ void compile_tasks_free(CompileTasks *t) {
   memset(t, 0, sizeof *t);
 }
 
-loom_status compile_model_parts(const char *onnx_path, const LoomCompileOptions *opt, const char *run_entry,
+loom_status compile_model_parts(const char *onnx_path, const loom_compile_options *opt, const char *run_entry,
                                 CompileModelParts *out, LoomError *err) {
   memset(out, 0, sizeof *out);
   if (opt && opt->byoc) return err_set(err, LOOM_ERR_UNSUPPORTED, "export-c: --byoc is not supported (external kernels)");
@@ -700,7 +700,7 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
   return st;
 }
 
-static loom_status inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
+static loom_status inspect_onnx(const char *onnx_path, const char *dump, const loom_compile_options *opt, FILE *out,
                                 char *errbuf, size_t errlen) {
   LoomError err = {0};
   if (dump && strcmp(dump, "graph") && strcmp(dump, "partitioned") && strcmp(dump, "fused") && strcmp(dump, "tir") &&
@@ -715,7 +715,7 @@ static loom_status inspect_onnx(const char *onnx_path, const char *dump, const L
                      : dump                                                       ? NULL
                      : with_records                                               ? "lowered"
                                                                                   : "fused";
-  LoomCompileOptions front = opt ? *opt : (LoomCompileOptions){.opt_level = 2};
+  loom_compile_options front = opt ? *opt : (loom_compile_options){.opt_level = 2};
   front.records = NULL; /* inspect reads the records itself */
   /* Dumps of lowering passes need scheduled kernels (not --dump graph's
    * stage: that one stops after infer whatever the dumps name). */
@@ -788,7 +788,7 @@ static loom_status out_of_memory(OomRecovery *r, const char *onnx_path, char *er
   return err.status;
 }
 
-loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const LoomCompileOptions *opt,
+loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const loom_compile_options *opt,
                               char *errbuf, size_t errlen) {
   OomRecovery r;
   if (setjmp(*oom_recovery_push(&r))) return out_of_memory(&r, onnx_path, errbuf, errlen);
@@ -797,7 +797,7 @@ loom_status loom_compile_onnx(const char *onnx_path, const char *out_path, const
   return st;
 }
 
-loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const LoomCompileOptions *opt, FILE *out,
+loom_status loom_inspect_onnx(const char *onnx_path, const char *dump, const loom_compile_options *opt, FILE *out,
                               char *errbuf, size_t errlen) {
   OomRecovery r;
   if (setjmp(*oom_recovery_push(&r))) return out_of_memory(&r, onnx_path, errbuf, errlen);

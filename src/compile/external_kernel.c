@@ -30,7 +30,7 @@ void compile_external_kernel_source(const ByocKernel *k, const LoomByocRegion *r
   }
   compile_emit_tensor_check(o, name);
   sb_printf(o,
-            "int32_t %s(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) {\n"
+            "int32_t %s(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env) {\n"
             "  if (num_args != %d) return LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_NUM_ARGS, 0);\n"
             "  if (!args) return LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_NULL, 0);\n"
             "  int32_t rc;\n"

@@ -34,7 +34,7 @@ bool pass_dump_named(const char *list, const char *pass) {
 }
 
 static bool is_pass_name(const char *s, size_t len) {
-  LoomPassInfo info;
+  loom_pass_info info;
   for (int i = 0; loom_compile_pass_info(i, &info); i++)
     if (item_is(s, len, info.name)) return true;
   return false;
@@ -42,7 +42,7 @@ static bool is_pass_name(const char *s, size_t len) {
 
 /* Each name once, in pipeline order (dce and simplify run at several steps). */
 static void print_pass_names(StrBuf *sb) {
-  LoomPassInfo info, earlier;
+  loom_pass_info info, earlier;
   for (int i = 0; loom_compile_pass_info(i, &info); i++) {
     bool seen = false;
     for (int k = 0; k < i && !seen; k++) seen = loom_compile_pass_info(k, &earlier) && !strcmp(earlier.name, info.name);
@@ -72,7 +72,7 @@ loom_status loom_compile_check_pass_list(const char *list, char *errbuf, size_t 
 }
 
 static bool names_lowering(const char *list) {
-  LoomPassInfo info;
+  loom_pass_info info;
   for (int i = 0; loom_compile_pass_info(i, &info); i++)
     if (!strcmp(info.level, "lowering") && pass_dump_named(list, info.name)) return true;
   return false;

@@ -1,4 +1,4 @@
-/* `--dump-before=PASS` / `--dump-after=PASS` (LoomCompileOptions): which
+/* `--dump-before=PASS` / `--dump-after=PASS` (loom_compile_options): which
  * steps of the pipeline print the IR, and how. The pipelines own their pass
  * lists (compile_model.c's graph table, tir/transform/lower.c's); this file
  * only selects and prints. */

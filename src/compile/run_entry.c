@@ -1,5 +1,5 @@
 /* The model's run entry, generated into the same C source as its kernels:
- * one function (LoomRunFn, include/loom/loom_kernel.h) that checks the graph
+ * one function (loom_run_fn, include/loom/loom_kernel.h) that checks the graph
  * inputs and outputs, then calls every kernel of the plan in order with
  * DLTensors built from static shapes and base + offset data pointers. The
  * runtime then runs a model with one call instead of interpreting the plan;
@@ -146,7 +146,7 @@ loom_status compile_run_entry_source(const ArtifactSpec *s, StrBuf *out, LoomErr
   sb_init(&body);
   ShapeTable shapes = {.out = out, .prefix = name};
   sb_printf(out,
-            "\n/* ---- run entry (src/compile/run_entry.c; ABI: LoomRunFn in loom/loom_kernel.h) ---- */\n"
+            "\n/* ---- run entry (src/compile/run_entry.c; ABI: loom_run_fn in loom/loom_kernel.h) ---- */\n"
             "const uint64_t %s_plan_hash = 0x%016" PRIx64 "ULL;\n"
             "const int32_t %s_num_steps = %d;\n",
             name, hash, name, (int)s->num_calls);
@@ -154,7 +154,7 @@ loom_status compile_run_entry_source(const ArtifactSpec *s, StrBuf *out, LoomErr
 
   sb_printf(&body,
             "int32_t %s(DLTensor *const *inputs, DLTensor *const *outputs, const void *weights, void *arena,\n"
-            "    const LoomKernelEnv *env, int32_t *failed_step) {\n"
+            "    const loom_kernel_env *env, int32_t *failed_step) {\n"
             "  int32_t rc;\n"
             "  if (failed_step) *failed_step = -1;\n",
             name);

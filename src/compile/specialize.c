@@ -102,7 +102,7 @@ static int input_slot(const Graph *g, const char *name) {
   return -1;
 }
 
-loom_status compile_specialize_decide(const Graph *g, const LoomInputValue *vals, int n, bool *bind, LoomError *err) {
+loom_status compile_specialize_decide(const Graph *g, const loom_input_value *vals, int n, bool *bind, LoomError *err) {
   bool *need = values_needed(g);
   if (!need) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "specialize: out of memory");
   for (int i = 0; i < n; i++) {
@@ -127,7 +127,7 @@ static bool dl_to_dtype(DLDataType d, DType *out) {
   return true;
 }
 
-loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int n, const bool *force, bool *bound,
+loom_status compile_specialize_inputs(Graph *g, const loom_input_value *vals, int n, const bool *force, bool *bound,
                                       LoomError *err) {
   for (int i = 0; i < n; i++) {
     const char *name = vals[i].name;
@@ -170,7 +170,7 @@ loom_status compile_specialize_inputs(Graph *g, const LoomInputValue *vals, int 
   return st;
 }
 
-loom_status compile_import_specialized(const char *path, const LoomInputValue *vals, int n, Graph **out,
+loom_status compile_import_specialized(const char *path, const loom_input_value *vals, int n, Graph **out,
                                        LoomError *err) {
   *out = NULL;
   bool *force = loom_calloc((size_t)n + 1, sizeof *force), *bound = loom_calloc((size_t)n + 1, sizeof *bound);

@@ -53,7 +53,7 @@ static bool same_code(const PrimFunc *x, const PrimFunc *y) {
 static void emit_alias(StrBuf *sb, const char *name, const char *target) {
   sb_printf(sb,
             "extern const size_t %s_workspace_bytes __attribute__((alias(\"%s_workspace_bytes\")));\n"
-            "int32_t %s(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env)"
+            "int32_t %s(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env)"
             " __attribute__((alias(\"%s\")));\n\n",
             name, target, name, target);
 }
@@ -120,7 +120,7 @@ static loom_status emit_units(Arena *a, const PrimFunc *const *funcs, int n, con
   if (epilogue) {
     if (sb.len == 0) codegen_c_prelude(&sb);
     for (int i = 0; i < n; i++)
-      sb_printf(&sb, "int32_t %s(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env);\n",
+      sb_printf(&sb, "int32_t %s(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env);\n",
                 funcs[i]->name);
     sb_puts(&sb, epilogue);
   }

@@ -27,19 +27,19 @@ static const char k_abi[] =
     "  void *data;\n  DLDevice device;\n  int32_t ndim;\n  DLDataType dtype;\n"
     "  int64_t *shape;\n  int64_t *strides;\n  uint64_t byte_offset;\n"
     "} DLTensor;\n"
-    "typedef void (*LoomParallelBody)(void *closure, int64_t begin, int64_t end);\n"
-    "typedef void (*LoomParallelFor)(void *pool, int64_t n, LoomParallelBody body, void *closure);\n"
-    "typedef struct LoomKernelEnv {\n"
-    "  LoomParallelFor parallel_for; /* NULL here: parallel loops run serially */\n"
+    "typedef void (*loom_parallel_body)(void *closure, int64_t begin, int64_t end);\n"
+    "typedef void (*loom_parallel_for)(void *pool, int64_t n, loom_parallel_body body, void *closure);\n"
+    "typedef struct loom_kernel_env {\n"
+    "  loom_parallel_for parallel_for; /* NULL here: parallel loops run serially */\n"
     "  void *pool;\n  int32_t num_threads;\n  void *workspace;\n  size_t workspace_bytes;\n"
-    "} LoomKernelEnv;\n"
-    "typedef enum LoomKernelErr {\n"
+    "} loom_kernel_env;\n"
+    "typedef enum loom_kernel_err {\n"
     "  LOOM_KERNEL_OK = 0, LOOM_KERNEL_ERR_NUM_ARGS = 1, LOOM_KERNEL_ERR_NULL = 2, LOOM_KERNEL_ERR_DEVICE = 3,\n"
     "  LOOM_KERNEL_ERR_DTYPE = 4, LOOM_KERNEL_ERR_NDIM = 5, LOOM_KERNEL_ERR_SHAPE = 6, LOOM_KERNEL_ERR_STRIDES = 7,\n"
     "  LOOM_KERNEL_ERR_ALIGN = 8, LOOM_KERNEL_ERR_WORKSPACE = 9\n"
-    "} LoomKernelErr;\n"
+    "} loom_kernel_err;\n"
     "#define LOOM_KERNEL_ERR(kind, arg) ((int32_t)(kind) | ((int32_t)(arg) << 8))\n"
-    "#define LOOM_KERNEL_ERR_KIND(code) ((LoomKernelErr)((code) & 0xff))\n\n";
+    "#define LOOM_KERNEL_ERR_KIND(code) ((loom_kernel_err)((code) & 0xff))\n\n";
 
 static const char k_prelude_include[] = "#include \"loom/loom_kernel.h\"\n";
 
@@ -250,7 +250,7 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
   const char *topt = o->target_options && *o->target_options
                          ? arena_printf(a, "cores=%d,%s", threads, o->target_options)
                          : arena_printf(a, "cores=%d", threads);
-  LoomCompileOptions copt = {.target = target, .target_options = topt, .opt_level = 2, .records = o->records};
+  loom_compile_options copt = {.target = target, .target_options = topt, .opt_level = 2, .records = o->records};
   ExportModel m = {.prefix = o->name ? o->name : "model", .model_path = onnx_path, .target = target,
                    .threads = threads, .bench = o->bench};
   for (size_t i = 0; m.prefix[i] && i + 1 < sizeof m.upper; i++)

@@ -214,7 +214,7 @@ void export_run_source(const ExportModel *m, StrBuf *o) {
   tensor_array(o, "tout", s->num_outputs);
   sb_printf(o,
             "  /* The workspace: the memory plan's arena, then the kernels' scratch. */\n"
-            "  LoomKernelEnv env = {NULL, NULL, 1, (char *)workspace + %" PRIu64 ", %" PRIu64 "};\n",
+            "  loom_kernel_env env = {NULL, NULL, 1, (char *)workspace + %" PRIu64 ", %" PRIu64 "};\n",
             m->arena_bytes, m->scratch_bytes);
   if (m->threads > 1) sb_printf(o, "  if (ctx) %s_context_env(ctx, &env);\n", P);
   if (m->weights_file)

@@ -4,7 +4,7 @@
  * brief spinning, then a condition variable) with its state in the
  * caller's PREFIX_context instead of the heap: N-1 workers in a fixed
  * array, no allocation, nothing global. PREFIX_run passes it to the
- * kernels as their LoomParallelFor, so a parallel loop is split exactly as
+ * kernels as their loom_parallel_for, so a parallel loop is split exactly as
  * in the host artifact.
  *
  * PREFIX_context is opaque storage in PREFIX.h (the header then needs no
@@ -57,7 +57,7 @@ static const char k_pool[] =
     "   * misread its size */\n"
     "  _Atomic uint64_t ticket;\n"
     "  /* the current job: written before the ticket, read after winning a chunk */\n"
-    "  LoomParallelBody body;\n"
+    "  loom_parallel_body body;\n"
     "  void *closure;\n"
     "  int64_t n;\n"
     "  int n_chunks, started;\n"
@@ -116,8 +116,8 @@ static const char k_pool[] =
     "    P_pool_run_chunks(p, gen);\n"
     "  }\n"
     "}\n\n"
-    "/* The kernels' LoomParallelFor (loom/loom_kernel.h). */\n"
-    "static void P_parallel_for(void *pool, int64_t n, LoomParallelBody body, void *closure) {\n"
+    "/* The kernels' loom_parallel_for (loom/loom_kernel.h). */\n"
+    "static void P_parallel_for(void *pool, int64_t n, loom_parallel_body body, void *closure) {\n"
     "  struct P_pool *p = (struct P_pool *)pool;\n"
     "  int idle = 0;\n"
     "  if (n <= 0) return;\n"
@@ -149,7 +149,7 @@ static const char k_pool[] =
     "  }\n"
     "  atomic_store(&p->busy, 0);\n"
     "}\n\n"
-    "static void P_context_env(P_context *ctx, LoomKernelEnv *env) {\n"
+    "static void P_context_env(P_context *ctx, loom_kernel_env *env) {\n"
     "  env->parallel_for = P_parallel_for;\n"
     "  env->pool = P_pool_of(ctx);\n"
     "  env->num_threads = U_THREADS;\n"

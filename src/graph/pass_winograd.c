@@ -10,7 +10,7 @@
  *     -> ConvNCHWc(x, U [4, 4, K/k, C/c, c, k]) {winograd_tile = 2}
  *
  * (infer_nchwc.c: the window is then 4 - 2 + 1 = 3). Which convs pay is
- * measured (bench_ab on ResNet-50, docs/graph_passes.md): the product
+ * measured (bench_ab on ResNet-50, docs/graph.md): the product
  * reuses each element of U once per 2x2 output tile, a direct conv each
  * kernel element once per output pixel, so with few tiles U streams from
  * memory for too little work. ResNet-50: its 56x56, 28x28 and 14x14

@@ -162,7 +162,7 @@ typedef struct ArtifactSpec {
   const void *so_bytes;
   size_t so_size;
   const char *so_path;
-  /* The generated run entry (loom_kernel.h, LoomRunFn): its symbol, NULL or
+  /* The generated run entry (loom_kernel.h, loom_run_fn): its symbol, NULL or
    * "" when the shared object has none (the plan is then the only way to
    * run), and the weight offsets in the blob it was generated for (one per
    * weight; they must equal artifact_weight_layout's, which the writer
@@ -197,7 +197,7 @@ typedef struct Artifact {
   char *so_tmp_path;
   Kernel *kernels;            /* spec.num_kernels, resolved */
   uint64_t run_hash;          /* artifact_run_hash of the parsed plan (run_entry set) */
-  LoomRunFn run_fn;           /* artifact_load: the resolved run entry, NULL when none */
+  loom_run_fn run_fn;           /* artifact_load: the resolved run entry, NULL when none */
 } Artifact;
 
 enum {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct LoomModel {
+struct loom_model {
   Artifact *art;
   ThreadPool *pool;
   void *arena;           /* arena_bytes, 64-byte aligned */
@@ -32,7 +32,7 @@ struct LoomModel {
   LoomError err;
 };
 
-const Artifact *executor_artifact(const LoomModel *m) { return m->art; }
+const Artifact *executor_artifact(const loom_model *m) { return m->art; }
 
 const char *loom_runtime_version(void) { return LOOM_VERSION_STRING; }
 
@@ -49,7 +49,7 @@ static void *alloc64(uint64_t bytes, bool zero) {
   return p;
 }
 
-void loom_model_free(LoomModel *m) {
+void loom_model_free(loom_model *m) {
   if (!m) return;
   if (m->art) {
     for (int32_t i = 0; m->inputs && i < m->art->spec.num_inputs; i++) loom_free(m->inputs[i]);
@@ -74,7 +74,7 @@ void loom_model_free(LoomModel *m) {
   loom_free(m);
 }
 
-static void *arg_data(LoomModel *m, const ArtifactArg *a) {
+static void *arg_data(loom_model *m, const ArtifactArg *a) {
   const Artifact *art = m->art;
   switch (a->kind) {
     case ARTIFACT_ARG_INPUT: return m->inputs[a->index];
@@ -88,7 +88,7 @@ static void *arg_data(LoomModel *m, const ArtifactArg *a) {
   return NULL;
 }
 
-static loom_status model_setup(LoomModel *m, LoomError *err) {
+static loom_status model_setup(loom_model *m, LoomError *err) {
   const ArtifactSpec *s = &m->art->spec;
   size_t ni = (size_t)s->num_inputs + 1, no = (size_t)s->num_outputs + 1, nc = (size_t)s->num_calls + 1;
   m->inputs = loom_calloc(ni, sizeof(void *));
@@ -160,12 +160,12 @@ static loom_status model_setup(LoomModel *m, LoomError *err) {
   return LOOM_OK;
 }
 
-loom_status loom_model_load(const char *path, const LoomModelOptions *opt, LoomModel **out, char *errbuf,
+loom_status loom_model_load(const char *path, const loom_model_options *opt, loom_model **out, char *errbuf,
                             size_t errlen) {
   LoomError err = {0};
   loom_status st;
   *out = NULL;
-  LoomModel *m = loom_calloc(1, sizeof *m);
+  loom_model *m = loom_calloc(1, sizeof *m);
   if (!m) {
     st = err_set(&err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   } else if (!path) {
@@ -184,15 +184,15 @@ loom_status loom_model_load(const char *path, const LoomModelOptions *opt, LoomM
   return LOOM_OK;
 }
 
-const char *loom_model_error(const LoomModel *m) { return m ? m->err.msg : "NULL model"; }
+const char *loom_model_error(const loom_model *m) { return m ? m->err.msg : "NULL model"; }
 
-int32_t loom_model_num_inputs(const LoomModel *m) { return m->art->spec.num_inputs; }
-int32_t loom_model_num_outputs(const LoomModel *m) { return m->art->spec.num_outputs; }
-int32_t loom_model_num_threads(const LoomModel *m) { return threadpool_num_threads(m->pool); }
+int32_t loom_model_num_inputs(const loom_model *m) { return m->art->spec.num_inputs; }
+int32_t loom_model_num_outputs(const loom_model *m) { return m->art->spec.num_outputs; }
+int32_t loom_model_num_threads(const loom_model *m) { return threadpool_num_threads(m->pool); }
 
-const char *loom_model_target(const LoomModel *m) { return m->art->target; }
+const char *loom_model_target(const loom_model *m) { return m->art->target; }
 
-static void info_of(const ArtifactTensor *t, LoomTensorInfo *out) {
+static void info_of(const ArtifactTensor *t, loom_tensor_info *out) {
   out->name = t->name;
   out->dtype = t->dtype;
   out->ndim = t->ndim;
@@ -200,13 +200,13 @@ static void info_of(const ArtifactTensor *t, LoomTensorInfo *out) {
   out->dynamic = t->dynamic;
 }
 
-loom_status loom_model_input_info(const LoomModel *m, int32_t index, LoomTensorInfo *out) {
+loom_status loom_model_input_info(const loom_model *m, int32_t index, loom_tensor_info *out) {
   if (index < 0 || index >= m->art->spec.num_inputs) return LOOM_ERR_INVALID_ARG;
   info_of(&m->art->spec.inputs[index], out);
   return LOOM_OK;
 }
 
-loom_status loom_model_output_info(const LoomModel *m, int32_t index, LoomTensorInfo *out) {
+loom_status loom_model_output_info(const loom_model *m, int32_t index, loom_tensor_info *out) {
   if (index < 0 || index >= m->art->spec.num_outputs) return LOOM_ERR_INVALID_ARG;
   info_of(&m->art->spec.outputs[index], out);
   return LOOM_OK;
@@ -218,10 +218,10 @@ static int32_t find(const ArtifactTensor *ts, int32_t n, const char *name) {
   return -1;
 }
 
-int32_t loom_model_input_index(const LoomModel *m, const char *name) {
+int32_t loom_model_input_index(const loom_model *m, const char *name) {
   return find(m->art->spec.inputs, m->art->spec.num_inputs, name);
 }
-int32_t loom_model_output_index(const LoomModel *m, const char *name) {
+int32_t loom_model_output_index(const loom_model *m, const char *name) {
   return find(m->art->spec.outputs, m->art->spec.num_outputs, name);
 }
 
@@ -236,7 +236,7 @@ static void describe(DLDataType dtype, int32_t ndim, const int64_t *shape, char 
 
 /* Checks a caller tensor against graph input or output `want` (`what`:
  * "input" / "output"): CPU, dtype, shape, compact row-major, data present. */
-static loom_status check_io_tensor(LoomModel *m, const char *what, const ArtifactTensor *want, const DLTensor *t) {
+static loom_status check_io_tensor(loom_model *m, const char *what, const ArtifactTensor *want, const DLTensor *t) {
   if (!t) return err_set(&m->err, LOOM_ERR_INVALID_ARG, "%s \"%s\": NULL tensor", what, want->name);
   if (t->device.device_type != kDLCPU)
     return err_set(&m->err, LOOM_ERR_INVALID_ARG, "%s \"%s\": expected a CPU tensor (device type %d)", what,
@@ -265,7 +265,7 @@ static loom_status check_io_tensor(LoomModel *m, const char *what, const Artifac
 
 /* Points every kernel argument and run-entry tensor that is graph input or
  * output `index` at `data` (the arguments were built once at load). */
-static void repoint(LoomModel *m, ArtifactArgKind kind, int32_t index, void *data) {
+static void repoint(loom_model *m, ArtifactArgKind kind, int32_t index, void *data) {
   const ArtifactSpec *s = &m->art->spec;
   for (int32_t c = 0; c < s->num_calls; c++)
     for (int32_t j = 0; j < s->calls[c].num_args; j++) {
@@ -275,7 +275,7 @@ static void repoint(LoomModel *m, ArtifactArgKind kind, int32_t index, void *dat
   m->io_tensors[kind == ARTIFACT_ARG_INPUT ? index : s->num_inputs + index].data = data;
 }
 
-loom_status loom_model_set_input(LoomModel *m, int32_t index, const DLTensor *t) {
+loom_status loom_model_set_input(loom_model *m, int32_t index, const DLTensor *t) {
   const ArtifactSpec *s = &m->art->spec;
   if (index < 0 || index >= s->num_inputs)
     return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input index %d out of range: the model has %d inputs", (int)index,
@@ -297,7 +297,7 @@ static bool aligned64(const DLTensor *t) { return ((uintptr_t)t->data + t->byte_
 /* The graph input (inputs true) or output whose current buffer overlaps
  * [lo, lo + n), or NULL: a kernel writing an output over an input it still
  * reads would compute garbage. */
-static const char *overlapping(const LoomModel *m, bool inputs, const char *lo, uint64_t n) {
+static const char *overlapping(const loom_model *m, bool inputs, const char *lo, uint64_t n) {
   const ArtifactSpec *s = &m->art->spec;
   int32_t count = inputs ? s->num_inputs : s->num_outputs;
   for (int32_t i = 0; i < count; i++) {
@@ -308,7 +308,7 @@ static const char *overlapping(const LoomModel *m, bool inputs, const char *lo, 
   return NULL;
 }
 
-loom_status loom_model_bind_input(LoomModel *m, int32_t index, const DLTensor *t) {
+loom_status loom_model_bind_input(loom_model *m, int32_t index, const DLTensor *t) {
   const ArtifactSpec *s = &m->art->spec;
   if (index < 0 || index >= s->num_inputs)
     return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input index %d out of range: the model has %d inputs", (int)index,
@@ -335,7 +335,7 @@ loom_status loom_model_bind_input(LoomModel *m, int32_t index, const DLTensor *t
   return LOOM_OK;
 }
 
-loom_status loom_model_bind_output(LoomModel *m, int32_t index, const DLTensor *t) {
+loom_status loom_model_bind_output(loom_model *m, int32_t index, const DLTensor *t) {
   const ArtifactSpec *s = &m->art->spec;
   if (index < 0 || index >= s->num_outputs)
     return err_set(&m->err, LOOM_ERR_INVALID_ARG, "output index %d out of range: the model has %d outputs",
@@ -359,7 +359,7 @@ loom_status loom_model_bind_output(LoomModel *m, int32_t index, const DLTensor *
   return LOOM_OK;
 }
 
-loom_status loom_model_set_input_by_name(LoomModel *m, const char *name, const DLTensor *t) {
+loom_status loom_model_set_input_by_name(loom_model *m, const char *name, const DLTensor *t) {
   int32_t i = loom_model_input_index(m, name);
   if (i < 0) {
     char names[512] = "";
@@ -372,21 +372,21 @@ loom_status loom_model_set_input_by_name(LoomModel *m, const char *name, const D
   return loom_model_set_input(m, i, t);
 }
 
-bool executor_uses_run_entry(const LoomModel *m) { return m->art->run_fn && !m->profiling && !m->entry_disabled; }
+bool executor_uses_run_entry(const loom_model *m) { return m->art->run_fn && !m->profiling && !m->entry_disabled; }
 
-void executor_set_run_entry(LoomModel *m, bool enable) { m->entry_disabled = !enable; }
+void executor_set_run_entry(loom_model *m, bool enable) { m->entry_disabled = !enable; }
 
-static loom_status kernel_failed(LoomModel *m, int32_t step, int32_t rc) {
+static loom_status kernel_failed(loom_model *m, int32_t step, int32_t rc) {
   const ArtifactSpec *s = &m->art->spec;
   const Kernel *k = &m->art->kernels[s->calls[step].kernel];
-  LoomKernelErr kind = LOOM_KERNEL_ERR_KIND(rc);
+  loom_kernel_err kind = LOOM_KERNEL_ERR_KIND(rc);
   return err_set(&m->err, LOOM_ERR_RUNTIME, "plan step %d: kernel \"%s\" failed: argument %d: %s (code %d)", (int)step,
                  k->name, (int)LOOM_KERNEL_ERR_ARG(rc), kernel_err_kind_name(kind), (int)rc);
 }
 
 /* One call into the generated entry: the same kernels, arguments and order
  * as the plan, without the per-call dispatch. */
-static loom_status run_entry(LoomModel *m, const LoomKernelEnv *env) {
+static loom_status run_entry(loom_model *m, const loom_kernel_env *env) {
   const ArtifactSpec *s = &m->art->spec;
   int32_t step = -1;
   int32_t rc = m->art->run_fn(m->io_ptrs, m->io_ptrs + s->num_inputs, m->art->weights, m->arena, env, &step);
@@ -398,7 +398,7 @@ static loom_status run_entry(LoomModel *m, const LoomKernelEnv *env) {
 
 /* Dynamic outputs: the kernels wrote their real shapes; trust none beyond
  * the upper bound the buffer was sized for. */
-static loom_status check_extents(LoomModel *m) {
+static loom_status check_extents(loom_model *m) {
   const ArtifactSpec *s = &m->art->spec;
   for (int32_t i = 0; i < s->num_outputs; i++) {
     if (!m->out_shapes[i]) continue;
@@ -415,14 +415,14 @@ static loom_status check_extents(LoomModel *m) {
   return LOOM_OK;
 }
 
-static loom_status run_plan(LoomModel *m, const LoomKernelEnv *env);
+static loom_status run_plan(loom_model *m, const loom_kernel_env *env);
 
-loom_status loom_model_run(LoomModel *m) {
+loom_status loom_model_run(loom_model *m) {
   const ArtifactSpec *s = &m->art->spec;
   for (int32_t i = 0; i < s->num_inputs; i++)
     if (!m->input_set[i])
       return err_set(&m->err, LOOM_ERR_INVALID_ARG, "input \"%s\" was not set before running", s->inputs[i].name);
-  LoomKernelEnv env = {0};
+  loom_kernel_env env = {0};
   threadpool_fill_env(m->pool, &env);
   env.workspace = m->workspace;
   env.workspace_bytes = m->workspace_bytes;
@@ -435,7 +435,7 @@ loom_status loom_model_run(LoomModel *m) {
   return st ? st : check_extents(m);
 }
 
-static loom_status run_plan(LoomModel *m, const LoomKernelEnv *env) {
+static loom_status run_plan(loom_model *m, const loom_kernel_env *env) {
   const ArtifactSpec *s = &m->art->spec;
   /* The plan: profiling times each call. */
   for (int32_t c = 0; c < s->num_calls; c++) {
@@ -452,7 +452,7 @@ static loom_status run_plan(LoomModel *m, const LoomKernelEnv *env) {
   return LOOM_OK;
 }
 
-loom_status loom_model_get_output(LoomModel *m, int32_t index, DLTensor *out) {
+loom_status loom_model_get_output(loom_model *m, int32_t index, DLTensor *out) {
   const ArtifactSpec *s = &m->art->spec;
   if (index < 0 || index >= s->num_outputs)
     return err_set(&m->err, LOOM_ERR_INVALID_ARG, "output index %d out of range: the model has %d outputs", (int)index,
@@ -466,17 +466,17 @@ loom_status loom_model_get_output(LoomModel *m, int32_t index, DLTensor *out) {
   return LOOM_OK;
 }
 
-void loom_model_set_profiling(LoomModel *m, bool enable) { m->profiling = enable; }
+void loom_model_set_profiling(loom_model *m, bool enable) { m->profiling = enable; }
 
-void loom_model_profile_reset(LoomModel *m) {
+void loom_model_profile_reset(loom_model *m) {
   size_t n = (size_t)m->art->spec.num_calls;
   memset(m->prof_ms, 0, n * sizeof *m->prof_ms);
   memset(m->prof_runs, 0, n * sizeof *m->prof_runs);
 }
 
-int32_t loom_model_profile_count(const LoomModel *m) { return m->art->spec.num_calls; }
+int32_t loom_model_profile_count(const loom_model *m) { return m->art->spec.num_calls; }
 
-loom_status loom_model_profile_entry(const LoomModel *m, int32_t index, LoomProfileEntry *out) {
+loom_status loom_model_profile_entry(const loom_model *m, int32_t index, loom_profile_entry *out) {
   if (index < 0 || index >= m->art->spec.num_calls) return LOOM_ERR_INVALID_ARG;
   const ArtifactKernel *k = &m->art->spec.kernels[m->art->spec.calls[index].kernel];
   out->kernel = k->name;

@@ -14,11 +14,11 @@
 #include "runtime/artifact.h"
 
 /* The loaded artifact (for `loom inspect` and tests). */
-const Artifact *executor_artifact(const LoomModel *m);
+const Artifact *executor_artifact(const loom_model *m);
 
 /* Whether the next run goes through the generated run entry. */
-bool executor_uses_run_entry(const LoomModel *m);
+bool executor_uses_run_entry(const loom_model *m);
 /* false: always interpret the plan (tests compare the two paths). */
-void executor_set_run_entry(LoomModel *m, bool enable);
+void executor_set_run_entry(loom_model *m, bool enable);
 
 #endif

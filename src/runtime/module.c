@@ -74,14 +74,14 @@ loom_status module_get_kernel(Module *m, const char *name, Kernel *out, LoomErro
   }
   /* ISO C forbids object -> function pointer casts; POSIX guarantees dlsym
    * results convert, and memcpy says so without a warning. */
-  LoomKernelFn fn;
+  loom_kernel_fn fn;
   memcpy(&fn, &sym, sizeof fn);
   out->fn = fn;
   snprintf(out->name, sizeof out->name, "%s", name);
   return LOOM_OK;
 }
 
-const char *kernel_err_kind_name(LoomKernelErr kind) {
+const char *kernel_err_kind_name(loom_kernel_err kind) {
   switch (kind) {
     case LOOM_KERNEL_OK: return "ok";
     case LOOM_KERNEL_ERR_NUM_ARGS: return "wrong number of arguments";
@@ -100,7 +100,7 @@ const char *kernel_err_kind_name(LoomKernelErr kind) {
 
 loom_status kernel_call(const Kernel *k, DLTensor *const *args, int32_t num_args, ThreadPool *pool,
                         int32_t *code, LoomError *err) {
-  LoomKernelEnv env = {0};
+  loom_kernel_env env = {0};
   threadpool_fill_env(pool, &env);
   if (k->workspace_bytes) {
     size_t bytes = (k->workspace_bytes + 63) / 64 * 64;
@@ -113,7 +113,7 @@ loom_status kernel_call(const Kernel *k, DLTensor *const *args, int32_t num_args
   loom_free(env.workspace);
   if (code) *code = rc;
   if (rc == 0) return LOOM_OK;
-  LoomKernelErr kind = LOOM_KERNEL_ERR_KIND(rc);
+  loom_kernel_err kind = LOOM_KERNEL_ERR_KIND(rc);
   if (kind == LOOM_KERNEL_ERR_NUM_ARGS)
     return err_set(err, LOOM_ERR_RUNTIME, "kernel \"%s\": %s (got %d)", k->name, kernel_err_kind_name(kind),
                    (int)num_args);

@@ -13,7 +13,7 @@ typedef struct Module Module;
 /* A kernel found in a module: valid until the module is unloaded. */
 typedef struct Kernel {
   char name[128];
-  LoomKernelFn fn;
+  loom_kernel_fn fn;
   size_t workspace_bytes; /* from NAME_workspace_bytes (0 when not exported) */
 } Kernel;
 
@@ -37,7 +37,7 @@ loom_status module_get_kernel(Module *m, const char *name, Kernel *out, LoomErro
 loom_status kernel_call(const Kernel *k, DLTensor *const *args, int32_t num_args, ThreadPool *pool,
                         int32_t *code, LoomError *err);
 
-/* "dtype mismatch" etc. for a LoomKernelErr kind. */
-const char *kernel_err_kind_name(LoomKernelErr kind);
+/* "dtype mismatch" etc. for a loom_kernel_err kind. */
+const char *kernel_err_kind_name(loom_kernel_err kind);
 
 #endif

@@ -31,7 +31,7 @@ struct ThreadPool {
   /* The current job. Written by the caller before bumping `ticket` to the new
    * generation; read by a worker only after it won a chunk of that
    * generation, when the caller is guaranteed to still wait on it. */
-  LoomParallelBody body;
+  loom_parallel_body body;
   void *closure;
   int64_t n;
   int n_chunks;
@@ -167,7 +167,7 @@ void threadpool_destroy(ThreadPool *p) {
 
 int threadpool_num_threads(const ThreadPool *p) { return p ? p->n_threads : 1; }
 
-void threadpool_parallel_for(void *pool, int64_t n, LoomParallelBody body, void *closure) {
+void threadpool_parallel_for(void *pool, int64_t n, loom_parallel_body body, void *closure) {
   ThreadPool *p = pool;
   if (n <= 0) return;
   bool expected = false;
@@ -201,7 +201,7 @@ void threadpool_parallel_for(void *pool, int64_t n, LoomParallelBody body, void 
   atomic_store(&p->busy, false);
 }
 
-void threadpool_fill_env(ThreadPool *pool, LoomKernelEnv *env) {
+void threadpool_fill_env(ThreadPool *pool, loom_kernel_env *env) {
   env->parallel_for = pool ? threadpool_parallel_for : NULL;
   env->pool = pool;
   env->num_threads = threadpool_num_threads(pool);

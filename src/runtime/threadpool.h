@@ -32,12 +32,12 @@ int threadpool_num_threads(const ThreadPool *pool);
  * at the end of the loop for its whole share. */
 enum { THREADPOOL_CHUNKS_PER_THREAD = 4 };
 
-/* The LoomParallelFor of the kernel ABI; `pool` is a ThreadPool *. */
-void threadpool_parallel_for(void *pool, int64_t n, LoomParallelBody body, void *closure);
+/* The loom_parallel_for of the kernel ABI; `pool` is a ThreadPool *. */
+void threadpool_parallel_for(void *pool, int64_t n, loom_parallel_body body, void *closure);
 
 /* Fills env->parallel_for, pool and num_threads (workspace left alone). A NULL
  * pool gives a serial env. */
-void threadpool_fill_env(ThreadPool *pool, LoomKernelEnv *env);
+void threadpool_fill_env(ThreadPool *pool, loom_kernel_env *env);
 
 /* The thread count a pool created with num_threads <= 0 would get. */
 int threadpool_default_threads(void);

@@ -127,7 +127,7 @@ static bool on_path(const char *name) {
 
 /* clang by default: on the register-tiled matmul microkernel gcc 12 spills
  * and shuffles the accumulators (about half of clang's GFLOP/s in our
- * measurement, docs/codegen.md), while clang 14 keeps them in registers. */
+ * measurement, docs/target.md), while clang 14 keeps them in registers. */
 const char *build_default_cc(void) {
   const char *cc = getenv("LOOM_CC");
   if (cc && *cc) return cc;

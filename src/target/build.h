@@ -26,7 +26,7 @@
  * (16 floats on AVX2); the C compiler's back end splits them into native
  * ones. It warns that returning such a vector changes the calling
  * convention, which only the generated static helpers do, always called
- * from the same translation unit: no ABI is crossed (docs/codegen.md,
+ * from the same translation unit: no ABI is crossed (docs/target.md,
  * "Vector width legalization"). */
 #define BUILD_CFLAGS_MARCH(march) \
   "-O3 -march=" march " -ffp-contract=fast -fno-math-errno -fPIC -std=c11 -Wno-psabi"

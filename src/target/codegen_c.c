@@ -138,7 +138,7 @@ static void emit_parallel_for(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) 
   const char *cv = cg_fresh_name(cg, "closure");
   StrBuf body;
   sb_init(&body);
-  sb_printf(&body, "struct %s {\n  const LoomKernelEnv *env;\n", st);
+  sb_printf(&body, "struct %s {\n  const loom_kernel_env *env;\n", st);
   for (int i = 0; i < c.items.n; i++) {
     const void *node = c.items.items[i];
     const char *name = ptrmap_get(&cg->names, node);
@@ -148,7 +148,7 @@ static void emit_parallel_for(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) 
       sb_printf(&body, "  %s %s;\n", cg_scalar_type(cg, ((const Expr *)node)->dtype, "a variable"), name);
   }
   sb_printf(&body, "};\n\nstatic void %s(void *closure_arg, int64_t begin, int64_t end) {\n", fn);
-  sb_printf(&body, "  const struct %s *%s = closure_arg;\n  const LoomKernelEnv *env = %s->env;\n  (void)env;\n", st, cv,
+  sb_printf(&body, "  const struct %s *%s = closure_arg;\n  const loom_kernel_env *env = %s->env;\n  (void)env;\n", st, cv,
             cv);
   for (int i = 0; i < c.items.n; i++) {
     const void *node = c.items.items[i];
@@ -219,7 +219,7 @@ static void emit_for(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
     case FOR_UNROLLED: {
       /* What tir_unroll left: too long, symbolic or too big to unroll whole.
        * The C compiler makes as many copies as the code-size budget allows
-       * (docs/lowering.md "Code size"); none fitting, a plain loop. */
+       * (docs/transform.md "Code size"); none fitting, a plain loop. */
       int64_t n;
       if (!expr_as_int(s->loop.extent, &n)) n = TIR_SYMBOLIC_UNROLL;
       int64_t count = tir_unroll_copies(n, tir_code_size(s->loop.body));
@@ -547,7 +547,7 @@ loom_status codegen_c_func(StrBuf *out, const PrimFunc *f, LoomError *err) {
     sb_puts(out, "\n");
     sb_puts(out, sb_cstr(&cg.outlined));
     sb_printf(out, "const size_t %s_workspace_bytes = %zu;\n\n", f->name, cg.workspace_bytes);
-    sb_printf(out, "int32_t %s(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) {\n", f->name);
+    sb_printf(out, "int32_t %s(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env) {\n", f->name);
     sb_puts(out, sb_cstr(&params));
     if (cg.workspace_bytes)
       sb_printf(out,

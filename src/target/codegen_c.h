@@ -1,4 +1,4 @@
-/* C code generation: a lowered PrimFunc -> readable C11 (docs/codegen.md).
+/* C code generation: a lowered PrimFunc -> readable C11 (docs/target.md).
  *
  * Input contract (what tir_lower produces): only For (serial, parallel,
  * unrolled, vectorized-left-as-loop), Store, Seq, If, Allocate, Evaluate;
@@ -7,7 +7,7 @@
  * the N-d shapes the kernel checks its arguments against.
  *
  * The generated function has the kernel ABI of include/loom/loom_kernel.h:
- *   int32_t NAME(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env);
+ *   int32_t NAME(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env);
  * It checks num_args and each argument's device, dtype, ndim, shape, strides
  * and alignment and returns LOOM_KERNEL_ERR(kind, arg) (never aborts) on a
  * mismatch. Buffers are `restrict` pointers; vector expressions use GCC/Clang

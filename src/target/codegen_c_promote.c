@@ -18,7 +18,7 @@
  * arrays. Counted in registers, not slots: a tile of wide vectors (64 lanes
  * of f64 per slot, 8 registers each) multiplies the live values the C
  * compiler's register allocator juggles through an unrolled body, which is
- * what its time grows with (docs/lowering.md "Code size"). */
+ * what its time grows with (docs/transform.md "Code size"). */
 enum { PROMOTE_MAX_REGISTERS = 64 };
 
 typedef struct Promoted {

@@ -116,7 +116,7 @@ void topi_unroll_tile_loops(Schedule *s, SchRV block, SchRV outer);
 /* Unrolls directly nested loops (outermost first) from the innermost out:
  * the innermost always (a register tile's columns, which need constant
  * indices), each further one while all the copies of the innermost body fit
- * the code-size budget (TIR_CODE_BUDGET, docs/lowering.md "Code size"); the
+ * the code-size budget (TIR_CODE_BUDGET, docs/transform.md "Code size"); the
  * loops outside the first that does not fit stay loops. A pool's or a
  * depthwise conv's window is unrolled whole when it is small (3x3, 5x5),
  * row by row or not at all when it is large. */

@@ -1,4 +1,4 @@
-/* The auto-tuner: `loom tune` (docs/autotune.md, "The tuner").
+/* The auto-tuner: `loom tune` (docs/tune.md).
  *
  * A model's fused groups are its tasks, merged by workload
  * (autotune_workload_key); each task's search space is what its group
@@ -54,7 +54,7 @@ typedef struct TuneOptions {
   const char *records;                /* the records database (created when missing); required */
   int trials;                         /* candidates to measure in all; 0: 64 per task */
   double seconds;                     /* stop after this long; 0: no limit */
-  const LoomCompileOptions *compile;  /* target, target options, opt level (NULL: defaults) */
+  const loom_compile_options *compile;  /* target, target options, opt level (NULL: defaults) */
   int threads;                        /* 0: the thread count the compiler schedules for */
   TuneSearch search;
   const char *cost_model;             /* the cost model's file (loaded when there, saved at the end);

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-loom_status loom_tune_onnx(const char *onnx_path, const char *records, const LoomCompileOptions *opt, int trials,
+loom_status loom_tune_onnx(const char *onnx_path, const char *records, const loom_compile_options *opt, int trials,
                            double seconds, int threads, uint64_t seed, int *measured, int *failed,
                            double *model_ms_default, double *model_ms_tuned, char *errbuf, size_t errlen) {
   LoomError err = {0};
@@ -17,7 +17,7 @@ loom_status loom_tune_onnx(const char *onnx_path, const char *records, const Loo
                  "loom_tune_onnx: trials (%d), seconds (%g) and threads (%d) must be >= 0 (0: the default)", trials,
                  seconds, threads);
   } else {
-    LoomCompileOptions defaults = {.opt_level = 2};
+    loom_compile_options defaults = {.opt_level = 2};
     TuneOptions t = {.records = records, .trials = trials, .seconds = seconds, .compile = opt ? opt : &defaults,
                      .threads = threads, .seed = seed};
     TuneProgress last = {0};

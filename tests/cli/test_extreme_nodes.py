@@ -8,7 +8,7 @@ strides and scales, long reduction axes: each is a huge unroll candidate
 for some schedule or lowering pass. Code-size multipliers used to be capped
 by loop extents only, and a MaxPool with a 60x80 dilated window made clang
 run for more than 8 minutes on one kernel; the code-size budget
-(docs/lowering.md "Code size") bounds them now. Every `loom compile` runs
+(docs/transform.md "Code size") bounds them now. Every `loom compile` runs
 under `timeout 60` with an empty kernel cache: a hang guard (a compile
 normally takes about a second), not a timing assertion. Outputs must match
 ORT: max|loom - ort| / max(1, max|ort|) <= 1e-4.

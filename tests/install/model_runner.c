@@ -15,8 +15,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   char err[1024];
-  LoomModel *m = NULL;
-  LoomModelOptions opt = {.num_threads = 2};
+  loom_model *m = NULL;
+  loom_model_options opt = {.num_threads = 2};
   if (loom_model_load(argv[1], &opt, &m, err, sizeof err)) {
     fprintf(stderr, "model_runner: %s\n", err);
     return 1;

@@ -1,7 +1,7 @@
-/* Reading the text-driven test files (.tir in tests/tir/, .arith in
- * tests/arith/): the file as lines, `# key: value` directives, and a line
+/* Reading the text-driven test files (.tir in tests/unit/transform/, .arith in
+ * tests/unit/arith/): the file as lines, `# key: value` directives, and a line
  * diff for failures. Shared by
- * tests/unit/xform/tir_file_runner.c and tests/unit/arith/arith_file_runner.c
+ * tests/unit/transform/tir_file_runner.c and tests/unit/arith/arith_file_runner.c
  * (static functions only). */
 #ifndef LOOM_TESTS_TEXT_CASES_H
 #define LOOM_TESTS_TEXT_CASES_H

@@ -5,7 +5,7 @@
  * block under the loop may bind only *spatial* iterators to expressions that
  * use the loop variable. (Cross-thread reductions are not supported yet, so
  * bind follows the same rule.) Unroll changes no order and is always legal. */
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <string.h>
 

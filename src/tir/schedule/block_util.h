@@ -7,7 +7,7 @@
 
 #include "arith/arith.h"
 #include "support/ptrmap.h"
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 /* Every block realize under `body` (the root realize itself excluded) in
  * program (pre-)order. */

@@ -1,5 +1,5 @@
 /* Handles: get_block and get_loops. */
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 SchRV sch_get_block(Schedule *s, const char *name) {
   if (!name) {

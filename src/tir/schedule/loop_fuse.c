@@ -4,7 +4,7 @@
  * fused loop visits exactly the iterations of the nest, in the same order. */
 #include "support/ptrmap.h"
 #include "support/strbuf.h"
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * between them. Loops of the chain that were not given keep their place;
  * the given ones fill their slots in the requested order. Block bindings are
  * unchanged: they name loop variables, which keep their identity. */
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * outside the original domain runs (no out-of-range access). */
 #include "arith/arith.h"
 #include "support/ptrmap.h"
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * before level d+1 of any. A composite: the trace records the splits and the
  * reorder it performs, so replay needs no tile instruction. It is atomic: if
  * any step refuses, the program, RV table and trace are restored. */
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 loom_status sch_tile(Schedule *s, const SchRV *loop_rvs, int n, const int64_t *factors, int depth,
                      SchRV *out) {

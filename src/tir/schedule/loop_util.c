@@ -1,6 +1,6 @@
 /* Helpers shared by the loop primitives: binding simplification and naming. */
 #include "arith/arith.h"
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <string.h>
 

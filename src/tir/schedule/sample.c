@@ -1,7 +1,7 @@
 /* Sampling instructions: the points where a schedule asks its decision
  * source (defaults, seeded random, or a recorded trace) for a choice. Every
  * decision is recorded in the trace, so a trace replays exactly. */
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* The schedule's state: RV table, decision source, trace recording, lookups. */
 #include "support/alloc.h"
 #include "support/oom.h"
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -9,9 +9,9 @@
  *   bind(l4, "threadIdx.x")
  * The parser is generic: RV names become inputs in order, integers and
  * integer lists become ints, `probs=[...]` becomes floats, a string becomes
- * str, and `-> ...` the decision. sched_internal.h lists each kind's layout. */
+ * str, and `-> ...` the decision. schedule_internal.h lists each kind's layout. */
 #include "support/strbuf.h"
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <ctype.h>
 #include <errno.h>

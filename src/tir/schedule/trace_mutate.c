@@ -4,7 +4,7 @@
  * the schedule with DECIDE_TRACE_OR_RANDOM then turns the changed decision
  * into a consistent program (samples that the change made different take
  * random decisions). */
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 
 #include <string.h>
 

@@ -36,7 +36,7 @@
 #include "support/ptrmap.h"
 #include "support/vec.h"
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 typedef struct CompactCtx {
   Analyzer *az;
@@ -90,7 +90,7 @@ static void region_stmt(RegionWalk *w, const Stmt *s) {
       /* Loops that never touch b add nothing, and evaluating their ranges
        * made placing each of an unrolled LSTM's step temporaries walk all
        * the other steps' loops. */
-      if (!xform_stmt_touches_buffer(s, w->b)) return;
+      if (!transform_stmt_touches_buffer(s, w->b)) return;
       IntSet lo = arith_eval_set(w->c->az, s->loop.min, &w->dom);
       IntSet hi = arith_eval_set(w->c->az, expr_sub(w->c->arena, expr_add(w->c->arena, s->loop.min, s->loop.extent),
                                                     expr_i64(w->c->arena, 1)),
@@ -420,7 +420,7 @@ static const Stmt *parallel_safe(CompactCtx *c, const Buffer *b, const Stmt *sco
   Arena *a = c->arena;
   switch (s->kind) {
     case STMT_FOR: {
-      if (s->loop.kind == FOR_THREAD_BINDING || !xform_stmt_touches_buffer(s, b)) return s;
+      if (s->loop.kind == FOR_THREAD_BINDING || !transform_stmt_touches_buffer(s, b)) return s;
       arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
       if (s->loop.kind != FOR_PARALLEL) {
         const Stmt *body = parallel_safe(c, b, scope, s->loop.body);
@@ -580,7 +580,7 @@ static bool place_run(CompactCtx *c, const Buffer *b, const Stmt *s, int from, i
   Arena *a = c->arena;
   int touching = 0, first = -1, last = -1;
   for (int i = from; i < to; i++)
-    if (xform_stmt_touches_buffer(s->seq.stmts[i], b)) {
+    if (transform_stmt_touches_buffer(s->seq.stmts[i], b)) {
       if (first < 0) first = i;
       last = i;
       touching++;
@@ -597,7 +597,7 @@ static bool place_run(CompactCtx *c, const Buffer *b, const Stmt *s, int from, i
    * them quadratic in the steps). */
   int end = last + 1;
   for (int p = first + 1; p < end; p++) {
-    if (!xform_stmt_touches_buffer(s->seq.stmts[p], b)) continue;
+    if (!transform_stmt_touches_buffer(s->seq.stmts[p], b)) continue;
     if (covered(c, b, stmt_seq(a, s->seq.stmts + p, end - p)) || runs_disjoint(c, b, s, first, p, end))
       return place_run(c, b, s, from, p, out) && place_run(c, b, s, p, to, out);
   }
@@ -621,7 +621,7 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
   Arena *a = c->arena;
   switch (s->kind) {
     case STMT_SEQ:
-      if (!xform_stmt_touches_buffer(s, b)) break;
+      if (!transform_stmt_touches_buffer(s, b)) break;
       return place_seq(c, b, s);
     case STMT_FOR: {
       if (s->loop.kind == FOR_THREAD_BINDING) break;
@@ -655,7 +655,7 @@ static const Stmt *place(CompactCtx *c, const Buffer *b, const Stmt *s) {
       return n;
     }
     case STMT_IF: {
-      if ((s->if_.else_s && xform_stmt_touches_buffer(s->if_.else_s, b)) ||
+      if ((s->if_.else_s && transform_stmt_touches_buffer(s->if_.else_s, b)) ||
           expr_reads_buffer(s->if_.cond, b))
         break;
       const Stmt *then_s = place(c, b, s->if_.then_s);
@@ -675,7 +675,7 @@ static const Stmt *compact_stmt_cb(Mutator *m, const Stmt *s) {
   if (s->kind == STMT_FOR) arith_bind_range(c->az, s->loop.var, s->loop.min, s->loop.extent);
   s = mutate_stmt_children(m, s); /* inner allocations first */
   if (s->kind != STMT_ALLOCATE) return s;
-  if (!xform_stmt_touches_buffer(s->alloc.body, s->alloc.buffer)) return s;
+  if (!transform_stmt_touches_buffer(s->alloc.body, s->alloc.buffer)) return s;
   return place(c, s->alloc.buffer, s->alloc.body);
 }
 
@@ -685,5 +685,5 @@ const PrimFunc *tir_compact_buffers(Arena *a, const PrimFunc *f) {
   CompactCtx c = {arith_analyzer_new(a), a, 0};
   Mutator m = {a, compact_stmt_cb, keep_expr_cb, &c};
   const Stmt *body = mutate_stmt(&m, f->body);
-  return body == f->body ? f : xform_func_with_body(a, f, body);
+  return body == f->body ? f : transform_func_with_body(a, f, body);
 }

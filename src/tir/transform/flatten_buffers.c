@@ -15,7 +15,7 @@
 #include "arith/arith.h"
 #include "support/ptrmap.h"
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 typedef struct FlatBuffer {
   const Buffer *flat;

@@ -1,6 +1,6 @@
 /* tir_inject_dma: the copy loops between global and local memory of a
  * scratchpad kernel become DMA statements (TVM's InjectCopyIntrin;
- * docs/lowering.md, step 11; docs/schedule.md "Scratchpad targets").
+ * docs/transform.md, step 11; docs/schedule.md "Scratchpad targets").
  *
  * A copy nest is a perfect nest of sequential loops of constant extent
  * whose body is one store `D[d] = S[s]` (scalar, one dtype) between a

@@ -25,7 +25,7 @@
  * f32 and rounded once, on store, which is at least as precise as rounding
  * after every operation; each stage (te compute) still rounds its result. */
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 
 /* x (already legal, so not narrow) as the operand of a conversion to the
@@ -92,7 +92,7 @@ const PrimFunc *tir_legalize_narrow(Arena *a, const PrimFunc *f) {
   if (!uses_narrow(f)) return f;
   Mutator m = {a, legal_stmt, legal_expr, NULL};
   const Stmt *body = mutate_stmt(&m, f->body);
-  return body == f->body ? f : xform_func_with_body(a, f, body);
+  return body == f->body ? f : transform_func_with_body(a, f, body);
 }
 
 /* ---- is there anything to do? ---- */

@@ -22,7 +22,7 @@
 #include "support/ptrmap.h"
 #include "support/vec.h"
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 typedef VEC(const Expr *) ExprList;
 
@@ -62,7 +62,7 @@ static bool collect_cb(Visitor *v, const Stmt *s) {
   conjuncts(c->arena, s->if_.cond, &all);
   for (int i = 0; i < all.n; i++) {
     const Expr *t = all.items[i];
-    if (expr_uses_var(t, c->var) && xform_expr_is_plain_scalar(t) && !list_has(&c->terms, t))
+    if (expr_uses_var(t, c->var) && transform_expr_is_plain_scalar(t) && !list_has(&c->terms, t))
       VEC_PUSH(c->arena, c->terms, t);
   }
   return true;
@@ -171,7 +171,7 @@ static const Stmt *partition_loop(Mutator *m, const Stmt *s) {
     ptrmap_put(&vm, var, (void *)expr_i64(a, min + K));
     tail = mutate_stmt(m, stmt_substitute(a, tail_body, &vm));
   } else {
-    const Expr *tv = xform_var_copy(a, var);
+    const Expr *tv = transform_var_copy(a, var);
     ptrmap_put(&vm, var, (void *)tv);
     arith_bind_const_range(c->az, tv, min + K, ext - K);
     Stmt *t = (Stmt *)arena_memdup(a, s, sizeof *s);
@@ -202,5 +202,5 @@ const PrimFunc *tir_loop_partition(Arena *a, const PrimFunc *f) {
   visit_stmt(&v, f->body);
   Mutator m = {a, partition_stmt_cb, keep_expr_cb, &c};
   const Stmt *body = mutate_stmt(&m, f->body);
-  return body == f->body ? f : xform_func_with_body(a, f, body);
+  return body == f->body ? f : transform_func_with_body(a, f, body);
 }

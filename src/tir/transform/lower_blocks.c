@@ -11,7 +11,7 @@
  * allocations at the top of the function. */
 #include "support/ptrmap.h"
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 typedef struct LowerBlocksCtx {
   LoomError *err;
@@ -69,5 +69,5 @@ const PrimFunc *tir_lower_blocks(Arena *a, const PrimFunc *f, LoomError *err) {
     err_prefix(err, "in function \"%s\": ", f->name);
     return NULL;
   }
-  return body == f->body ? f : xform_func_with_body(a, f, body);
+  return body == f->body ? f : transform_func_with_body(a, f, body);
 }

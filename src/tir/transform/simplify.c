@@ -6,7 +6,7 @@
 #include "arith/arith.h"
 #include "support/ptrmap.h"
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 typedef struct SimplifyCtx {
   Analyzer *az;
@@ -17,7 +17,7 @@ static const Expr *simplify_expr_cb(Mutator *m, const Expr *e) {
   /* The analyzer works on scalar index/bool/float arithmetic; loads, vectors
    * and calls are simplified piecewise (their operands) so the pass never
    * depends on how arith treats them. */
-  if (xform_expr_is_plain_scalar(e)) {
+  if (transform_expr_is_plain_scalar(e)) {
     const Expr *r = arith_simplify(c->az, e);
     return expr_equal(r, e) ? e : r; /* keep sharing: unchanged means same pointer */
   }
@@ -92,5 +92,5 @@ const PrimFunc *tir_simplify(Arena *a, const PrimFunc *f) {
   Mutator m = {a, simplify_stmt_cb, simplify_expr_cb, &c};
   const Stmt *body = mutate_stmt(&m, f->body);
   if (body == f->body) return f;
-  return xform_func_with_body(a, f, body);
+  return transform_func_with_body(a, f, body);
 }

@@ -15,7 +15,7 @@
 #include "support/ptrmap.h"
 #include "support/vec.h"
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 typedef struct Temp {
   const Buffer *buffer;
@@ -48,7 +48,7 @@ const PrimFunc *tir_storage_rewrite(Arena *a, const PrimFunc *f) {
   int n_stmts = inner->kind == STMT_SEQ ? inner->seq.n : 1;
   for (int i = 0; i < temps.n; i++)
     for (int k = 0; k < n_stmts; k++)
-      if (xform_stmt_touches_buffer(stmts[k], temps.items[i].buffer)) {
+      if (transform_stmt_touches_buffer(stmts[k], temps.items[i].buffer)) {
         if (temps.items[i].first < 0) temps.items[i].first = k;
         temps.items[i].last = k;
       }
@@ -112,5 +112,5 @@ const PrimFunc *tir_storage_rewrite(Arena *a, const PrimFunc *f) {
     Slot *sl = &slots.items[s];
     body = stmt_allocate(a, sl->merged ? sl->merged : sl->leader, body);
   }
-  return xform_func_with_body(a, f, body);
+  return transform_func_with_body(a, f, body);
 }

@@ -33,7 +33,7 @@
  *   verify_scratchpad scratchpad kernels only: local buffers fit, compute
  *                     loops touch global memory through DMA only
  *                     (tir_verify_scratchpad, a check)
- * Pass NAME is the function tir_NAME. docs/lowering.md has the details and
+ * Pass NAME is the function tir_NAME. docs/transform.md has the details and
  * an example. */
 #ifndef LOOM_TIR_TRANSFORM_H
 #define LOOM_TIR_TRANSFORM_H
@@ -63,7 +63,7 @@ typedef struct LowerOptions {
 
 LowerOptions lower_options_default(void);
 
-/* ---- code size (code_size.c; docs/lowering.md "Code size") ----
+/* ---- code size (code_size.c; docs/transform.md "Code size") ----
  * TIR_CODE_BUDGET bounds every decision that multiplies code: one unrolled
  * body (tir_unroll, the C back end's unroll pragma, the pool and depthwise
  * schedules' windows), one vectorized loop's chunks; TIR_PARTITION_BUDGET

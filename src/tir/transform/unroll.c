@@ -8,7 +8,7 @@
  * ones that get unrolled. */
 #include "support/ptrmap.h"
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 static const Stmt *unroll_stmt_cb(Mutator *m, const Stmt *s) {
   s = mutate_stmt_children(m, s);
@@ -37,5 +37,5 @@ static const Expr *keep_expr_cb(Mutator *m, const Expr *e) { return e; }
 const PrimFunc *tir_unroll(Arena *a, const PrimFunc *f, int max_extent) {
   Mutator m = {a, unroll_stmt_cb, keep_expr_cb, &max_extent};
   const Stmt *body = mutate_stmt(&m, f->body);
-  return body == f->body ? f : xform_func_with_body(a, f, body);
+  return body == f->body ? f : transform_func_with_body(a, f, body);
 }

@@ -25,7 +25,7 @@
 #include "support/ptrmap.h"
 #include "support/vec.h"
 #include "tir/transform/transform.h"
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 enum { VECTORIZE_MAX_LANES = 64 };
 
@@ -89,7 +89,7 @@ static const Expr *vec_expr(VecCtx *c, const Expr *e) {
        * loads) stays scalar: one branch is evaluated, as in the scalar
        * loop (C's ?:), so its loads may be out of bounds where the other
        * is taken (padding copied one channel-block vector at a time). */
-      if (!expr_uses_var(e->select.cond, c->var) && xform_expr_is_plain_scalar(e->select.cond)) {
+      if (!expr_uses_var(e->select.cond, c->var) && transform_expr_is_plain_scalar(e->select.cond)) {
         const Expr *t = vec_expr(c, e->select.t), *f = vec_expr(c, e->select.f);
         return t && f ? expr_select(a, e->select.cond, to_lanes(c, t), to_lanes(c, f)) : NULL;
       }
@@ -160,7 +160,7 @@ typedef VEC(const Stmt *) StmtList;
  * for every lane, so it can stay an if around vector statements (the init
  * guard `if (k == 0)` of a reduction is the common case). */
 static bool lane_invariant_if(const Stmt *s, const Expr *var) {
-  return s->kind == STMT_IF && !expr_uses_var(s->if_.cond, var) && xform_expr_is_plain_scalar(s->if_.cond);
+  return s->kind == STMT_IF && !expr_uses_var(s->if_.cond, var) && transform_expr_is_plain_scalar(s->if_.cond);
 }
 
 /* Collects the stores of a body made of stores, sequences and lane-invariant
@@ -247,7 +247,7 @@ static const Stmt *vec_stmt(VecCtx *c, const Stmt *s) {
 static const Stmt *vectorize_loop(Arena *a, Analyzer *az, const Stmt *s) {
   int64_t lanes;
   if (!expr_as_int(s->loop.extent, &lanes) || lanes < 2 || lanes > VECTORIZE_MAX_LANES) return NULL;
-  if (!xform_expr_is_plain_scalar(s->loop.min)) return NULL;
+  if (!transform_expr_is_plain_scalar(s->loop.min)) return NULL;
   StmtList stores = {0};
   if (!body_stores(a, s->loop.body, s->loop.var, &stores) || !independent_lanes(&stores)) return NULL;
   /* Code generators use power-of-two vector types, so an extent like 6
@@ -301,7 +301,7 @@ static const Stmt *vectorize_stmt_cb(Mutator *m, const Stmt *s) {
 static const PrimFunc *vectorize_func(Arena *a, const PrimFunc *f, Analyzer *az) {
   Mutator m = {a, vectorize_stmt_cb, keep_expr_cb, az};
   const Stmt *body = mutate_stmt(&m, f->body);
-  return body == f->body ? f : xform_func_with_body(a, f, body);
+  return body == f->body ? f : transform_func_with_body(a, f, body);
 }
 
 const PrimFunc *tir_vectorize(Arena *a, const PrimFunc *f) { return vectorize_func(a, f, arith_analyzer_new(a)); }

@@ -1,4 +1,4 @@
-/* Runs .arith test files (in tests/arith/; the format is in
+/* Runs .arith test files (in tests/unit/arith/; the format is in
  * docs/tir.md, "Testing passes as text"): variables with their ranges, then
  * one check per line on the analyzer those ranges are bound to:
  *

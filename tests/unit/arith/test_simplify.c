@@ -1,6 +1,6 @@
 /* The analyzer's symbolic interval evaluation (arith_eval_set) and point
  * evaluation (arith_eval_int), which take a domain or values per variable.
- * The simplifier's rules, proofs and bounds are tests/arith/simplify.arith. */
+ * The simplifier's rules, proofs and bounds are tests/unit/arith/simplify.arith. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -72,7 +72,7 @@ static const char k_fixtures_c[] =
     "    }\n"
     "}\n"
     "static int64_t numel(const DLTensor *t) { return t->shape[0] * t->shape[1]; }\n"
-    "#define KERNEL(name) int32_t name(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env)\n"
+    "#define KERNEL(name) int32_t name(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env)\n"
     "KERNEL(fx_good) { (void)num_args; (void)env; mm(args); return 0; }\n"
     "KERNEL(fx_segv) {\n"
     "  (void)num_args; (void)env;\n"

@@ -11,7 +11,7 @@
  * and through its text form) to a structurally identical function; and a few
  * functions per computation are cross-checked against the interpreter.
  *
- * Targets (vector width legalization, docs/codegen.md): the module is built
+ * Targets (vector width legalization, docs/target.md): the module is built
  * once per x86 ISA level, each with that target's compiler flags, and every
  * build is run and compared (its own compiled unscheduled function is the
  * reference, itself checked against the interpreter):

@@ -123,9 +123,9 @@ static void test_identical_kernels(void **state) {
   assert_int_equal(st, LOOM_OK);
   const char *src = driver_source(m);
   assert_int_equal(count(src, "__attribute__((alias("), 4); /* mm_b, add_4x6_again: function and workspace */
-  assert_int_equal(count(src, "mm_b(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) "
+  assert_int_equal(count(src, "mm_b(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env) "
                               "__attribute__((alias(\"mm_a\")))"), 1);
-  assert_int_equal(count(src, "add_4x6_again(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) "
+  assert_int_equal(count(src, "add_4x6_again(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env) "
                               "__attribute__((alias(\"add_4x6\")))"), 1);
   assert_true(count(src, "#define LOOM_PRELUDE") >= 2); /* several units */
   for (int i = 0; i < N; i++) check_against_interp(m, fs[i], 31 + (uint64_t)i);

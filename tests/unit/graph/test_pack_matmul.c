@@ -3,7 +3,7 @@
  * zero-padded column panels [ceil(N / w), K, w] (then the Gemm's bias
  * Add); products with fewer rows, a non-constant or batched B, transposes,
  * scaling or integer types are left alone. Numbers before and after on the
- * double reference evaluator; test_matmul_packed.c (driver) checks the
+ * double reference evaluator; test_matmul_packed.c (topi) checks the
  * compiled kernel, compiler_vs_ort (transformer_block) the whole path. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -35,7 +35,7 @@ static const char k_fixture_kernels_c[] =
     "  return 0;\n"
     "}\n"
     "const size_t add_w_workspace_bytes = 100;\n"
-    "int32_t add_w(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) {\n"
+    "int32_t add_w(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env) {\n"
     "  if (num_args != 3) return LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_NUM_ARGS, 0);\n"
     "  int64_t n;\n"
     "  int32_t rc = check_f32(args, 3, &n);\n"
@@ -52,7 +52,7 @@ static const char k_fixture_kernels_c[] =
     "  ReluClosure *r = c;\n"
     "  for (int64_t i = b; i < e; i++) r->out[i] = r->in[i] > 0 ? r->in[i] : 0;\n"
     "}\n"
-    "int32_t relu_p(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) {\n"
+    "int32_t relu_p(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env) {\n"
     "  if (num_args != 2) return LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_NUM_ARGS, 0);\n"
     "  int64_t n;\n"
     "  int32_t rc = check_f32(args, 2, &n);\n"
@@ -65,7 +65,7 @@ static const char k_fixture_kernels_c[] =
     /* a data-dependent output: the rows of t[2, 3] with a positive element,
      * compactly in y, and y's real shape into its shape array (i64[2]);
      * t[0] == 1234 reports a second extent beyond the bound */
-    "int32_t rows_pos(DLTensor *const *args, int32_t num_args, const LoomKernelEnv *env) {\n"
+    "int32_t rows_pos(DLTensor *const *args, int32_t num_args, const loom_kernel_env *env) {\n"
     "  (void)env;\n"
     "  if (num_args != 3) return LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_NUM_ARGS, 0);\n"
     "  if (args[2]->dtype.code != kDLInt || args[2]->dtype.bits != 64 || args[2]->ndim != 1 || args[2]->shape[0] != 2)\n"

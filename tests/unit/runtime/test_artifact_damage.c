@@ -75,9 +75,9 @@ static void assert_contains(const char *msg, const char *part) {
  * and containing `expect`. */
 static void expect_refused(const Env *e, const uint8_t *b, size_t len, const char *expect, const char *what) {
   assert_int_equal(fixture_write_file(e->damaged, b, len), 0);
-  LoomModel *m = NULL;
+  loom_model *m = NULL;
   char err[1024] = "";
-  LoomModelOptions opt = {.num_threads = 1};
+  loom_model_options opt = {.num_threads = 1};
   loom_status st = loom_model_load(e->damaged, &opt, &m, err, sizeof err);
   if (st == LOOM_OK) fail_msg("%s: the damaged artifact loaded", what);
   assert_null(m);
@@ -226,9 +226,9 @@ static void test_other_format_versions(void **state) {
   Env *e = *state;
   char v1[4096];
   snprintf(v1, sizeof v1, "%s/tests/fuzz/corpus/artifact/format_v1.loom", LOOM_SOURCE_DIR);
-  LoomModel *m = NULL;
+  loom_model *m = NULL;
   char err[1024] = "";
-  LoomModelOptions opt = {.num_threads = 1};
+  loom_model_options opt = {.num_threads = 1};
   assert_int_equal(loom_model_load(v1, &opt, &m, err, sizeof err), LOOM_ERR_UNSUPPORTED);
   assert_contains(err, "format_v1.loom");
   assert_contains(err, "artifact format version 1, this loader reads 2: recompile");
@@ -267,9 +267,9 @@ static void test_undamaged_loads_and_runs(void **state) {
   assert_memory_equal(b, e->image, e->len);
   free(b);
 
-  LoomModel *m = NULL;
+  loom_model *m = NULL;
   char err[1024] = "";
-  LoomModelOptions opt = {.num_threads = 2};
+  loom_model_options opt = {.num_threads = 2};
   if (loom_model_load(e->art, &opt, &m, err, sizeof err)) fail_msg("load: %s", err);
   float x[6] = {1.0f, 2.0f, -3.0f, 4.0f, -0.5f, -2.0f}, want[6];
   int64_t shape[2] = {2, 3};

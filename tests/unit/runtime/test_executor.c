@@ -52,10 +52,10 @@ static DLTensor f32_tensor(float *data, int64_t *shape, int32_t ndim) {
   return t;
 }
 
-static LoomModel *load(const Env *e, int threads) {
-  LoomModel *m = NULL;
+static loom_model *load(const Env *e, int threads) {
+  loom_model *m = NULL;
   char err[1024];
-  LoomModelOptions opt = {.num_threads = threads};
+  loom_model_options opt = {.num_threads = threads};
   if (loom_model_load(e->art, &opt, &m, err, sizeof err)) fail_msg("load: %s", err);
   return m;
 }
@@ -65,11 +65,11 @@ static void test_run_matches_reference(void **state) {
   FixtureModel fm;
   fixture_model_init(&fm, e->so);
   for (int threads = 1; threads <= 3; threads++) {
-    LoomModel *m = load(e, threads);
+    loom_model *m = load(e, threads);
     assert_int_equal(loom_model_num_threads(m), threads);
     assert_int_equal(loom_model_num_inputs(m), 1);
     assert_int_equal(loom_model_num_outputs(m), 1);
-    LoomTensorInfo info;
+    loom_tensor_info info;
     assert_int_equal(loom_model_input_info(m, 0, &info), LOOM_OK);
     assert_string_equal(info.name, "x");
     assert_int_equal(info.ndim, 2);
@@ -101,7 +101,7 @@ static void test_run_matches_reference(void **state) {
 
 static void test_input_validation(void **state) {
   Env *e = *state;
-  LoomModel *m = load(e, 1);
+  loom_model *m = load(e, 1);
   float x[8] = {0};
   int64_t good[2] = {2, 3}, bad[2] = {3, 2}, flat[1] = {6};
   DLTensor t = f32_tensor(x, bad, 2);
@@ -159,7 +159,7 @@ static void test_bind_zero_copy(void **state) {
   Env *e = *state;
   FixtureModel fm;
   fixture_model_init(&fm, e->so);
-  LoomModel *m = load(e, 1);
+  loom_model *m = load(e, 1);
   _Alignas(64) float x[32] = {0}, y[32] = {0}, want[6];
   for (int i = 0; i < 6; i++) x[i] = (float)i - 2.5f;
   int64_t shape[2] = {2, 3};
@@ -216,7 +216,7 @@ static void test_bind_zero_copy(void **state) {
 
 static void test_profiling(void **state) {
   Env *e = *state;
-  LoomModel *m = load(e, 2);
+  loom_model *m = load(e, 2);
   float x[6] = {1, 2, 3, 4, 5, 6};
   int64_t shape[2] = {2, 3};
   DLTensor t = f32_tensor(x, shape, 2);
@@ -225,7 +225,7 @@ static void test_profiling(void **state) {
   loom_model_set_profiling(m, true);
   for (int i = 0; i < 5; i++) assert_int_equal(loom_model_run(m), LOOM_OK);
   assert_int_equal(loom_model_profile_count(m), 2);
-  LoomProfileEntry p;
+  loom_profile_entry p;
   assert_int_equal(loom_model_profile_entry(m, 0, &p), LOOM_OK);
   assert_string_equal(p.kernel, "add_w");
   assert_int_equal(p.num_nodes, 2);
@@ -252,16 +252,16 @@ static void test_profiling(void **state) {
 static void test_thread_count_from_env(void **state) {
   Env *e = *state;
   setenv("LOOM_NUM_THREADS", "3", 1);
-  LoomModel *m = load(e, 0);
+  loom_model *m = load(e, 0);
   assert_int_equal(loom_model_num_threads(m), 3);
   loom_model_free(m);
   m = load(e, 2); /* the option wins */
   assert_int_equal(loom_model_num_threads(m), 2);
   loom_model_free(m);
   unsetenv("LOOM_NUM_THREADS");
-  LoomModel *bad = NULL;
+  loom_model *bad = NULL;
   char err[1024];
-  LoomModelOptions opt = {.num_threads = 5000};
+  loom_model_options opt = {.num_threads = 5000};
   assert_int_equal(loom_model_load(e->art, &opt, &bad, err, sizeof err), LOOM_ERR_INVALID_ARG);
   assert_null(bad);
   assert_contains(err, "5000");
@@ -279,7 +279,7 @@ static void test_kernel_failure(void **state) {
   snprintf(p, sizeof p, "%s/bad_plan.loom", e->dir);
   LoomError lerr = {0};
   assert_int_equal(artifact_write(p, &fm.spec, &lerr), LOOM_OK);
-  LoomModel *m = NULL;
+  loom_model *m = NULL;
   char err[1024];
   assert_int_equal(loom_model_load(p, NULL, &m, err, sizeof err), LOOM_OK);
   float x[6] = {0};
@@ -310,10 +310,10 @@ static void test_dynamic_output(void **state) {
   snprintf(p, sizeof p, "%s/dynamic.loom", e->dir);
   LoomError lerr = {0};
   if (artifact_write(p, &fm.spec, &lerr)) fail_msg("%s", lerr.msg);
-  LoomModel *m = NULL;
+  loom_model *m = NULL;
   char err[1024];
   if (loom_model_load(p, NULL, &m, err, sizeof err)) fail_msg("%s", err);
-  LoomTensorInfo info;
+  loom_tensor_info info;
   assert_int_equal(loom_model_output_info(m, 0, &info), LOOM_OK);
   assert_true(info.dynamic);
   assert_int_equal(info.shape[0], 2);
@@ -346,7 +346,7 @@ static void test_dynamic_output(void **state) {
 
 static void test_load_errors(void **state) {
   (void)state;
-  LoomModel *m = (LoomModel *)1;
+  loom_model *m = (loom_model *)1;
   char err[1024];
   assert_int_equal(loom_model_load("/nonexistent.loom", NULL, &m, err, sizeof err), LOOM_ERR_IO);
   assert_null(m);

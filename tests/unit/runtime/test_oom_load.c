@@ -33,7 +33,7 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
-static void run_checked(LoomModel *m) {
+static void run_checked(loom_model *m) {
   FixtureModel fm;
   fixture_model_init(&fm, so);
   float x[6] = {-3, 1.5f, 0, 2, -0.5f, 4}, want[6];
@@ -49,9 +49,9 @@ static void run_checked(LoomModel *m) {
 
 /* Fails allocation n (0: none) of one load; returns how many it made. */
 static size_t load_failing(int threads, size_t n) {
-  LoomModel *m = NULL;
+  loom_model *m = NULL;
   char msg[1024] = "";
-  LoomModelOptions opt = {.num_threads = threads};
+  loom_model_options opt = {.num_threads = threads};
   loom_alloc_test_arm(n);
   loom_status st = loom_model_load(art, &opt, &m, msg, sizeof msg);
   size_t count = 0;

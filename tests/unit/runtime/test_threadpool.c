@@ -85,7 +85,7 @@ static void test_large_range_and_env(void **state) {
   (void)state;
   ThreadPool *p;
   assert_int_equal(threadpool_create(2, &p, NULL), LOOM_OK);
-  LoomKernelEnv env = {0};
+  loom_kernel_env env = {0};
   threadpool_fill_env(p, &env);
   assert_ptr_equal(env.pool, p);
   assert_int_equal(env.num_threads, 2);

@@ -272,7 +272,7 @@ static void test_allocations(void **state) {
   }
   /* Without a workspace the kernel refuses instead of crashing. */
   assert_int_equal(k.fn(args, 2, NULL), LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_WORKSPACE, 0));
-  LoomKernelEnv env = {0};
+  loom_kernel_env env = {0};
   env.workspace = xs;
   env.workspace_bytes = 100; /* too small */
   assert_int_equal(k.fn(args, 2, &env), LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_WORKSPACE, 0));

@@ -1,4 +1,4 @@
-/* Vector width legalization (docs/codegen.md "Vector width legalization"):
+/* Vector width legalization (docs/target.md "Vector width legalization"):
  * one kernel whose vectors are 64 lanes of f32 (2048 bits, wider than any
  * target's registers) and 64 lanes of i64 (4096 bits), built for every x86
  * ISA level this host can run, x86_64-sse2 (128-bit SSE2), x86_64-avx2

@@ -1,4 +1,4 @@
-#include "tir/transform/xform_util.h"
+#include "tir/transform/transform_util.h"
 
 #include <string.h>
 
@@ -17,14 +17,14 @@ static bool plain_cb(Visitor *v, const Expr *e) {
   return *ok;
 }
 
-bool xform_expr_is_plain_scalar(const Expr *e) {
+bool transform_expr_is_plain_scalar(const Expr *e) {
   bool ok = true;
   Visitor v = {NULL, plain_cb, &ok};
   visit_expr(&v, e);
   return ok;
 }
 
-const PrimFunc *xform_func_with_body(Arena *a, const PrimFunc *f, const Stmt *body) {
+const PrimFunc *transform_func_with_body(Arena *a, const PrimFunc *f, const Stmt *body) {
   PrimFunc *n = arena_memdup(a, f, sizeof *f);
   n->body = body;
   return n;
@@ -49,11 +49,11 @@ static bool touch_expr_cb(Visitor *v, const Expr *e) {
   return !c->found;
 }
 
-bool xform_stmt_touches_buffer(const Stmt *s, const Buffer *b) {
+bool transform_stmt_touches_buffer(const Stmt *s, const Buffer *b) {
   TouchCtx c = {b, false};
   Visitor v = {touch_stmt_cb, touch_expr_cb, &c};
   visit_stmt(&v, s);
   return c.found;
 }
 
-const Expr *xform_var_copy(Arena *a, const Expr *v) { return expr_var(a, v->var.name, v->dtype); }
+const Expr *transform_var_copy(Arena *a, const Expr *v) { return expr_var(a, v->var.name, v->dtype); }

@@ -1,6 +1,6 @@
 /* Sampling: perfect tiles and categorical choices under each decision
  * source (defaults, seeded random, recorded decisions). */
-#include "unit/sched/test_loops_util.h"
+#include "unit/schedule/test_loops_util.h"
 
 static SchRV first_loop(Schedule *s, const char *blk, int idx) {
   SchRV l[16];

@@ -79,14 +79,14 @@ static DLDataType to_dl(DType t) {
 static void expect_bound(Case *c, const char *expect) {
   static char zeros[1 << 16];
   DLTensor t[MAX_IN];
-  LoomInputValue vals[MAX_IN];
+  loom_input_value vals[MAX_IN];
   for (int i = 0; i < c->n; i++) {
     memset(&t[i], 0, sizeof t[i]);
     t[i].data = zeros;
     t[i].dtype = to_dl(c->given[i].dt);
     t[i].ndim = c->given[i].rank;
     t[i].shape = c->given[i].dims;
-    vals[i] = (LoomInputValue){c->given[i].name, &t[i]};
+    vals[i] = (loom_input_value){c->given[i].name, &t[i]};
   }
   bool bind[MAX_IN];
   LoomError err = {0};
@@ -286,7 +286,7 @@ static void test_inputs_bound_as_constants(void **state) {
   int64_t sd[2] = {3, 2}, xs[2] = {2, 3}, ss[1] = {2};
   DLTensor xt = {.data = xd, .dtype = {kDLFloat, 32, 1}, .ndim = 2, .shape = xs};
   DLTensor st = {.data = sd, .dtype = {kDLInt, 64, 1}, .ndim = 1, .shape = ss};
-  LoomInputValue vals[2] = {{"data", &xt}, {"shape", &st}};
+  loom_input_value vals[2] = {{"data", &xt}, {"shape", &st}};
   bool bound[2];
   LoomError err = {0};
   assert_int_equal(compile_specialize_inputs(g, vals, 2, NULL, bound, &err), LOOM_OK);

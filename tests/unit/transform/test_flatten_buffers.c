@@ -1,7 +1,7 @@
 /* tir_flatten_buffers keeps the N-d parameters in PrimFunc.orig_params,
  * which the printer does not show (the flattening itself is tested as text:
- * tests/tir/flatten_buffers.tir). */
-#include "xform_check.h"
+ * tests/unit/transform/flatten_buffers.tir). */
+#include "transform_check.h"
 
 static void test_orig_params_kept(void **state) {
   (void)state;

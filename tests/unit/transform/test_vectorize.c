@@ -1,6 +1,6 @@
 /* tir_vectorize within the code-size budget: inputs too large to write as
- * text (the rest of its tests are tests/tir/vectorize.tir). */
-#include "xform_check.h"
+ * text (the rest of its tests are tests/unit/transform/vectorize.tir). */
+#include "transform_check.h"
 
 /* A balanced sum of the loads A[i + k % 8], k in [lo, hi). */
 static const Expr *sum_of_loads(Arena *a, const Buffer *A, const Expr *i, int lo, int hi) {

@@ -1,7 +1,7 @@
 /* Loop annotations: vectorize, parallel, unroll, bind -- what they mark and
  * what they refuse (loops carrying a reduction, nested parallelism,
  * non-constant vector lengths, unknown thread tags). */
-#include "unit/sched/test_loops_util.h"
+#include "unit/schedule/test_loops_util.h"
 
 static int loops_of(Schedule *s, const char *blk, SchRV *out) {
   SchRV b = sch_get_block(s, blk);

@@ -1,4 +1,4 @@
-/* Runs .tir test files (in tests/tir/; the format is in docs/tir.md,
+/* Runs .tir test files (in tests/unit/transform/; the format is in docs/tir.md,
  * "Testing passes as text"): each case is a function in the loop IR's text,
  * the passes to run on it, and what must hold afterwards: the exact text
  * the printer gives, the same results on the reference interpreter, the
@@ -9,7 +9,7 @@
  *   LOOM_TIR_UPDATE=1 tir_file_runner FILE.tir...   rewrites each `# expect:`
  *                     block with the output instead of comparing (review the
  *                     change with git diff). */
-#include "xform_check.h"
+#include "transform_check.h"
 
 #include "tir/text.h"
 #include "unit/text_cases.h"

@@ -1,21 +1,21 @@
 /* Small helpers shared by the lowering passes (internal to this folder). */
-#ifndef LOOM_TIR_TRANSFORM_XFORM_UTIL_H
-#define LOOM_TIR_TRANSFORM_XFORM_UTIL_H
+#ifndef LOOM_TIR_TRANSFORM_TRANSFORM_UTIL_H
+#define LOOM_TIR_TRANSFORM_TRANSFORM_UTIL_H
 
 #include "tir/stmt.h"
 
 /* True for a scalar expression made only of constants, variables and
  * arithmetic/logic (no loads, calls, vectors or reductions): the kind of
  * expression handed whole to the arithmetic module. */
-bool xform_expr_is_plain_scalar(const Expr *e);
+bool transform_expr_is_plain_scalar(const Expr *e);
 
 /* A copy of f with a new body (name, params, orig_params kept). */
-const PrimFunc *xform_func_with_body(Arena *a, const PrimFunc *f, const Stmt *body);
+const PrimFunc *transform_func_with_body(Arena *a, const PrimFunc *f, const Stmt *body);
 
 /* Does s (or e) load or store buffer b? */
-bool xform_stmt_touches_buffer(const Stmt *s, const Buffer *b);
+bool transform_stmt_touches_buffer(const Stmt *s, const Buffer *b);
 
 /* A fresh variable with the same name and dtype as v. */
-const Expr *xform_var_copy(Arena *a, const Expr *v);
+const Expr *transform_var_copy(Arena *a, const Expr *v);
 
 #endif

@@ -15,7 +15,7 @@
 
 #include "te/te.h"
 #include "tir/interp.h"
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 #include "support/ptrmap.h"
 
 static const Expr *matmul_body(Arena *a, const Expr *const *ax, void *user) {

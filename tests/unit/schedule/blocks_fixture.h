@@ -17,7 +17,7 @@
 
 #include "te/te.h"
 #include "tir/interp.h"
-#include "tir/schedule/sched_internal.h"
+#include "tir/schedule/schedule_internal.h"
 #include "tir/text.h"
 
 /* ---- te bodies ---- */

@@ -1,7 +1,7 @@
 /* The code-size budget of unrolling: the size function itself, and a nest
  * whose copies pass it (the rest of tir_unroll's tests are
- * tests/tir/unroll.tir). */
-#include "xform_check.h"
+ * tests/unit/transform/unroll.tir). */
+#include "transform_check.h"
 
 /* for i in 0:n (kind) { B[i] = A[i] + i } */
 static PrimFunc *loop_fn(Arena *a, int64_t n, ForKind kind, const Expr **var_out) {

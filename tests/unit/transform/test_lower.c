@@ -1,7 +1,7 @@
 /* The whole pipeline on programs made by te and scheduled with the schedule
  * primitives: the lowered program must be plain loops over 1-d buffers and
  * compute exactly what the scheduled (block-level) program computes. */
-#include "xform_check.h"
+#include "transform_check.h"
 
 #include "tir/schedule/schedule.h"
 

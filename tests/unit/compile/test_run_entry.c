@@ -1,4 +1,4 @@
-/* The generated run entry (src/compile/run_entry.c, LoomRunFn in
+/* The generated run entry (src/compile/run_entry.c, loom_run_fn in
  * include/loom/loom_kernel.h): a small ONNX model, encoded here, compiled at
  * opt levels 0 and 2; the executor's two paths (one call into the entry, the
  * plan interpreted call by call) give bit-identical outputs that also match
@@ -202,14 +202,14 @@ static int teardown(void **state) {
 
 static void compile_to(Fixture *f, int opt_level, const char *name, char *path, size_t len) {
   snprintf(path, len, "%s/%s", f->dir, name);
-  LoomCompileOptions opt = {.target = NULL, .opt_level = opt_level};
+  loom_compile_options opt = {.target = NULL, .opt_level = opt_level};
   char err[1024] = "";
   loom_status st = loom_compile_onnx(f->onnx, path, &opt, err, sizeof err);
   if (st) fprintf(stderr, "compile: %s\n", err);
   assert_int_equal(st, LOOM_OK);
 }
 
-static void set_inputs(LoomModel *m, Fixture *f) {
+static void set_inputs(loom_model *m, Fixture *f) {
   int64_t sx[] = {B, I}, sz[] = {B, O};
   DLTensor x = {.data = f->x, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = sx};
   DLTensor z = {.data = f->z, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = sz};
@@ -218,7 +218,7 @@ static void set_inputs(LoomModel *m, Fixture *f) {
 }
 
 /* Runs once and copies both outputs (y then h) into out. */
-static void run_copy(LoomModel *m, float *out) {
+static void run_copy(loom_model *m, float *out) {
   if (loom_model_run(m)) fprintf(stderr, "run: %s\n", loom_model_error(m));
   DLTensor y, h;
   assert_int_equal(loom_model_get_output(m, loom_model_output_index(m, "y"), &y), LOOM_OK);
@@ -227,10 +227,10 @@ static void run_copy(LoomModel *m, float *out) {
   memcpy(out + B * O, h.data, B * H * sizeof(float));
 }
 
-static LoomModel *load(const char *path, int threads) {
-  LoomModel *m = NULL;
+static loom_model *load(const char *path, int threads) {
+  loom_model *m = NULL;
   char err[1024] = "";
-  LoomModelOptions opt = {.num_threads = threads};
+  loom_model_options opt = {.num_threads = threads};
   loom_status st = loom_model_load(path, &opt, &m, err, sizeof err);
   if (st) fprintf(stderr, "load: %s\n", err);
   assert_int_equal(st, LOOM_OK);
@@ -238,7 +238,7 @@ static LoomModel *load(const char *path, int threads) {
 }
 
 static void check_both_paths(Fixture *f, const char *path, int threads) {
-  LoomModel *m = load(path, threads);
+  loom_model *m = load(path, threads);
   const Artifact *art = executor_artifact(m);
   assert_non_null(art->run_fn);
   assert_string_equal(art->spec.run_entry, "loom_run");
@@ -256,7 +256,7 @@ static void check_both_paths(Fixture *f, const char *path, int threads) {
   loom_model_set_profiling(m, true);
   assert_false(executor_uses_run_entry(m));
   run_copy(m, prof);
-  LoomProfileEntry pe;
+  loom_profile_entry pe;
   assert_int_equal(loom_model_profile_entry(m, 0, &pe), LOOM_OK);
   assert_int_equal(pe.calls, 1); /* the profiled run went through the plan */
   loom_model_set_profiling(m, false);
@@ -288,7 +288,7 @@ static void test_entry_checks_arguments(void **state) {
   Fixture *f = *state;
   char path[400];
   compile_to(f, 2, "args.loom", path, sizeof path);
-  LoomModel *m = load(path, 1);
+  loom_model *m = load(path, 1);
   const Artifact *art = executor_artifact(m);
   const ArtifactSpec *s = &art->spec;
   assert_int_equal(s->num_inputs, 2);
@@ -310,7 +310,7 @@ static void test_entry_checks_arguments(void **state) {
     outs[0] = &t[3];
     outs[1] = &t[2];
   }
-  LoomKernelEnv env = {.num_threads = 1};
+  loom_kernel_env env = {.num_threads = 1};
   size_t ws = 0;
   for (int32_t k = 0; k < s->num_kernels; k++)
     if (art->kernels[k].workspace_bytes > ws) ws = art->kernels[k].workspace_bytes;
@@ -373,7 +373,7 @@ static loom_status rewrite(const ArtifactSpec *s, const char *path, LoomError *e
 }
 
 static void expect_load_error(const char *path, const char *part1, const char *part2) {
-  LoomModel *m = NULL;
+  loom_model *m = NULL;
   char err[1024] = "";
   assert_int_not_equal(loom_model_load(path, NULL, &m, err, sizeof err), LOOM_OK);
   assert_null(m);
@@ -444,7 +444,7 @@ static void test_corrupt_entry_refused(void **state) {
   s.run_entry = NULL;
   s.run_entry_weight_offsets = NULL;
   assert_int_equal(rewrite(&s, bad, &err), LOOM_OK);
-  LoomModel *m1 = load(bad, 1), *m2 = load(path, 1);
+  loom_model *m1 = load(bad, 1), *m2 = load(path, 1);
   assert_null(executor_artifact(m1)->run_fn);
   assert_false(executor_uses_run_entry(m1));
   assert_true(executor_uses_run_entry(m2));

@@ -1,6 +1,6 @@
 /* tir_loop_partition stops at its code-size budget: inputs too large to
- * write as text (the rest of its tests are tests/tir/loop_partition.tir). */
-#include "xform_check.h"
+ * write as text (the rest of its tests are tests/unit/transform/loop_partition.tir). */
+#include "transform_check.h"
 
 /* A balanced sum of n loads A[x] (2n - 1 operations). */
 static const Expr *sum_of_loads(Arena *a, const Buffer *A, const Expr *x, int n) {

@@ -2,7 +2,7 @@
  * gives the identical program; re-running the schedule function against the
  * recorded decisions reproduces it; parse and replay errors are reported
  * with their position. */
-#include "unit/sched/test_loops_util.h"
+#include "unit/schedule/test_loops_util.h"
 
 #include "tir/text.h"
 
@@ -86,7 +86,7 @@ static const Expr *add1_body(Arena *a, const Expr *const *ax, void *user) {
 }
 
 /* The block primitives replay too: their instructions carry the layout
- * documented in sched_internal.h. Cache blocks get fresh buffers and
+ * documented in schedule_internal.h. Cache blocks get fresh buffers and
  * iterators, so this compares with tir_func_equal (matches by position). */
 static void test_block_primitives_roundtrip(void **state) {
   (void)state;

@@ -35,7 +35,7 @@ enum {
 
 static void test_pipeline_order(void **state) {
   (void)state;
-  LoomPassInfo info;
+  loom_pass_info info;
   int i = 0;
   for (; loom_compile_pass_info(i, &info); i++) {
     assert_true(i < NGRAPH + NLOWER);
@@ -97,7 +97,7 @@ static void test_names_unambiguous(void **state) {
 }
 
 /* B = A * 2 + 1 over 30 elements, split by 8 (imperfect: a predicate), the
- * inner loop vectorized (docs/lowering.md's example). */
+ * inner loop vectorized (docs/transform.md's example). */
 static const char k_func[] = "func split_ew(A: f32[30], B: f32[30]) {\n"
                              "  block root() {\n"
                              "    for io in 0:4 {\n"

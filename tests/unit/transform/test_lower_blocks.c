@@ -1,6 +1,6 @@
 /* tir_lower_blocks refuses a malformed realize, which the text parser
- * cannot make (the rest of its tests are tests/tir/lower_blocks.tir). */
-#include "xform_check.h"
+ * cannot make (the rest of its tests are tests/unit/transform/lower_blocks.tir). */
+#include "transform_check.h"
 
 /* A realize binding the wrong number of values is refused with the block's name. */
 static void test_bad_realize_is_an_error(void **state) {

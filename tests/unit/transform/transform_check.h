@@ -1,9 +1,9 @@
 /* Shared helpers for the lowering-pass tests: semantic comparison through
  * the reference interpreter, structure counting, and small IR builders.
- * Included by the C tests in tests/unit/xform/ and by tir_file_runner.c
+ * Included by the C tests in tests/unit/transform/ and by tir_file_runner.c
  * (static functions only). */
-#ifndef LOOM_TESTS_XFORM_CHECK_H
-#define LOOM_TESTS_XFORM_CHECK_H
+#ifndef LOOM_TESTS_TRANSFORM_CHECK_H
+#define LOOM_TESTS_TRANSFORM_CHECK_H
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,7 +126,7 @@ static inline void xc_print(const char *title, const PrimFunc *f) {
 }
 
 static inline void xc_dump(const char *title, const PrimFunc *f) {
-  if (getenv("XFORM_DUMP")) xc_print(title, f);
+  if (getenv("TRANSFORM_DUMP")) xc_print(title, f);
 }
 
 /* ---- builders ---- */

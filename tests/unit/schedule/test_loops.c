@@ -3,7 +3,7 @@
  * predicates) and, on random inputs, for results bit-identical to the
  * unscheduled program; each refusal for its message and for leaving the
  * program untouched. */
-#include "unit/sched/test_loops_util.h"
+#include "unit/schedule/test_loops_util.h"
 
 #include "arith/arith.h"
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "compile/compile.h"
-#include "unit/driver/schedule_run.h"
+#include "unit/topi/schedule_run.h"
 #include "tir/schedule/schedule.h"
 #include "te/te.h"
 #include "topi/topi_ops.h"
