@@ -18,26 +18,26 @@
 
 /* where: f32 everywhere and no broadcasting (the generated loop indexes
  * every operand like the output). */
-static int same_size_f32(const LoomByocGraph *g, int32_t node, void *user) {
+static int same_size_f32(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocNode *n = &g->nodes[node];
-  const LoomByocTensor *y = &g->tensors[n->outputs[0]];
+  const loom_byoc_node *n = &g->nodes[node];
+  const loom_byoc_tensor *y = &g->tensors[n->outputs[0]];
   if (!loom_byoc_is_f32(y)) return 0;
   for (int32_t k = 0; k < n->ninputs; k++) {
-    const LoomByocTensor *x = loom_byoc_input(g, n, k);
+    const loom_byoc_tensor *x = loom_byoc_input(g, n, k);
     if (!loom_byoc_is_f32(x) || loom_byoc_numel(x) != loom_byoc_numel(y)) return 0;
   }
   return 1;
 }
 
 /* The pattern: Add, then the Relu that is its only reader. */
-static const LoomByocStep k_add_relu[] = {
+static const loom_byoc_step k_add_relu[] = {
     {.ops = "Add", .where = same_size_f32},
     {.ops = "Relu"},
     {0},
 };
 
-static const LoomByocPattern k_patterns[] = {
+static const loom_byoc_pattern k_patterns[] = {
     {"example.add_relu", k_add_relu},
     {NULL, NULL},
 };
@@ -45,15 +45,15 @@ static const LoomByocPattern k_patterns[] = {
 /* Where the generated code finds tensor t: a parameter (data[i]), or for
  * a tensor internal to the region a slice of the workspace. offsets[t] is
  * -1 until it is given one. */
-static void tensor_ref(FILE *f, const LoomByocRegion *r, int32_t t, const long *offsets) {
+static void tensor_ref(FILE *f, const loom_byoc_region *r, int32_t t, const long *offsets) {
   int32_t p = loom_byoc_param(r, t);
   if (p >= 0) fprintf(f, "((float *)data[%d])", (int)p);
   else fprintf(f, "((float *)(ws + %ld))", offsets[t]);
 }
 
-static int codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)user;
-  const LoomByocGraph *g = &r->graph;
+  const loom_byoc_graph *g = &r->graph;
   long *offsets = calloc((size_t)g->ntensors + 1, sizeof *offsets);
   char *text = NULL;
   size_t len = 0;
@@ -67,7 +67,7 @@ static int codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, siz
    * of this region read (64-byte aligned slices). */
   long workspace = 0;
   for (int32_t c = 0; c < r->ncomposites; c++) {
-    const LoomByocNode *relu = &g->nodes[r->composites[c].first_node + 1];
+    const loom_byoc_node *relu = &g->nodes[r->composites[c].first_node + 1];
     int32_t y = relu->outputs[0];
     if (loom_byoc_param(r, y) >= 0) continue;
     offsets[y] = workspace;
@@ -76,8 +76,8 @@ static int codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, siz
   fprintf(f, "static int32_t %s(void *const *data, void *workspace) {\n", r->symbol);
   fprintf(f, "  char *ws = (char *)workspace;\n  (void)ws;\n");
   for (int32_t c = 0; c < r->ncomposites; c++) {
-    const LoomByocNode *add = &g->nodes[r->composites[c].first_node];
-    const LoomByocNode *relu = &g->nodes[r->composites[c].first_node + 1];
+    const loom_byoc_node *add = &g->nodes[r->composites[c].first_node];
+    const loom_byoc_node *relu = &g->nodes[r->composites[c].first_node + 1];
     long count = (long)loom_byoc_numel(&g->tensors[relu->outputs[0]]);
     fprintf(f, "  { /* %s \"%s\" -> %s \"%s\" */\n    const float *a = ", add->op, add->name, relu->op, relu->name);
     tensor_ref(f, r, add->inputs[0], offsets);
@@ -104,7 +104,7 @@ static int codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, siz
   return 0;
 }
 
-static const LoomByocPlugin k_plugin = {
+static const loom_byoc_plugin k_plugin = {
     .abi_version = LOOM_BYOC_ABI_VERSION,
     .name = "example",
     .patterns = k_patterns,
@@ -116,5 +116,5 @@ static const LoomByocPlugin k_plugin = {
 };
 
 /* The one symbol Loom looks for. */
-const LoomByocPlugin *loom_byoc_register(void);
-const LoomByocPlugin *loom_byoc_register(void) { return &k_plugin; }
+const loom_byoc_plugin *loom_byoc_register(void);
+const loom_byoc_plugin *loom_byoc_register(void) { return &k_plugin; }

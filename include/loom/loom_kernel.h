@@ -94,13 +94,13 @@ typedef enum loom_kernel_err {
 /* ---- External kernels (BYOC, loom/loom_byoc.h) ----
  *
  * The kernel of a back end that returned a blob calls its runtime through
- * `LoomExternalSlot NAME_external`, which the loader fills after the back
+ * `loom_external_slot NAME_external`, which the loader fills after the back
  * end's init (run NULL until then: the kernel returns
  * LOOM_KERNEL_ERR_EXTERNAL). */
-typedef struct LoomExternalSlot {
+typedef struct loom_external_slot {
   void *state;
   int (*run)(void *state, void *const *data, void *workspace);
-} LoomExternalSlot;
+} loom_external_slot;
 
 typedef int32_t (*loom_run_fn)(DLTensor *const *inputs, DLTensor *const *outputs, const void *weights, void *arena,
                              const loom_kernel_env *env, int32_t *failed_step);

@@ -99,7 +99,7 @@ def _records(records: Optional[PathLike], must_exist: bool) -> Optional[str]:
 
 
 class _Options:
-    """A LoomCompileOptions and what its pointers point at."""
+    """A loom_compile_options and what its pointers point at."""
 
     def __init__(self, target: Optional[str], target_options: Optional[str], opt_level: int,
                  records: Optional[str], inputs: Optional[Mapping[str, Any]] = None) -> None:

@@ -22,10 +22,10 @@ enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112, MAX_BATCH
 
 static bool fits_int(int64_t v) { return v > 0 && v <= INT_MAX; }
 
-static int matmul_ok(const LoomByocGraph *g, int32_t node, void *user) {
+static int matmul_ok(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocNode *n = &g->nodes[node];
-  const LoomByocTensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1), *y = &g->tensors[n->outputs[0]];
+  const loom_byoc_node *n = &g->nodes[node];
+  const loom_byoc_tensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1), *y = &g->tensors[n->outputs[0]];
   if (!byoc_all_f32(g, n) || !a || !b || a->ndim < 2 || b->ndim < 2) return 0;
   int64_t m = a->shape[a->ndim - 2], k = a->shape[a->ndim - 1], nn = b->shape[b->ndim - 1];
   int64_t batch = loom_byoc_numel(y) / (m * nn > 0 ? m * nn : 1);
@@ -33,28 +33,28 @@ static int matmul_ok(const LoomByocGraph *g, int32_t node, void *user) {
   return fits_int(m) && fits_int(k) && fits_int(nn) && batch >= 1 && batch <= MAX_BATCH;
 }
 
-static int gemm_ok(const LoomByocGraph *g, int32_t node, void *user) {
+static int gemm_ok(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocNode *n = &g->nodes[node];
-  const LoomByocTensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1), *c = loom_byoc_input(g, n, 2);
-  const LoomByocTensor *y = &g->tensors[n->outputs[0]];
+  const loom_byoc_node *n = &g->nodes[node];
+  const loom_byoc_tensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1), *c = loom_byoc_input(g, n, 2);
+  const loom_byoc_tensor *y = &g->tensors[n->outputs[0]];
   if (!byoc_all_f32(g, n) || !a || !b || a->ndim != 2 || b->ndim != 2 || y->ndim != 2 || (c && c->ndim > 2)) return 0;
   int64_t k = loom_byoc_attr_int(n, "transA", 0) ? a->shape[0] : a->shape[1];
   return fits_int(y->shape[0]) && fits_int(y->shape[1]) && fits_int(k);
 }
 
-static const LoomByocStep k_matmul_bias[] = {
+static const loom_byoc_step k_matmul_bias[] = {
     {.ops = "MatMul", .where = matmul_ok},
     {.ops = "Add", .optional = 1, .commutative = 1, .operands = {LOOM_BYOC_PREV, LOOM_BYOC_CONST}, .where = byoc_bias_add_ok},
     {0},
 };
 
-static const LoomByocStep k_gemm[] = {
+static const loom_byoc_step k_gemm[] = {
     {.ops = "Gemm", .where = gemm_ok},
     {0},
 };
 
-static const LoomByocPattern k_patterns[] = {
+static const loom_byoc_pattern k_patterns[] = {
     {"cblas.matmul_bias", k_matmul_bias},
     {"cblas.gemm", k_gemm},
     {NULL, NULL},
@@ -78,12 +78,12 @@ static void emit_fill(FILE *f, int yp, int cp, int64_t rows, int64_t n, int64_t 
           yp, cp, rows, n, n, cm == 1 ? "0" : "i", cn, cn == 1 ? "0" : "j");
 }
 
-static void emit_matmul(FILE *f, const LoomByocRegion *r) {
-  const LoomByocGraph *g = &r->graph;
-  const LoomByocNode *mm = &g->nodes[0], *add = g->nnodes > 1 ? &g->nodes[1] : NULL;
-  const LoomByocTensor *a = &g->tensors[mm->inputs[0]], *b = &g->tensors[mm->inputs[1]];
+static void emit_matmul(FILE *f, const loom_byoc_region *r) {
+  const loom_byoc_graph *g = &r->graph;
+  const loom_byoc_node *mm = &g->nodes[0], *add = g->nnodes > 1 ? &g->nodes[1] : NULL;
+  const loom_byoc_tensor *a = &g->tensors[mm->inputs[0]], *b = &g->tensors[mm->inputs[1]];
   int32_t yt = add ? add->outputs[0] : mm->outputs[0];
-  const LoomByocTensor *y = &g->tensors[yt];
+  const loom_byoc_tensor *y = &g->tensors[yt];
   int ap = loom_byoc_param(r, mm->inputs[0]), bp = loom_byoc_param(r, mm->inputs[1]), yp = loom_byoc_param(r, yt);
   int64_t k = a->shape[a->ndim - 1], n = b->shape[b->ndim - 1], m = a->shape[a->ndim - 2];
   int64_t rows = loom_byoc_numel(y) / n;
@@ -104,7 +104,7 @@ static void emit_matmul(FILE *f, const LoomByocRegion *r) {
   int64_t nb = rows / m;
   fprintf(f, "  static const long aoff[%" PRId64 "] = {", nb);
   for (int pass = 0; pass < 2; pass++) {
-    const LoomByocTensor *t = pass ? b : a;
+    const loom_byoc_tensor *t = pass ? b : a;
     int64_t mat = t->shape[t->ndim - 2] * t->shape[t->ndim - 1];
     if (pass) fprintf(f, "  static const long boff[%" PRId64 "] = {", nb);
     for (int64_t i = 0; i < nb; i++) {
@@ -129,10 +129,10 @@ static void emit_matmul(FILE *f, const LoomByocRegion *r) {
           nb, CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, m, n, k, ap, k, bp, n, beta, yp, m * n, n);
 }
 
-static void emit_gemm(FILE *f, const LoomByocRegion *r) {
-  const LoomByocGraph *g = &r->graph;
-  const LoomByocNode *n = &g->nodes[0];
-  const LoomByocTensor *a = &g->tensors[n->inputs[0]], *c = loom_byoc_input(g, n, 2), *y = &g->tensors[n->outputs[0]];
+static void emit_gemm(FILE *f, const loom_byoc_region *r) {
+  const loom_byoc_graph *g = &r->graph;
+  const loom_byoc_node *n = &g->nodes[0];
+  const loom_byoc_tensor *a = &g->tensors[n->inputs[0]], *c = loom_byoc_input(g, n, 2), *y = &g->tensors[n->outputs[0]];
   int ta = (int)loom_byoc_attr_int(n, "transA", 0), tb = (int)loom_byoc_attr_int(n, "transB", 0);
   double alpha = loom_byoc_attr_float(n, "alpha", 1.0), beta = loom_byoc_attr_float(n, "beta", 1.0);
   int64_t m = y->shape[0], nn = y->shape[1], k = ta ? a->shape[0] : a->shape[1];
@@ -148,7 +148,7 @@ static void emit_gemm(FILE *f, const LoomByocRegion *r) {
           ta ? m : k, bp, tb ? k : nn, c ? beta : 0.0, yp, nn);
 }
 
-static int cblas_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int cblas_codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)user;
   if (r->ncomposites != 1) {
     snprintf(errbuf, errlen, "one pattern match per region expected, got %d", (int)r->ncomposites);
@@ -178,7 +178,7 @@ static int cblas_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbu
   return 0;
 }
 
-static const LoomByocPlugin k_cblas = {
+static const loom_byoc_plugin k_cblas = {
     .abi_version = LOOM_BYOC_ABI_VERSION,
     .name = "cblas",
     .patterns = k_patterns,
@@ -189,4 +189,4 @@ static const LoomByocPlugin k_cblas = {
     .user = NULL,
 };
 
-const LoomByocPlugin *byoc_cblas_plugin(void) { return &k_cblas; }
+const loom_byoc_plugin *byoc_cblas_plugin(void) { return &k_cblas; }

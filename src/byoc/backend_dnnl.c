@@ -17,13 +17,13 @@
 #define LOOM_BYOC_DNNL_RUNTIME "libloom_byoc_dnnl_rt.so"
 #endif
 
-static const LoomByocTensor *out0(const LoomByocGraph *g, const LoomByocNode *n) {
+static const loom_byoc_tensor *out0(const loom_byoc_graph *g, const loom_byoc_node *n) {
   return &g->tensors[n->outputs[0]];
 }
 
 /* An INTS attribute of 2 values into v (absent: dflt for both). */
-static int ints2(const LoomByocNode *n, const char *name, int64_t dflt, int64_t *v) {
-  const LoomByocAttr *a = loom_byoc_attr(n, name);
+static int ints2(const loom_byoc_node *n, const char *name, int64_t dflt, int64_t *v) {
+  const loom_byoc_attr *a = loom_byoc_find_attr(n, name);
   v[0] = v[1] = dflt;
   if (!a) return 1;
   if (a->kind != LOOM_BYOC_ATTR_INTS || a->n != 2) return 0;
@@ -31,8 +31,8 @@ static int ints2(const LoomByocNode *n, const char *name, int64_t dflt, int64_t 
   return 1;
 }
 
-static int pads4(const LoomByocNode *n, int64_t *l, int64_t *r) {
-  const LoomByocAttr *a = loom_byoc_attr(n, "pads");
+static int pads4(const loom_byoc_node *n, int64_t *l, int64_t *r) {
+  const loom_byoc_attr *a = loom_byoc_find_attr(n, "pads");
   l[0] = l[1] = r[0] = r[1] = 0;
   if (!a) return 1;
   if (a->kind != LOOM_BYOC_ATTR_INTS || a->n != 4) return 0;
@@ -41,15 +41,15 @@ static int pads4(const LoomByocNode *n, int64_t *l, int64_t *r) {
 }
 
 /* Explicit pads only (inference resolves auto_pad into pads). */
-static int no_auto_pad(const LoomByocNode *n) {
-  const LoomByocAttr *a = loom_byoc_attr(n, "auto_pad");
+static int no_auto_pad(const loom_byoc_node *n) {
+  const loom_byoc_attr *a = loom_byoc_find_attr(n, "auto_pad");
   return !a || (a->kind == LOOM_BYOC_ATTR_STRING && !strcmp(a->s, "NOTSET"));
 }
 
-static int conv_ok(const LoomByocGraph *g, int32_t node, void *user) {
+static int conv_ok(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocNode *n = &g->nodes[node];
-  const LoomByocTensor *x = loom_byoc_input(g, n, 0), *w = loom_byoc_input(g, n, 1), *b = loom_byoc_input(g, n, 2);
+  const loom_byoc_node *n = &g->nodes[node];
+  const loom_byoc_tensor *x = loom_byoc_input(g, n, 0), *w = loom_byoc_input(g, n, 1), *b = loom_byoc_input(g, n, 2);
   int64_t v[2], l[2], r[2];
   return loom_byoc_is_f32(x) && loom_byoc_is_f32(w) && (!b || loom_byoc_is_f32(b)) && loom_byoc_is_f32(out0(g, n)) &&
          x->ndim == 4 && w->ndim == 4 && no_auto_pad(n) && ints2(n, "strides", 1, v) && ints2(n, "dilations", 1, v) &&
@@ -57,12 +57,12 @@ static int conv_ok(const LoomByocGraph *g, int32_t node, void *user) {
 }
 
 /* The residual Add: both operands the output's shape (no broadcast). */
-static int residual_ok(const LoomByocGraph *g, int32_t node, void *user) {
+static int residual_ok(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocNode *n = &g->nodes[node];
-  const LoomByocTensor *y = out0(g, n);
+  const loom_byoc_node *n = &g->nodes[node];
+  const loom_byoc_tensor *y = out0(g, n);
   for (int32_t k = 0; k < 2; k++) {
-    const LoomByocTensor *t = loom_byoc_input(g, n, k);
+    const loom_byoc_tensor *t = loom_byoc_input(g, n, k);
     if (!loom_byoc_is_f32(t) || t->ndim != y->ndim) return 0;
     for (int32_t d = 0; d < y->ndim; d++)
       if (t->shape[d] != y->shape[d]) return 0;
@@ -71,25 +71,25 @@ static int residual_ok(const LoomByocGraph *g, int32_t node, void *user) {
 }
 
 /* Relu, or Clip with constant scalar bounds (or none). */
-static int activation_ok(const LoomByocGraph *g, int32_t node, void *user) {
+static int activation_ok(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocNode *n = &g->nodes[node];
+  const loom_byoc_node *n = &g->nodes[node];
   if (!loom_byoc_is_f32(out0(g, n))) return 0;
   for (int32_t k = 1; k < n->ninputs; k++) {
-    const LoomByocTensor *t = loom_byoc_input(g, n, k);
+    const loom_byoc_tensor *t = loom_byoc_input(g, n, k);
     if (t && (!t->data || !loom_byoc_is_f32(t) || loom_byoc_numel(t) != 1)) return 0;
   }
   return 1;
 }
 
-static int pool_ok(const LoomByocGraph *g, int32_t node, void *user) {
+static int pool_ok(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocNode *n = &g->nodes[node];
-  const LoomByocTensor *x = loom_byoc_input(g, n, 0);
+  const loom_byoc_node *n = &g->nodes[node];
+  const loom_byoc_tensor *x = loom_byoc_input(g, n, 0);
   int64_t v[2], l[2], r[2];
   if (!loom_byoc_is_f32(x) || x->ndim != 4 || !loom_byoc_is_f32(out0(g, n))) return 0;
   if (!strcmp(n->op, "GlobalAveragePool")) return 1;
-  const LoomByocAttr *k = loom_byoc_attr(n, "kernel_shape");
+  const loom_byoc_attr *k = loom_byoc_find_attr(n, "kernel_shape");
   return k && k->kind == LOOM_BYOC_ATTR_INTS && k->n == 2 && no_auto_pad(n) && ints2(n, "strides", 1, v) &&
          ints2(n, "dilations", 1, v) && pads4(n, l, r) && loom_byoc_attr_int(n, "ceil_mode", 0) == 0 &&
          loom_byoc_attr_int(n, "storage_order", 0) == 0;
@@ -97,58 +97,58 @@ static int pool_ok(const LoomByocGraph *g, int32_t node, void *user) {
 
 /* MatMul of f32 tensors: B 2-D (A's batch rows flattened), or ranks up to
  * 4 with broadcast batch dims. */
-static int matmul_ok(const LoomByocGraph *g, int32_t node, void *user) {
+static int matmul_ok(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocNode *n = &g->nodes[node];
-  const LoomByocTensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1);
+  const loom_byoc_node *n = &g->nodes[node];
+  const loom_byoc_tensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1);
   if (!byoc_all_f32(g, n) || !a || !b || a->ndim < 2 || b->ndim < 2) return 0;
   return b->ndim == 2 || (a->ndim <= 4 && b->ndim <= 4);
 }
 
-static const LoomByocStep k_matmul[] = {
+static const loom_byoc_step k_matmul[] = {
     {.ops = "MatMul", .where = matmul_ok},
     {.ops = "Add", .optional = 1, .commutative = 1, .operands = {LOOM_BYOC_PREV, LOOM_BYOC_CONST}, .where = byoc_bias_add_ok},
     {0},
 };
 
-static const LoomByocStep k_conv[] = {
+static const loom_byoc_step k_conv[] = {
     {.ops = "Conv", .operands = {LOOM_BYOC_RUNTIME, LOOM_BYOC_CONST, LOOM_BYOC_CONST_OR_ABSENT}, .where = conv_ok},
     {.ops = "Add", .optional = 1, .commutative = 1, .operands = {LOOM_BYOC_PREV, LOOM_BYOC_RUNTIME}, .where = residual_ok},
     {.ops = "Relu|Clip", .optional = 1, .where = activation_ok},
     {0},
 };
 
-static const LoomByocStep k_pool[] = {
+static const loom_byoc_step k_pool[] = {
     {.ops = "MaxPool|AveragePool|GlobalAveragePool", .where = pool_ok},
     {0},
 };
 
-static const LoomByocPattern k_patterns[] = {
+static const loom_byoc_pattern k_patterns[] = {
     {"dnnl.conv_sum_act", k_conv},
     {"dnnl.pool", k_pool},
     {"dnnl.matmul_bias", k_matmul},
     {NULL, NULL},
 };
 
-static float scalar(const LoomByocGraph *g, const LoomByocNode *n, int32_t k, float dflt) {
-  const LoomByocTensor *t = loom_byoc_input(g, n, k);
+static float scalar(const loom_byoc_graph *g, const loom_byoc_node *n, int32_t k, float dflt) {
+  const loom_byoc_tensor *t = loom_byoc_input(g, n, k);
   return t && t->data ? *(const float *)t->data : dflt;
 }
 
-static void copy4(int64_t *dst, const LoomByocTensor *t) {
+static void copy4(int64_t *dst, const loom_byoc_tensor *t) {
   for (int d = 0; d < 4; d++) dst[d] = t->shape[d];
 }
 
 /* t's extents right-aligned in nd dims, 1s in front. */
-static void copy_aligned(int64_t *dst, int nd, const LoomByocTensor *t) {
+static void copy_aligned(int64_t *dst, int nd, const loom_byoc_tensor *t) {
   for (int d = 0; d < nd; d++) dst[d] = d < nd - t->ndim ? 1 : t->shape[d - (nd - t->ndim)];
 }
 
-static void matmul_blob(DnnlBlob *b, const LoomByocRegion *r) {
-  const LoomByocGraph *g = &r->graph;
-  const LoomByocNode *n = &g->nodes[0];
-  const LoomByocTensor *a = &g->tensors[n->inputs[0]], *w = &g->tensors[n->inputs[1]];
-  const LoomByocTensor *y = &g->tensors[r->outputs[0]];
+static void matmul_blob(DnnlBlob *b, const loom_byoc_region *r) {
+  const loom_byoc_graph *g = &r->graph;
+  const loom_byoc_node *n = &g->nodes[0];
+  const loom_byoc_tensor *a = &g->tensors[n->inputs[0]], *w = &g->tensors[n->inputs[1]];
+  const loom_byoc_tensor *y = &g->tensors[r->outputs[0]];
   b->kind = DNNL_BLOB_MATMUL;
   b->p_weights = loom_byoc_param(r, n->inputs[1]);
   b->weights_const = w->data != NULL;
@@ -165,15 +165,15 @@ static void matmul_blob(DnnlBlob *b, const LoomByocRegion *r) {
     copy_aligned(b->dst, y->ndim, y);
   }
   if (g->nnodes > 1) { /* the bias Add */
-    const LoomByocNode *add = &g->nodes[1];
+    const loom_byoc_node *add = &g->nodes[1];
     b->has_bias = 1;
     b->p_bias = loom_byoc_param(r, add->inputs[0] == n->outputs[0] ? add->inputs[1] : add->inputs[0]);
   }
 }
 
-static int dnnl_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int dnnl_codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)user;
-  const LoomByocGraph *g = &r->graph;
+  const loom_byoc_graph *g = &r->graph;
   if (r->ncomposites != 1 || r->noutputs != 1) {
     snprintf(errbuf, errlen, "one pattern match with one output per region expected");
     return 1;
@@ -183,7 +183,7 @@ static int dnnl_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf
     snprintf(errbuf, errlen, "out of memory");
     return 1;
   }
-  const LoomByocNode *n = &g->nodes[0];
+  const loom_byoc_node *n = &g->nodes[0];
   b->version = DNNL_BLOB_VERSION;
   b->p_weights = b->p_bias = b->p_sum = -1;
   b->p_src = loom_byoc_param(r, n->inputs[0]);
@@ -200,7 +200,7 @@ static int dnnl_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf
   pads4(n, b->pad_l, b->pad_r);
   b->groups = 1;
   if (!strcmp(n->op, "Conv")) {
-    const LoomByocTensor *w = &g->tensors[n->inputs[1]];
+    const loom_byoc_tensor *w = &g->tensors[n->inputs[1]];
     b->kind = DNNL_BLOB_CONV;
     copy4(b->weights, w);
     b->kernel[0] = w->shape[2], b->kernel[1] = w->shape[3];
@@ -208,7 +208,7 @@ static int dnnl_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf
     b->p_weights = loom_byoc_param(r, n->inputs[1]);
     if (loom_byoc_input(g, n, 2)) b->has_bias = 1, b->p_bias = loom_byoc_param(r, n->inputs[2]);
     for (int32_t i = 1; i < g->nnodes; i++) {
-      const LoomByocNode *m = &g->nodes[i];
+      const loom_byoc_node *m = &g->nodes[i];
       if (!strcmp(m->op, "Add")) {
         int32_t other = m->inputs[0] == n->outputs[0] ? m->inputs[1] : m->inputs[0];
         b->has_sum = 1, b->p_sum = loom_byoc_param(r, other);
@@ -224,7 +224,7 @@ static int dnnl_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf
     b->kind = DNNL_BLOB_AVG_POOL;
     b->kernel[0] = b->src[2], b->kernel[1] = b->src[3];
   } else {
-    const LoomByocAttr *k = loom_byoc_attr(n, "kernel_shape");
+    const loom_byoc_attr *k = loom_byoc_find_attr(n, "kernel_shape");
     b->kind = strcmp(n->op, "MaxPool") ? DNNL_BLOB_AVG_POOL : DNNL_BLOB_MAX_POOL;
     b->kernel[0] = k->ints[0], b->kernel[1] = k->ints[1];
     b->count_include_pad = (int32_t)loom_byoc_attr_int(n, "count_include_pad", 0);
@@ -236,7 +236,7 @@ done:
   return 0;
 }
 
-static const LoomByocPlugin k_dnnl = {
+static const loom_byoc_plugin k_dnnl = {
     .abi_version = LOOM_BYOC_ABI_VERSION,
     .name = "dnnl",
     .patterns = k_patterns,
@@ -247,4 +247,4 @@ static const LoomByocPlugin k_dnnl = {
     .user = NULL,
 };
 
-const LoomByocPlugin *byoc_dnnl_plugin(void) { return &k_dnnl; }
+const loom_byoc_plugin *byoc_dnnl_plugin(void) { return &k_dnnl; }

@@ -33,7 +33,7 @@
 
 /* One loaded back end. */
 typedef struct ByocBackend {
-  const LoomByocPlugin *plugin;
+  const loom_byoc_plugin *plugin;
   const char *spec; /* what --byoc named: "cblas" or a path */
   void *handle;     /* dlopen handle of a plugin, NULL for a built-in back end */
   int *pattern_order; /* pattern indices, longest chain first */
@@ -46,7 +46,7 @@ typedef struct ByocBackend {
  * then) and what the dumps and the artifact say about it. */
 typedef struct ByocRegion {
   int backend;
-  LoomByocRegion view;
+  loom_byoc_region view;
   uint64_t flops; /* of one call (byoc_region_flops) */
 } ByocRegion;
 
@@ -72,14 +72,14 @@ loom_status byoc_session_open(const char *list, ByocSession **out, LoomError *er
  * it); handle (NULL for a built-in back end) is dlclose'd with the session,
  * also when the check fails. */
 ByocSession *byoc_session_new(int max_backends);
-loom_status byoc_session_add(ByocSession *s, const LoomByocPlugin *p, const char *spec, void *handle, LoomError *err);
+loom_status byoc_session_add(ByocSession *s, const loom_byoc_plugin *p, const char *spec, void *handle, LoomError *err);
 /* NULL is allowed. Closes plugins and runtime libraries. */
 void byoc_session_free(ByocSession *s);
 /* The built-in back ends, by name; NULL when none has it. */
-const LoomByocPlugin *byoc_builtin(const char *name);
+const loom_byoc_plugin *byoc_builtin(const char *name);
 /* Checks a plugin's description (ABI version first); `who` names it in
  * messages. */
-loom_status byoc_plugin_check(const LoomByocPlugin *p, const char *who, LoomError *err);
+loom_status byoc_plugin_check(const loom_byoc_plugin *p, const char *who, LoomError *err);
 /* Loads (RTLD_GLOBAL) the runtime library of every back end that claimed a
  * region, so generated code that calls it links and loads in this process. */
 loom_status byoc_session_load_runtimes(ByocSession *s, LoomError *err);
@@ -87,31 +87,31 @@ loom_status byoc_session_load_runtimes(ByocSession *s, LoomError *err);
 /* ---- graph_view.c ---- */
 /* The whole graph as the plugin API's view: tensor i is value i, node i
  * is node i (composite -1). Lives in `a`. */
-LoomByocGraph byoc_graph_view(Arena *a, const Graph *g);
+loom_byoc_graph byoc_graph_view(Arena *a, const Graph *g);
 /* The DLPack form of a graph dtype. */
 DLDataType byoc_dl_dtype(DType t);
 /* A view node of graph node n, its tensor indices mapped through
  * tensor_of (value -> view tensor; NULL: the identity). */
-LoomByocNode byoc_node_view(Arena *a, const GraphNode *n, const int32_t *tensor_of);
+loom_byoc_node byoc_node_view(Arena *a, const GraphNode *n, const int32_t *tensor_of);
 
 /* ---- pattern.c ---- */
 /* Checks one pattern of a plugin: a name, at least one step, every op a
  * known graph op (or "*"). */
-loom_status byoc_pattern_check(const LoomByocPattern *p, const char *who, LoomError *err);
+loom_status byoc_pattern_check(const loom_byoc_pattern *p, const char *who, LoomError *err);
 /* Number of steps of a pattern. */
-int byoc_pattern_length(const LoomByocPattern *p);
+int byoc_pattern_length(const loom_byoc_pattern *p);
 /* Whether `op` is one of the step's alternatives ("Add|Sub", "*"). */
-bool byoc_step_has_op(const LoomByocStep *s, const char *op);
+bool byoc_step_has_op(const loom_byoc_step *s, const char *op);
 
 /* Callbacks and state the matcher consults. */
 typedef struct ByocMatchEnv {
   const Graph *g;
-  const LoomByocGraph *view;
+  const loom_byoc_graph *view;
   const int *uses;     /* per value: graph_use_counts */
   const bool *taken;   /* per node: already claimed (or NULL) */
   /* Per node: 1 supported, 0 vetoed, -1 not asked yet (filled lazily). */
   signed char *supported;
-  const LoomByocPlugin *plugin;
+  const loom_byoc_plugin *plugin;
   int *vetoed; /* counts the nodes supports() refused */
 } ByocMatchEnv;
 
@@ -119,7 +119,7 @@ typedef struct ByocMatchEnv {
  * matched nodes in chain order into nodes (room for the pattern's length),
  * their count returned (0: no match). Optional steps are taken when they
  * can be, skipped otherwise. */
-int byoc_match_at(const ByocMatchEnv *env, const LoomByocPattern *p, int head, int *nodes);
+int byoc_match_at(const ByocMatchEnv *env, const loom_byoc_pattern *p, int head, int *nodes);
 
 /* ---- partition.c ---- */
 /* For each back end in order, matches its patterns on g (at every node in
@@ -160,20 +160,20 @@ typedef struct ByocKernel {
 loom_status byoc_codegen(ByocSession *s, int region, const char *name, ByocKernel *out, LoomError *err);
 /* FLOPs of one call of a region: 2 per multiply-add of MatMul, Gemm and
  * Conv, 1 per output element of anything else. */
-uint64_t byoc_region_flops(const LoomByocRegion *r);
+uint64_t byoc_region_flops(const loom_byoc_region *r);
 
 /* ---- predicates.c: shared by the built-in back ends ---- */
 /* Every present input and the one output f32. */
-bool byoc_all_f32(const LoomByocGraph *g, const LoomByocNode *n);
+bool byoc_all_f32(const loom_byoc_graph *g, const loom_byoc_node *n);
 /* `where` of a bias Add after a product: Add(x, c) (either order) with a
  * constant c over the last axis only ([N] or [1, ..., N]) that does not
  * broadcast x. */
-int byoc_bias_add_ok(const LoomByocGraph *g, int32_t node, void *user);
+int byoc_bias_add_ok(const loom_byoc_graph *g, int32_t node, void *user);
 
 /* ---- the built-in back ends ---- */
-const LoomByocPlugin *byoc_cblas_plugin(void); /* backend_cblas.c */
+const loom_byoc_plugin *byoc_cblas_plugin(void); /* backend_cblas.c */
 /* backend_dnnl.c; its run-time half is backends/dnnl_runtime.c
  * (libloom_byoc_dnnl_rt.so, LOOM_BYOC_DNNL_RUNTIME) */
-const LoomByocPlugin *byoc_dnnl_plugin(void);
+const loom_byoc_plugin *byoc_dnnl_plugin(void);
 
 #endif

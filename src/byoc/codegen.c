@@ -47,10 +47,10 @@ static void write_all(int fd, const void *data, size_t n) {
   }
 }
 
-static void child(int fd, const LoomByocPlugin *p, const LoomByocRegion *r) {
+static void child(int fd, const loom_byoc_plugin *p, const loom_byoc_region *r) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   dup2(2, 1); /* whatever the plugin prints must not land in `loom inspect`'s output */
-  LoomByocCode code = {0};
+  loom_byoc_code code = {0};
   char msg[1024] = "";
   int rc = p->codegen(r, &code, msg, sizeof msg, p->user);
   const char *text = rc ? msg : code.c_source ? code.c_source : "";
@@ -97,7 +97,7 @@ static bool is_identifier(const char *s, size_t n) {
 }
 
 /* The reply's parts, checked: one form or the other, complete. */
-static loom_status take_reply(const LoomByocPlugin *p, const LoomByocRegion *r, const char *what, const char *buf,
+static loom_status take_reply(const loom_byoc_plugin *p, const loom_byoc_region *r, const char *what, const char *buf,
                               size_t len, Arena *a, CodegenResult *out, LoomError *err) {
   Reply reply;
   memcpy(&reply, buf, sizeof reply);
@@ -134,7 +134,7 @@ static loom_status take_reply(const LoomByocPlugin *p, const LoomByocRegion *r, 
   return LOOM_OK;
 }
 
-static loom_status run_codegen(const LoomByocPlugin *p, const LoomByocRegion *r, const char *kernel, Arena *a,
+static loom_status run_codegen(const loom_byoc_plugin *p, const loom_byoc_region *r, const char *kernel, Arena *a,
                                CodegenResult *res, LoomError *err) {
   int fds[2];
   if (pipe(fds) != 0)
@@ -175,7 +175,7 @@ static loom_status run_codegen(const LoomByocPlugin *p, const LoomByocRegion *r,
 loom_status byoc_codegen(ByocSession *s, int region, const char *name, ByocKernel *out, LoomError *err) {
   memset(out, 0, sizeof *out);
   ByocRegion *r = &s->regions[region];
-  const LoomByocPlugin *p = s->backends[r->backend].plugin;
+  const loom_byoc_plugin *p = s->backends[r->backend].plugin;
   r->view.symbol = arena_printf(s->arena, "%s_body", name);
   CodegenResult res = {0};
   loom_status st = run_codegen(p, &r->view, name, s->arena, &res, err);
@@ -190,7 +190,7 @@ loom_status byoc_codegen(ByocSession *s, int region, const char *name, ByocKerne
     sb_puts(&o, "\n");
   } else { /* the blob form: a call through the slot the loader fills (loom/loom_kernel.h) */
     sb_printf(&o,
-              "LoomExternalSlot %s_external;\n"
+              "loom_external_slot %s_external;\n"
               "static int32_t %s(void *const *data, void *workspace) {\n"
               "  return %s_external.run ? %s_external.run(%s_external.state, data, workspace) : 1;\n"
               "}\n",
@@ -214,16 +214,16 @@ loom_status byoc_codegen(ByocSession *s, int region, const char *name, ByocKerne
 
 /* ---- FLOPs ---- */
 
-static int64_t numel(const LoomByocTensor *t) { return loom_byoc_numel(t); }
+static int64_t numel(const loom_byoc_tensor *t) { return loom_byoc_numel(t); }
 
-uint64_t byoc_region_flops(const LoomByocRegion *r) {
-  const LoomByocGraph *g = &r->graph;
+uint64_t byoc_region_flops(const loom_byoc_region *r) {
+  const loom_byoc_graph *g = &r->graph;
   uint64_t total = 0;
   for (int32_t i = 0; i < g->nnodes; i++) {
-    const LoomByocNode *n = &g->nodes[i];
+    const loom_byoc_node *n = &g->nodes[i];
     if (n->noutputs < 1 || n->outputs[0] < 0) continue;
-    const LoomByocTensor *y = &g->tensors[n->outputs[0]];
-    const LoomByocTensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1);
+    const loom_byoc_tensor *y = &g->tensors[n->outputs[0]];
+    const loom_byoc_tensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1);
     int64_t out = numel(y);
     if ((!strcmp(n->op, "MatMul") || !strcmp(n->op, "Gemm")) && a && a->ndim >= 1) {
       /* K: A's last extent, or its first for a transposed Gemm A. */

@@ -48,7 +48,7 @@ static int find(int *parent, int c) {
 
 /* ---- 1. match ---- */
 
-static void match_composites(Partition *p, ByocBackend *be, const LoomByocGraph *view) {
+static void match_composites(Partition *p, ByocBackend *be, const loom_byoc_graph *view) {
   Graph *g = p->g;
   bool *taken = ARENA_ARRAY(p->tmp, bool, g->nnodes);
   signed char *sup = ARENA_ARRAY(p->tmp, signed char, g->nnodes);
@@ -213,22 +213,22 @@ static void region_interface(Partition *p, RegionBuild *r, const bool *in_region
   r->noutputs = nout;
 }
 
-static LoomByocTensor tensor_copy(Arena *a, const GraphValue *v) {
-  LoomByocTensor t = {arena_strdup(a, v->name), byoc_dl_dtype(v->dtype), v->rank > 0 ? v->rank : 0,
+static loom_byoc_tensor tensor_copy(Arena *a, const GraphValue *v) {
+  loom_byoc_tensor t = {arena_strdup(a, v->name), byoc_dl_dtype(v->dtype), v->rank > 0 ? v->rank : 0,
                       v->rank > 0 ? arena_memdup(a, v->dims, sizeof(int64_t) * (size_t)v->rank) : NULL,
                       v->constant ? v->constant->data : NULL};
   return t;
 }
 
 /* The plugin API view of a region, in the session's arena. */
-static LoomByocRegion region_view(ByocSession *s, Partition *p, const RegionBuild *r, const ByocBackend *be,
+static loom_byoc_region region_view(ByocSession *s, Partition *p, const RegionBuild *r, const ByocBackend *be,
                                   const int *comp_ids, int ncomp, int index) {
   Graph *g = p->g;
   Arena *a = s->arena;
   int32_t *tensor_of = p->tensor_of;
   int cap = r->ninputs;
   for (int i = 0; i < r->nnodes; i++) cap += g->nodes[r->nodes[i]].noutputs;
-  LoomByocTensor *ts = ARENA_ARRAY(a, LoomByocTensor, cap);
+  loom_byoc_tensor *ts = ARENA_ARRAY(a, loom_byoc_tensor, cap);
   int nt = 0;
   int32_t *ins = ARENA_ARRAY(a, int32_t, r->ninputs), *outs = ARENA_ARRAY(a, int32_t, r->noutputs);
   for (int i = 0; i < r->ninputs; i++) {
@@ -245,12 +245,12 @@ static LoomByocRegion region_view(ByocSession *s, Partition *p, const RegionBuil
       }
   }
   for (int i = 0; i < r->noutputs; i++) outs[i] = tensor_of[r->outputs[i]];
-  LoomByocNode *nodes = ARENA_ARRAY(a, LoomByocNode, r->nnodes);
-  LoomByocComposite *comps = ARENA_ARRAY(a, LoomByocComposite, ncomp);
+  loom_byoc_node *nodes = ARENA_ARRAY(a, loom_byoc_node, r->nnodes);
+  loom_byoc_composite *comps = ARENA_ARRAY(a, loom_byoc_composite, ncomp);
   int at = 0;
   for (int c = 0; c < ncomp; c++) {
     const Composite *cc = &p->comps[comp_ids[c]];
-    comps[c] = (LoomByocComposite){be->plugin->patterns[cc->pattern].name, at, cc->nnodes};
+    comps[c] = (loom_byoc_composite){be->plugin->patterns[cc->pattern].name, at, cc->nnodes};
     for (int i = 0; i < cc->nnodes; i++, at++) {
       nodes[at] = byoc_node_view(a, &g->nodes[cc->nodes[i]], tensor_of);
       nodes[at].composite = c;
@@ -260,11 +260,11 @@ static LoomByocRegion region_view(ByocSession *s, Partition *p, const RegionBuil
   for (int i = 0; i < r->nnodes; i++)
     for (int k = 0; k < g->nodes[r->nodes[i]].noutputs; k++)
       if (g->nodes[r->nodes[i]].outputs[k] != GRAPH_NO_VALUE) tensor_of[g->nodes[r->nodes[i]].outputs[k]] = -1;
-  LoomByocRegion v = {NULL, index, {nt, ts, r->nnodes, nodes}, r->ninputs, ins, r->noutputs, outs, ncomp, comps};
+  loom_byoc_region v = {NULL, index, {nt, ts, r->nnodes, nodes}, r->ninputs, ins, r->noutputs, outs, ncomp, comps};
   return v;
 }
 
-static void session_add_region(ByocSession *s, int backend, LoomByocRegion view) {
+static void session_add_region(ByocSession *s, int backend, loom_byoc_region view) {
   if (s->nregions == s->regions_cap) {
     int cap = s->regions_cap ? 2 * s->regions_cap : 16;
     ByocRegion *r = ARENA_ARRAY(s->arena, ByocRegion, cap);
@@ -329,7 +329,7 @@ static loom_status partition_backend(ByocSession *s, int backend, Graph *g, Loom
     arena_free(p.tmp);
     return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "BYOC partitioning: out of memory for use counts");
   }
-  LoomByocGraph view = byoc_graph_view(p.tmp, g);
+  loom_byoc_graph view = byoc_graph_view(p.tmp, g);
   p.comps = ARENA_ARRAY(p.tmp, Composite, g->nnodes);
   p.comp_of = ARENA_ARRAY(p.tmp, int, g->nnodes);
   for (int i = 0; i < g->nnodes; i++) p.comp_of[i] = -1;
@@ -400,7 +400,7 @@ loom_status byoc_partition(ByocSession *s, Graph *g, LoomError *err) {
   return LOOM_OK;
 }
 
-static void print_tensor(StrBuf *sb, const LoomByocTensor *t) {
+static void print_tensor(StrBuf *sb, const loom_byoc_tensor *t) {
   sb_printf(sb, "%%%s: %s%d[", t->name, t->dtype.code == 2 ? "f" : t->dtype.code == 0 ? "i" : t->dtype.code == 1 ? "u" : "t",
             (int)t->dtype.bits);
   for (int32_t d = 0; d < t->ndim; d++) sb_printf(sb, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
@@ -410,7 +410,7 @@ static void print_tensor(StrBuf *sb, const LoomByocTensor *t) {
 void byoc_print_regions(const ByocSession *s, StrBuf *sb) {
   for (int i = 0; i < s->nregions; i++) {
     const ByocRegion *r = &s->regions[i];
-    const LoomByocRegion *v = &r->view;
+    const loom_byoc_region *v = &r->view;
     sb_printf(sb, "region %d backend %s (", i, s->backends[r->backend].plugin->name);
     for (int32_t c = 0; c < v->ncomposites; c++) sb_printf(sb, "%s%s", c ? ", " : "", v->composites[c].pattern);
     sb_printf(sb, ") %d node%s, %llu flops\n  ", (int)v->graph.nnodes, v->graph.nnodes == 1 ? "" : "s",

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-int byoc_pattern_length(const LoomByocPattern *p) {
+int byoc_pattern_length(const loom_byoc_pattern *p) {
   int n = 0;
   while (p->steps && p->steps[n].ops) n++;
   return n;
@@ -32,16 +32,16 @@ static bool alternatives_have(const char *alts, const char *op) {
   return false;
 }
 
-bool byoc_step_has_op(const LoomByocStep *s, const char *op) {
+bool byoc_step_has_op(const loom_byoc_step *s, const char *op) {
   return !strcmp(s->ops, "*") ? strcmp(op, "External") != 0 : alternatives_have(s->ops, op);
 }
 
-loom_status byoc_pattern_check(const LoomByocPattern *p, const char *who, LoomError *err) {
+loom_status byoc_pattern_check(const loom_byoc_pattern *p, const char *who, LoomError *err) {
   int n = byoc_pattern_length(p);
   if (n == 0) return err_set(err, LOOM_ERR_INVALID_ARG, "%s: pattern \"%s\" has no steps", who, p->name);
   bool required = false;
   for (int i = 0; i < n; i++) {
-    const LoomByocStep *s = &p->steps[i];
+    const loom_byoc_step *s = &p->steps[i];
     required |= !s->optional;
     if (!strcmp(s->ops, "*")) continue;
     for (const char *q = s->ops;;) {
@@ -69,7 +69,7 @@ loom_status byoc_pattern_check(const LoomByocPattern *p, const char *who, LoomEr
 
 /* Whether input k of n meets constraint c; prev is the previous step's
  * output (GRAPH_NO_VALUE on the first step). */
-static bool operand_ok(const Graph *g, const GraphNode *n, int k, LoomByocOperand c, ValueId prev) {
+static bool operand_ok(const Graph *g, const GraphNode *n, int k, loom_byoc_operand c, ValueId prev) {
   ValueId v = k < n->ninputs ? n->inputs[k] : GRAPH_NO_VALUE;
   bool present = v != GRAPH_NO_VALUE, constant = present && graph_value_constant(g, v);
   switch (c) {
@@ -85,7 +85,7 @@ static bool operand_ok(const Graph *g, const GraphNode *n, int k, LoomByocOperan
 
 /* Inputs past LOOM_BYOC_MAX_OPERANDS are unconstrained; the chain link
  * itself holds by construction (the node is prev's only reader). */
-static bool operands_ok(const Graph *g, const GraphNode *n, const LoomByocStep *s, ValueId prev, bool swap) {
+static bool operands_ok(const Graph *g, const GraphNode *n, const loom_byoc_step *s, ValueId prev, bool swap) {
   for (int k = 0; k < LOOM_BYOC_MAX_OPERANDS; k++)
     if (!operand_ok(g, n, k, s->operands[swap && k < 2 ? 1 - k : k], prev)) return false;
   return true;
@@ -101,7 +101,7 @@ static bool supported(const ByocMatchEnv *env, int node) {
 }
 
 /* Whether node (reached from prev) can be step s. */
-static bool step_matches(const ByocMatchEnv *env, const LoomByocStep *s, int node, ValueId prev) {
+static bool step_matches(const ByocMatchEnv *env, const loom_byoc_step *s, int node, ValueId prev) {
   const Graph *g = env->g;
   const GraphNode *n = &g->nodes[node];
   if ((env->taken && env->taken[node]) || n->noutputs != 1 || n->outputs[0] == GRAPH_NO_VALUE) return false;
@@ -130,10 +130,10 @@ static int single_reader(const ByocMatchEnv *env, int node) {
 /* Steps [step, len) from `node` (-1: the chain cannot go on), `depth`
  * nodes matched so far into nodes[]; returns the total matched, 0 when the
  * rest cannot match. */
-static int match_from(const ByocMatchEnv *env, const LoomByocPattern *p, int len, int step, int node, int depth,
+static int match_from(const ByocMatchEnv *env, const loom_byoc_pattern *p, int len, int step, int node, int depth,
                       int *nodes) {
   if (step == len) return depth;
-  const LoomByocStep *s = &p->steps[step];
+  const loom_byoc_step *s = &p->steps[step];
   ValueId prev = depth ? env->g->nodes[nodes[depth - 1]].outputs[0] : GRAPH_NO_VALUE;
   if (node >= 0 && step_matches(env, s, node, prev)) {
     nodes[depth] = node;
@@ -145,6 +145,6 @@ static int match_from(const ByocMatchEnv *env, const LoomByocPattern *p, int len
   return 0;
 }
 
-int byoc_match_at(const ByocMatchEnv *env, const LoomByocPattern *p, int head, int *nodes) {
+int byoc_match_at(const ByocMatchEnv *env, const loom_byoc_pattern *p, int head, int *nodes) {
   return match_from(env, p, byoc_pattern_length(p), 0, head, 0, nodes);
 }

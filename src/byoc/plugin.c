@@ -12,13 +12,13 @@
 
 static const struct {
   const char *name;
-  const LoomByocPlugin *(*get)(void);
+  const loom_byoc_plugin *(*get)(void);
 } k_builtin[] = {
     {"cblas", byoc_cblas_plugin},
     {"dnnl", byoc_dnnl_plugin},
 };
 
-const LoomByocPlugin *byoc_builtin(const char *name) {
+const loom_byoc_plugin *byoc_builtin(const char *name) {
   for (size_t i = 0; i < sizeof k_builtin / sizeof k_builtin[0]; i++)
     if (!strcmp(k_builtin[i].name, name)) return k_builtin[i].get();
   return NULL;
@@ -31,7 +31,7 @@ static bool is_backend_name(const char *s) {
   return true;
 }
 
-loom_status byoc_plugin_check(const LoomByocPlugin *p, const char *who, LoomError *err) {
+loom_status byoc_plugin_check(const loom_byoc_plugin *p, const char *who, LoomError *err) {
   if (!p) return err_set(err, LOOM_ERR_INVALID_ARG, "%s: %s returned no plugin description", who, LOOM_BYOC_REGISTER_SYMBOL);
   if (p->abi_version != LOOM_BYOC_ABI_VERSION)
     return err_set(err, LOOM_ERR_UNSUPPORTED,
@@ -44,14 +44,14 @@ loom_status byoc_plugin_check(const LoomByocPlugin *p, const char *who, LoomErro
   if (!p->codegen) return err_set(err, LOOM_ERR_INVALID_ARG, "%s (back end \"%s\"): no codegen function", who, p->name);
   if (!p->patterns || !p->patterns[0].name)
     return err_set(err, LOOM_ERR_INVALID_ARG, "%s (back end \"%s\"): no patterns", who, p->name);
-  for (const LoomByocPattern *q = p->patterns; q->name; q++) {
+  for (const loom_byoc_pattern *q = p->patterns; q->name; q++) {
     loom_status st = byoc_pattern_check(q, who, err);
     if (st) return st;
   }
   return LOOM_OK;
 }
 
-static int pattern_count(const LoomByocPlugin *p) {
+static int pattern_count(const loom_byoc_plugin *p) {
   int n = 0;
   while (p->patterns[n].name) n++;
   return n;
@@ -63,7 +63,7 @@ static bool is_plugin_path(const char *spec) {
   return strchr(spec, '/') || (n > 3 && !strcmp(spec + n - 3, ".so"));
 }
 
-static int by_length_desc(const LoomByocPlugin *p, int a, int b) {
+static int by_length_desc(const loom_byoc_plugin *p, int a, int b) {
   return byoc_pattern_length(&p->patterns[b]) - byoc_pattern_length(&p->patterns[a]);
 }
 
@@ -76,7 +76,7 @@ ByocSession *byoc_session_new(int max_backends) {
   return s;
 }
 
-loom_status byoc_session_add(ByocSession *s, const LoomByocPlugin *p, const char *spec, void *handle, LoomError *err) {
+loom_status byoc_session_add(ByocSession *s, const loom_byoc_plugin *p, const char *spec, void *handle, LoomError *err) {
   if (s->nbackends == s->max_backends) {
     if (handle) dlclose(handle);
     return err_set(err, LOOM_ERR_INVALID_ARG, "--byoc: more than %d back ends", s->max_backends);
@@ -109,7 +109,7 @@ loom_status byoc_session_add(ByocSession *s, const LoomByocPlugin *p, const char
 /* One --byoc item: a built-in name, or a plugin's path (dlopen'ed). */
 static loom_status load_one(ByocSession *s, const char *spec, LoomError *err) {
   if (!is_plugin_path(spec)) {
-    const LoomByocPlugin *p = byoc_builtin(spec);
+    const loom_byoc_plugin *p = byoc_builtin(spec);
     if (!p)
       return err_set(err, LOOM_ERR_INVALID_ARG,
                      "--byoc %s: no back end of that name is built in (built in: cblas, dnnl); a plugin is a path to its "
@@ -128,10 +128,10 @@ static loom_status load_one(ByocSession *s, const char *spec, LoomError *err) {
   if (!sym) {
     dlclose(handle);
     return err_set(err, LOOM_ERR_INVALID_ARG,
-                   "BYOC plugin \"%s\": exports no \"%s\" (expected: const LoomByocPlugin *%s(void), loom/loom_byoc.h)",
+                   "BYOC plugin \"%s\": exports no \"%s\" (expected: const loom_byoc_plugin *%s(void), loom/loom_byoc.h)",
                    spec, LOOM_BYOC_REGISTER_SYMBOL, LOOM_BYOC_REGISTER_SYMBOL);
   }
-  LoomByocRegisterFn reg;
+  loom_byoc_register_fn reg;
   memcpy(&reg, &sym, sizeof reg);
   return byoc_session_add(s, reg(), spec, handle, err);
 }
@@ -166,7 +166,7 @@ loom_status byoc_session_load_runtimes(ByocSession *s, LoomError *err) {
   if (s->runtime_handles) return LOOM_OK;
   s->runtime_handles = ARENA_ARRAY(s->arena, void *, s->nbackends);
   for (int b = 0; b < s->nbackends; b++) {
-    const LoomByocPlugin *p = s->backends[b].plugin;
+    const loom_byoc_plugin *p = s->backends[b].plugin;
     if (!p->runtime_library || !s->backends[b].claimed) continue;
     void *h = dlopen(p->runtime_library, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
     if (!h) {

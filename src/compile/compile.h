@@ -199,7 +199,7 @@ void compile_emit_tensor_check(StrBuf *o, const char *name);
  * generated kernels do; a non-zero return of the function is
  * LOOM_KERNEL_ERR_EXTERNAL. */
 struct ByocKernel;
-struct LoomByocRegion;
-void compile_external_kernel_source(const struct ByocKernel *k, const struct LoomByocRegion *r, StrBuf *out);
+struct loom_byoc_region;
+void compile_external_kernel_source(const struct ByocKernel *k, const struct loom_byoc_region *r, StrBuf *out);
 
 #endif

@@ -125,7 +125,7 @@ static loom_status step_partition(Compiled *c, LoomError *err) {
                      be->plugin->name, be->vetoed, be->vetoed == 1 ? "" : "s");
     StrBuf names;
     sb_init(&names);
-    for (const LoomByocPattern *q = be->plugin->patterns; q->name; q++)
+    for (const loom_byoc_pattern *q = be->plugin->patterns; q->name; q++)
       sb_printf(&names, "%s%s", q == be->plugin->patterns ? "" : ", ", q->name);
     st = err_set(err, LOOM_ERR_UNSUPPORTED, "BYOC back end \"%s\" claimed nothing: none of its patterns (%s) matches",
                  be->plugin->name, sb_cstr(&names));

@@ -12,18 +12,18 @@
 
 #include <inttypes.h>
 
-static const LoomByocTensor *param(const LoomByocRegion *r, int32_t i) {
+static const loom_byoc_tensor *param(const loom_byoc_region *r, int32_t i) {
   return &r->graph.tensors[i < r->ninputs ? r->inputs[i] : r->outputs[i - r->ninputs]];
 }
 
-void compile_external_kernel_source(const ByocKernel *k, const LoomByocRegion *r, StrBuf *o) {
+void compile_external_kernel_source(const ByocKernel *k, const loom_byoc_region *r, StrBuf *o) {
   const char *name = k->name;
   int32_t np = r->ninputs + r->noutputs;
   size_t ws = k->workspace_bytes;
   sb_puts(o, k->source);
   sb_printf(o, "const size_t %s_workspace_bytes = %zu;\n", name, ws);
   for (int32_t i = 0; i < np; i++) {
-    const LoomByocTensor *t = param(r, i);
+    const loom_byoc_tensor *t = param(r, i);
     sb_printf(o, "static const int64_t %s_shape%d[] = {", name, (int)i);
     for (int32_t d = 0; d < t->ndim; d++) sb_printf(o, "%s%" PRId64, d ? ", " : "", t->shape[d]);
     sb_puts(o, t->ndim ? "};\n" : "0};\n"); /* a scalar: a valid pointer, never read */
@@ -37,7 +37,7 @@ void compile_external_kernel_source(const ByocKernel *k, const LoomByocRegion *r
             "  void *data[%d];\n",
             name, (int)np, (int)(np > 0 ? np : 1));
   for (int32_t i = 0; i < np; i++) {
-    const LoomByocTensor *t = param(r, i);
+    const loom_byoc_tensor *t = param(r, i);
     sb_printf(o, "  if ((rc = %s_check(args[%d], %d, %u, %u, %d, %s_shape%d))) return rc;\n", name, (int)i, (int)i,
               t->dtype.code, t->dtype.bits, (int)t->ndim, name, (int)i);
     sb_printf(o, "  data[%d] = (char *)args[%d]->data + args[%d]->byte_offset;\n", (int)i, (int)i, (int)i);

@@ -124,7 +124,7 @@ typedef struct ArtifactKernel {
   const char *backend;
   /* NULL, or (a kernel of `backend` in the blob form, loom/loom_byoc.h)
    * the function of the back end's runtime library returning its
-   * LoomByocRuntime; weights[blob] is the blob init receives. */
+   * loom_byoc_runtime; weights[blob] is the blob init receives. */
   const char *runtime_entry;
   int32_t blob;
 } ArtifactKernel;
@@ -186,7 +186,7 @@ typedef struct Artifact {
   void **byoc_handles;        /* artifact_load: the loaded spec.byoc_runtimes */
   int32_t num_byoc_handles;
   /* artifact_load: per kernel with a runtime_entry, the back end's runtime
-   * (const LoomByocRuntime *) and the state its init returned */
+   * (const loom_byoc_runtime *) and the state its init returned */
   const void **external_runtimes;
   void **external_states;
   /* Where the .so bytes live while loaded. glibc's dlopen returns an already
@@ -236,7 +236,7 @@ const char *artifact_arg_kind_name(ArtifactArgKind k);
 /* dlopen (global symbols) every library of spec.byoc_runtimes, before the
  * kernels' object that calls into them. */
 loom_status artifact_load_byoc_runtimes(Artifact *art, const char *what, LoomError *err);
-/* For every kernel with a runtime_entry: its back end's LoomByocRuntime
+/* For every kernel with a runtime_entry: its back end's loom_byoc_runtime
  * (looked up in that back end's runtime library), init on the blob and the
  * weights of the kernel's call, NAME_external filled in. */
 loom_status artifact_init_external_kernels(Artifact *art, const char *what, LoomError *err);

@@ -41,7 +41,7 @@ loom_status artifact_load_byoc_runtimes(Artifact *art, const char *what, LoomErr
 
 /* The runtime of kernel k's back end, from its library. */
 static loom_status find_runtime(Artifact *art, const ArtifactKernel *k, const char *what,
-                                const LoomByocRuntime **out, LoomError *err) {
+                                const loom_byoc_runtime **out, LoomError *err) {
   for (int32_t i = 0; i < art->num_byoc_handles; i++) {
     const ArtifactByocRuntime *rt = &art->spec.byoc_runtimes[i];
     if (strcmp(rt->backend, k->backend)) continue;
@@ -51,9 +51,9 @@ static loom_status find_runtime(Artifact *art, const ArtifactKernel *k, const ch
                      "artifact \"%s\": kernel %s: the runtime library \"%s\" of BYOC back end \"%s\" lacks its runtime "
                      "entry \"%s\"",
                      what, k->name, rt->library, k->backend, k->runtime_entry);
-    LoomByocRuntimeFn fn;
+    loom_byoc_runtime_fn fn;
     memcpy(&fn, &sym, sizeof fn);
-    const LoomByocRuntime *r = fn();
+    const loom_byoc_runtime *r = fn();
     if (!r || r->abi_version != LOOM_BYOC_ABI_VERSION || !r->init || !r->run)
       return err_set(err, LOOM_ERR_UNSUPPORTED,
                      "artifact \"%s\": kernel %s: BYOC back end \"%s\"'s runtime entry \"%s\" returned %s (expected "
@@ -80,12 +80,12 @@ loom_status artifact_init_external_kernels(Artifact *art, const char *what, Loom
   for (int32_t k = 0; k < n; k++) {
     const ArtifactKernel *kk = &s->kernels[k];
     if (!kk->runtime_entry) continue;
-    const LoomByocRuntime *rt = NULL;
+    const loom_byoc_runtime *rt = NULL;
     loom_status st = find_runtime(art, kk, what, &rt, err);
     if (st) return st;
     char slot_name[160];
     snprintf(slot_name, sizeof slot_name, "%s_external", kk->name);
-    LoomExternalSlot *slot = module_symbol(art->module, slot_name);
+    loom_external_slot *slot = module_symbol(art->module, slot_name);
     if (!slot)
       return err_set(err, LOOM_ERR_PARSE, "artifact \"%s\": its shared object lacks \"%s\" for kernel %s", what,
                      slot_name, kk->name);
@@ -114,7 +114,7 @@ loom_status artifact_init_external_kernels(Artifact *art, const char *what, Loom
 
 void artifact_release_external_kernels(Artifact *art) {
   for (int32_t k = 0; art->external_runtimes && k < art->spec.num_kernels; k++) {
-    const LoomByocRuntime *rt = art->external_runtimes[k];
+    const loom_byoc_runtime *rt = art->external_runtimes[k];
     if (rt && rt->release) rt->release(art->external_states[k]);
   }
   loom_free(art->external_runtimes);

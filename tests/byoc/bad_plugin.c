@@ -23,12 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int relu_f32(const LoomByocGraph *g, int32_t node, void *user) {
+static int relu_f32(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
   return loom_byoc_is_f32(&g->tensors[g->nodes[node].outputs[0]]);
 }
 
-static int supports(const LoomByocGraph *g, int32_t node, void *user) {
+static int supports(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)g, (void)node, (void)user;
 #ifdef BAD_MODE_veto
   return 0;
@@ -37,13 +37,13 @@ static int supports(const LoomByocGraph *g, int32_t node, void *user) {
 #endif
 }
 
-static int codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)errbuf, (void)errlen, (void)user;
 #ifdef BAD_MODE_crash
   volatile int *p = NULL;
   *p = 1;
 #endif
-  const LoomByocNode *n = &r->graph.nodes[0];
+  const loom_byoc_node *n = &r->graph.nodes[0];
   long count = (long)loom_byoc_numel(&r->graph.tensors[n->outputs[0]]);
 #ifdef BAD_MODE_blob
   int64_t *blob = malloc(sizeof *blob);
@@ -71,10 +71,10 @@ static int codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, siz
   return 0;
 }
 
-static const LoomByocStep k_relu[] = {{.ops = "Relu", .where = relu_f32}, {0}};
-static const LoomByocPattern k_patterns[] = {{"bad.relu", k_relu}, {NULL, NULL}};
+static const loom_byoc_step k_relu[] = {{.ops = "Relu", .where = relu_f32}, {0}};
+static const loom_byoc_pattern k_patterns[] = {{"bad.relu", k_relu}, {NULL, NULL}};
 
-static LoomByocPlugin k_plugin = {
+static loom_byoc_plugin k_plugin = {
 #ifdef BAD_MODE_abi
     .abi_version = LOOM_BYOC_ABI_VERSION + 1,
 #else
@@ -106,18 +106,18 @@ static int rt_run(void *state, void *const *data, void *workspace) {
   return 0;
 }
 
-static const LoomByocRuntime k_runtime = {LOOM_BYOC_ABI_VERSION, rt_init, rt_run, free};
+static const loom_byoc_runtime k_runtime = {LOOM_BYOC_ABI_VERSION, rt_init, rt_run, free};
 
-const LoomByocRuntime *bad_relu_runtime(void);
-const LoomByocRuntime *bad_relu_runtime(void) { return &k_runtime; }
+const loom_byoc_runtime *bad_relu_runtime(void);
+const loom_byoc_runtime *bad_relu_runtime(void) { return &k_runtime; }
 #endif
 
 #ifdef BAD_MODE_nosym
-const LoomByocPlugin *loom_byoc_register_v0(void);
-const LoomByocPlugin *loom_byoc_register_v0(void) { return &k_plugin; }
+const loom_byoc_plugin *loom_byoc_register_v0(void);
+const loom_byoc_plugin *loom_byoc_register_v0(void) { return &k_plugin; }
 #else
-const LoomByocPlugin *loom_byoc_register(void);
-const LoomByocPlugin *loom_byoc_register(void) {
+const loom_byoc_plugin *loom_byoc_register(void);
+const loom_byoc_plugin *loom_byoc_register(void) {
 #ifdef BAD_MODE_runtime
   k_plugin.runtime_library = getenv("LOOM_TEST_BYOC_RUNTIME");
 #endif

@@ -32,7 +32,7 @@ typedef struct DnnlBlob {
   int32_t p_src, p_weights, p_bias, p_sum, p_dst;
 } DnnlBlob;
 
-/* The runtime entry's name (loom/loom_byoc.h: LoomByocRuntimeFn). */
+/* The runtime entry's name (loom/loom_byoc.h: loom_byoc_runtime_fn). */
 #define DNNL_RUNTIME_ENTRY "loom_byoc_dnnl_runtime"
 
 #endif

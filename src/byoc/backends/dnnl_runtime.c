@@ -225,7 +225,7 @@ static int run(void *state, void *const *data, void *workspace) {
   return dnnl_stream_wait(s->stream) != dnnl_success;
 }
 
-static const LoomByocRuntime k_runtime = {LOOM_BYOC_ABI_VERSION, init, run, release};
+static const loom_byoc_runtime k_runtime = {LOOM_BYOC_ABI_VERSION, init, run, release};
 
-const LoomByocRuntime *loom_byoc_dnnl_runtime(void);
-const LoomByocRuntime *loom_byoc_dnnl_runtime(void) { return &k_runtime; }
+const loom_byoc_runtime *loom_byoc_dnnl_runtime(void);
+const loom_byoc_runtime *loom_byoc_dnnl_runtime(void) { return &k_runtime; }

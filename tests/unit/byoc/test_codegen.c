@@ -15,7 +15,7 @@
 #include "byoc/byoc.h"
 #include "unit/graph/graph_build.h"
 
-static int cg_c(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int cg_c(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)errbuf, (void)errlen, (void)user;
   char *text = malloc(256);
   snprintf(text, 256, "static int32_t %s(void *const *data, void *workspace) { return 0; }", r->symbol);
@@ -24,7 +24,7 @@ static int cg_c(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t
   return 0;
 }
 
-static int cg_blob(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int cg_blob(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)r, (void)errbuf, (void)errlen, (void)user;
   out->blob = malloc(3);
   memcpy(out->blob, "abc", 3);
@@ -33,31 +33,31 @@ static int cg_blob(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, siz
   return 0;
 }
 
-static int cg_refuse(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int cg_refuse(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)r, (void)out, (void)user;
   snprintf(errbuf, errlen, "no thanks");
   return 1;
 }
 
-static int cg_empty(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int cg_empty(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)r, (void)out, (void)errbuf, (void)errlen, (void)user;
   return 0;
 }
 
-static int cg_abort(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int cg_abort(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)r, (void)out, (void)errbuf, (void)errlen, (void)user;
   abort();
 }
 
-static int cg_exit(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int cg_exit(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)r, (void)out, (void)errbuf, (void)errlen, (void)user;
   _exit(5); /* not exit: no atexit handlers (cmocka's, the leak checker's) in the child */
 }
 
-static const LoomByocStep k_relu[] = {{.ops = "Relu"}, {0}};
-static const LoomByocPattern k_patterns[] = {{"t.relu", k_relu}, {NULL, NULL}};
+static const loom_byoc_step k_relu[] = {{.ops = "Relu"}, {0}};
+static const loom_byoc_pattern k_patterns[] = {{"t.relu", k_relu}, {NULL, NULL}};
 
-typedef int (*CodegenFn)(const LoomByocRegion *, LoomByocCode *, char *, size_t, void *);
+typedef int (*CodegenFn)(const loom_byoc_region *, loom_byoc_code *, char *, size_t, void *);
 
 /* Partitions x -> Relu -> y with a plugin using `cg` and generates the
  * region's kernel; returns the status, the kernel and message in out/err. */
@@ -65,8 +65,8 @@ static Graph *g_graph; /* the region's graph: the kernel's node names point into
 
 static loom_status generate(CodegenFn cg, const char *runtime_library, ByocKernel *out, LoomError *err,
                             ByocSession **session) {
-  LoomByocPlugin *p = calloc(1, sizeof *p); /* freed by done() */
-  *p = (LoomByocPlugin){LOOM_BYOC_ABI_VERSION, "t", k_patterns, NULL, 0, runtime_library, cg, NULL};
+  loom_byoc_plugin *p = calloc(1, sizeof *p); /* freed by done() */
+  *p = (loom_byoc_plugin){LOOM_BYOC_ABI_VERSION, "t", k_patterns, NULL, 0, runtime_library, cg, NULL};
   Graph *g = graph_new("t");
   int64_t d[2] = {2, 3};
   gb_output(g, gb_unary(g, GRAPH_OP_RELU, "relu", gb_input(g, "x", 2, d)));
@@ -83,7 +83,7 @@ static loom_status generate(CodegenFn cg, const char *runtime_library, ByocKerne
 }
 
 static void done(ByocSession *s) {
-  const LoomByocPlugin *p = s->backends[0].plugin;
+  const loom_byoc_plugin *p = s->backends[0].plugin;
   byoc_session_free(s);
   free((void *)p);
   graph_free(g_graph);
@@ -126,7 +126,7 @@ static void test_blob(void **state) {
   assert_string_equal(k.runtime_entry, "my_runtime");
   assert_int_equal(k.blob_size, 3);
   assert_memory_equal(k.blob, "abc", 3);
-  assert_non_null(strstr(k.source, "LoomExternalSlot k0_t_external;"));
+  assert_non_null(strstr(k.source, "loom_external_slot k0_t_external;"));
   done(s);
 }
 

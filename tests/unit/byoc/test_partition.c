@@ -17,13 +17,13 @@
 #include "unit/graph/graph_build.h"
 #include "unit/graph/graph_ref_eval.h"
 
-static int no_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int no_codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)r, (void)out, (void)user;
   snprintf(errbuf, errlen, "not in this test");
   return 1;
 }
 
-static ByocSession *session_with(const LoomByocPlugin *p) {
+static ByocSession *session_with(const loom_byoc_plugin *p) {
   LoomError err = {0};
   ByocSession *s = byoc_session_new(1);
   assert_non_null(s);
@@ -42,10 +42,10 @@ static void append_input(Graph *g, ValueId v) {
 
 /* The region as a graph of its own, from the view alone (what a plugin
  * sees must be enough to compute the region). */
-static Graph *region_graph(const LoomByocRegion *r) {
+static Graph *region_graph(const loom_byoc_region *r) {
   Graph *g = graph_new("region");
   for (int32_t t = 0; t < r->graph.ntensors; t++) {
-    const LoomByocTensor *vt = &r->graph.tensors[t];
+    const loom_byoc_tensor *vt = &r->graph.tensors[t];
     assert_true(loom_byoc_is_f32(vt));
     ValueId v;
     if (vt->data) {
@@ -61,12 +61,12 @@ static Graph *region_graph(const LoomByocRegion *r) {
   for (int32_t k = 0; k < r->ninputs; k++)
     if (!r->graph.tensors[r->inputs[k]].data) append_input(g, r->inputs[k]);
   for (int32_t i = 0; i < r->graph.nnodes; i++) {
-    const LoomByocNode *n = &r->graph.nodes[i];
+    const loom_byoc_node *n = &r->graph.nodes[i];
     GraphOp op;
     assert_true(graph_op_lookup(n->op, &op));
     int idx = graph_add_node(g, op, n->name, n->inputs, n->ninputs, n->outputs, n->noutputs);
     for (int32_t a = 0; a < n->nattrs; a++) {
-      const LoomByocAttr *at = &n->attrs[a];
+      const loom_byoc_attr *at = &n->attrs[a];
       GraphAttr ga = {.name = at->name};
       if (at->kind == LOOM_BYOC_ATTR_INT) ga.kind = GRAPH_ATTR_INT, ga.i = at->i;
       else if (at->kind == LOOM_BYOC_ATTR_FLOAT) ga.kind = GRAPH_ATTR_FLOAT, ga.f = at->f;
@@ -84,7 +84,7 @@ static bool eval_external(const Graph *g, const GraphNode *n, double **val, void
   const ByocSession *s = user;
   int region = (int)graph_attr_int(n, "region", -1);
   assert_true(region >= 0 && region < s->nregions);
-  const LoomByocRegion *r = &s->regions[region].view;
+  const loom_byoc_region *r = &s->regions[region].view;
   assert_int_equal(n->ninputs, r->ninputs);
   assert_int_equal(n->noutputs, r->noutputs);
   Graph *rg = region_graph(r);
@@ -123,28 +123,28 @@ static void partition_and_compare(Graph *g, ByocSession *s, uint64_t seed) {
 
 /* ---- a back end for elementwise and matmul chains ---- */
 
-static const LoomByocStep k_matmul_chain[] = {
+static const loom_byoc_step k_matmul_chain[] = {
     {.ops = "MatMul", .operands = {LOOM_BYOC_RUNTIME, LOOM_BYOC_CONST}},
     {.ops = "Add", .optional = 1, .commutative = 1, .operands = {LOOM_BYOC_PREV, LOOM_BYOC_CONST}},
     {.ops = "Relu|Sigmoid", .optional = 1},
     {0},
 };
-static const LoomByocStep k_binary_act[] = {{.ops = "Add|Mul"}, {.ops = "Relu", .optional = 1}, {0}};
-static const LoomByocStep k_add_only[] = {{.ops = "Add"}, {0}};
-static const LoomByocStep k_mul_only[] = {{.ops = "Mul"}, {0}};
-static const LoomByocPattern k_chain_patterns[] = {
+static const loom_byoc_step k_binary_act[] = {{.ops = "Add|Mul"}, {.ops = "Relu", .optional = 1}, {0}};
+static const loom_byoc_step k_add_only[] = {{.ops = "Add"}, {0}};
+static const loom_byoc_step k_mul_only[] = {{.ops = "Mul"}, {0}};
+static const loom_byoc_pattern k_chain_patterns[] = {
     {"t.binary_act", k_binary_act}, {"t.matmul_bias_act", k_matmul_chain}, {NULL, NULL}};
-static const LoomByocPattern k_single_patterns[] = {{"t.add", k_add_only}, {"t.mul", k_mul_only}, {NULL, NULL}};
+static const loom_byoc_pattern k_single_patterns[] = {{"t.add", k_add_only}, {"t.mul", k_mul_only}, {NULL, NULL}};
 
 /* The fuzz veto: nodes named n<k> with k % 7 == 3. */
-static int veto_some(const LoomByocGraph *g, int32_t node, void *user) {
+static int veto_some(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
   const char *name = g->nodes[node].name;
   return !(name[0] == 'n' && atoi(name + 1) % 7 == 3);
 }
 
-static LoomByocPlugin make_plugin(const LoomByocPattern *patterns, int merge) {
-  LoomByocPlugin p = {LOOM_BYOC_ABI_VERSION, "t", patterns, veto_some, merge, NULL, no_codegen, NULL};
+static loom_byoc_plugin make_plugin(const loom_byoc_pattern *patterns, int merge) {
+  loom_byoc_plugin p = {LOOM_BYOC_ABI_VERSION, "t", patterns, veto_some, merge, NULL, no_codegen, NULL};
   return p;
 }
 
@@ -161,14 +161,14 @@ static void test_chain_region(void **state) {
   ValueId a = gb_binary(g, GRAPH_OP_ADD, "bias", b, m);
   ValueId r = gb_unary(g, GRAPH_OP_SIGMOID, "act", a);
   gb_output(g, gb_unary(g, GRAPH_OP_RELU, "tail", r)); /* no pattern starts at a Relu */
-  LoomByocPlugin p = make_plugin(k_chain_patterns, 0);
+  loom_byoc_plugin p = make_plugin(k_chain_patterns, 0);
   ByocSession *s = session_with(&p);
   partition_and_compare(g, s, 11);
   assert_int_equal(g->nnodes, 2);
   assert_int_equal(g->nodes[0].op, GRAPH_OP_EXTERNAL);
   assert_int_equal(g->nodes[1].op, GRAPH_OP_RELU);
   assert_int_equal(s->nregions, 1);
-  const LoomByocRegion *v = &s->regions[0].view;
+  const loom_byoc_region *v = &s->regions[0].view;
   assert_int_equal(v->graph.nnodes, 3);
   assert_int_equal(v->ncomposites, 1);
   assert_string_equal(v->composites[0].pattern, "t.matmul_bias_act");
@@ -192,15 +192,15 @@ static void test_chain_region(void **state) {
 /* Two patterns match at the MatMul: the longer one is taken. */
 static void test_longest_first(void **state) {
   (void)state;
-  static const LoomByocStep mm[] = {{.ops = "MatMul"}, {0}};
-  static const LoomByocPattern pats[] = {{"t.mm", mm}, {"t.matmul_bias_act", k_matmul_chain}, {NULL, NULL}};
+  static const loom_byoc_step mm[] = {{.ops = "MatMul"}, {0}};
+  static const loom_byoc_pattern pats[] = {{"t.mm", mm}, {"t.matmul_bias_act", k_matmul_chain}, {NULL, NULL}};
   Graph *g = graph_new("t");
   uint64_t seed = 9;
   int64_t wd[2] = {8, 8};
   ValueId x = gb_input(g, "x", 2, k_dims);
   ValueId m = gb_binary(g, GRAPH_OP_MATMUL, "mm", x, gb_const(g, "w", 2, wd, &seed, -1, 1));
   gb_output(g, gb_unary(g, GRAPH_OP_RELU, "act", m));
-  LoomByocPlugin p = make_plugin(pats, 0);
+  loom_byoc_plugin p = make_plugin(pats, 0);
   ByocSession *s = session_with(&p);
   partition_and_compare(g, s, 2);
   assert_int_equal(s->nregions, 1);
@@ -222,7 +222,7 @@ static void test_merge_unless_cycle(void **state) {
     ValueId a = gb_binary(g, GRAPH_OP_ADD, "a", x, gb_const(g, "c", 2, k_dims, &seed, -1, 1));
     ValueId other = cyc ? gb_unary(g, GRAPH_OP_SIGMOID, "s", a) : x;
     gb_output(g, gb_binary(g, GRAPH_OP_MUL, "m", a, other));
-    LoomByocPlugin p = make_plugin(k_single_patterns, 1);
+    loom_byoc_plugin p = make_plugin(k_single_patterns, 1);
     ByocSession *s = session_with(&p);
     partition_and_compare(g, s, 3);
     assert_int_equal(gb_count_op(g, GRAPH_OP_EXTERNAL), cyc ? 2 : 1);
@@ -273,7 +273,7 @@ static void test_fuzz_partition_keeps_results(void **state) {
     for (int merge = 0; merge < 2; merge++) {
       uint64_t gs = seed;
       Graph *g = random_graph(&gs, 3 + iter % 14);
-      LoomByocPlugin p = make_plugin(iter % 3 ? k_chain_patterns : k_single_patterns, merge);
+      loom_byoc_plugin p = make_plugin(iter % 3 ? k_chain_patterns : k_single_patterns, merge);
       ByocSession *s = session_with(&p);
       partition_and_compare(g, s, seed * 7);
       externals += gb_count_op(g, GRAPH_OP_EXTERNAL);

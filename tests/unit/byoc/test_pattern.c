@@ -16,39 +16,39 @@
 #include "support/alloc.h"
 #include "unit/graph/graph_build.h"
 
-static int no_codegen(const LoomByocRegion *r, LoomByocCode *out, char *errbuf, size_t errlen, void *user) {
+static int no_codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)r, (void)out, (void)user;
   snprintf(errbuf, errlen, "not in this test");
   return 1;
 }
 
-static const LoomByocStep k_conv_chain[] = {
+static const loom_byoc_step k_conv_chain[] = {
     {.ops = "Conv", .operands = {LOOM_BYOC_RUNTIME, LOOM_BYOC_CONST, LOOM_BYOC_CONST_OR_ABSENT}},
     {.ops = "Add", .optional = 1, .commutative = 1, .operands = {LOOM_BYOC_PREV, LOOM_BYOC_CONST}},
     {.ops = "Relu|Clip", .optional = 1},
     {0},
 };
-static const LoomByocPattern k_conv_patterns[] = {{"test.conv_bias_act", k_conv_chain}, {NULL, NULL}};
+static const loom_byoc_pattern k_conv_patterns[] = {{"test.conv_bias_act", k_conv_chain}, {NULL, NULL}};
 
 /* Vetoes every node named "veto". */
-static int veto_named(const LoomByocGraph *g, int32_t node, void *user) {
+static int veto_named(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
   return strcmp(g->nodes[node].name, "veto") != 0;
 }
 
-static LoomByocPlugin plugin_of(const LoomByocPattern *patterns) {
-  LoomByocPlugin p = {LOOM_BYOC_ABI_VERSION, "test", patterns, veto_named, 0, NULL, no_codegen, NULL};
+static loom_byoc_plugin plugin_of(const loom_byoc_pattern *patterns) {
+  loom_byoc_plugin p = {LOOM_BYOC_ABI_VERSION, "test", patterns, veto_named, 0, NULL, no_codegen, NULL};
   return p;
 }
 
 /* The nodes the pattern matches with its chain starting at head; their
  * count returned, *vetoed the nodes supports() refused. */
-static int match(Graph *g, const LoomByocPattern *pat, int head, int *nodes, int *vetoed) {
+static int match(Graph *g, const loom_byoc_pattern *pat, int head, int *nodes, int *vetoed) {
   LoomError err = {0};
   assert_int_equal(graph_pass_infer(g, &err), LOOM_OK);
-  LoomByocPlugin p = plugin_of(pat);
+  loom_byoc_plugin p = plugin_of(pat);
   Arena *a = arena_new();
-  LoomByocGraph view = byoc_graph_view(a, g);
+  loom_byoc_graph view = byoc_graph_view(a, g);
   int *uses = graph_use_counts(g);
   signed char *sup = ARENA_ARRAY(a, signed char, g->nnodes);
   memset(sup, -1, (size_t)g->nnodes);
@@ -165,16 +165,16 @@ static void test_supports_veto(void **state) {
 }
 
 /* where: an attribute predicate (stride 1 only). */
-static int stride_one(const LoomByocGraph *g, int32_t node, void *user) {
+static int stride_one(const loom_byoc_graph *g, int32_t node, void *user) {
   (void)user;
-  const LoomByocAttr *s = loom_byoc_attr(&g->nodes[node], "strides");
+  const loom_byoc_attr *s = loom_byoc_find_attr(&g->nodes[node], "strides");
   return !s || (s->kind == LOOM_BYOC_ATTR_INTS && s->n == 2 && s->ints[0] == 1 && s->ints[1] == 1);
 }
 
 static void test_where_predicate(void **state) {
   (void)state;
-  static const LoomByocStep steps[] = {{.ops = "Conv", .where = stride_one}, {.ops = "*"}, {0}};
-  static const LoomByocPattern pats[] = {{"test.stride1_any", steps}, {NULL, NULL}};
+  static const loom_byoc_step steps[] = {{.ops = "Conv", .where = stride_one}, {.ops = "*"}, {0}};
+  static const loom_byoc_pattern pats[] = {{"test.stride1_any", steps}, {NULL, NULL}};
   Graph *g = graph_new("t");
   uint64_t seed = 1;
   int64_t d[4] = {1, 3, 8, 8};
@@ -192,7 +192,7 @@ static void test_where_predicate(void **state) {
 static void test_plugin_checks(void **state) {
   (void)state;
   LoomError err = {0};
-  LoomByocPlugin p = plugin_of(k_conv_patterns);
+  loom_byoc_plugin p = plugin_of(k_conv_patterns);
   assert_int_equal(byoc_plugin_check(&p, "plugin \"t\"", &err), LOOM_OK);
   p.abi_version = 99;
   assert_int_equal(byoc_plugin_check(&p, "plugin \"t\"", &err), LOOM_ERR_UNSUPPORTED);
@@ -200,10 +200,10 @@ static void test_plugin_checks(void **state) {
   p = plugin_of(k_conv_patterns);
   p.name = "Bad Name";
   assert_int_equal(byoc_plugin_check(&p, "plugin \"t\"", &err), LOOM_ERR_INVALID_ARG);
-  static const LoomByocStep unknown[] = {{.ops = "Conv2D"}, {0}};
-  static const LoomByocStep all_optional[] = {{.ops = "Relu", .optional = 1}, {0}};
-  static const LoomByocPattern bad1[] = {{"bad.unknown", unknown}, {NULL, NULL}};
-  static const LoomByocPattern bad2[] = {{"bad.optional", all_optional}, {NULL, NULL}};
+  static const loom_byoc_step unknown[] = {{.ops = "Conv2D"}, {0}};
+  static const loom_byoc_step all_optional[] = {{.ops = "Relu", .optional = 1}, {0}};
+  static const loom_byoc_pattern bad1[] = {{"bad.unknown", unknown}, {NULL, NULL}};
+  static const loom_byoc_pattern bad2[] = {{"bad.optional", all_optional}, {NULL, NULL}};
   p = plugin_of(bad1);
   assert_int_equal(byoc_plugin_check(&p, "plugin \"t\"", &err), LOOM_ERR_INVALID_ARG);
   assert_non_null(strstr(err.msg, "\"Conv2D\" is not an ONNX op"));
