@@ -83,7 +83,7 @@ class InputValue(ctypes.Structure):
 class CompileOptions(ctypes.Structure):
     _fields_ = [("target", c_char_p), ("target_options", c_char_p), ("opt_level", c_int),
                 ("inputs", P(InputValue)), ("num_inputs", c_int), ("records", c_char_p),
-                ("dump_before", c_char_p), ("dump_after", c_char_p)]
+                ("dump_before", c_char_p), ("dump_after", c_char_p), ("byoc", c_char_p)]
 
 
 class PassInfo(ctypes.Structure):

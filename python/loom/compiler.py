@@ -102,13 +102,15 @@ class _Options:
     """A loom_compile_options and what its pointers point at."""
 
     def __init__(self, target: Optional[str], target_options: Optional[str], opt_level: int,
-                 records: Optional[str], inputs: Optional[Mapping[str, Any]] = None) -> None:
+                 records: Optional[str], inputs: Optional[Mapping[str, Any]] = None,
+                 byoc: Optional[str] = None) -> None:
         self.views: List[DLView] = []
         self.c = _lib.CompileOptions()
         self.c.target = _c(target)
         self.c.target_options = _c(target_options)
         self.c.opt_level = _opt_level(opt_level)
         self.c.records = _c(records)
+        self.c.byoc = _c(byoc)
         if inputs:
             values = (_lib.InputValue * len(inputs))()
             for k, (name, value) in enumerate(inputs.items()):
@@ -124,7 +126,7 @@ class _Options:
 
 def compile(model: ModelLike, target: str = "host", opt_level: int = 2, records: Optional[PathLike] = None,
             threads: Optional[int] = None, *, target_options: Optional[str] = None,
-            inputs: Optional[Mapping[str, Any]] = None) -> Module:
+            inputs: Optional[Mapping[str, Any]] = None, byoc: Optional[str] = None) -> Module:
     """Compiles an ONNX model (a path, the file's bytes or an
     ``onnx.ModelProto``) into a loaded :class:`Module`, as ``loom compile``
     does (``m.save(path)`` writes the ``.loom`` file).
@@ -135,14 +137,16 @@ def compile(model: ModelLike, target: str = "host", opt_level: int = 2, records:
     ``loom.tune`` (each kernel with a record takes its fastest schedule);
     threads: the Module's thread count (None: $LOOM_NUM_THREADS, else every
     CPU); inputs: {name: array} to specialize the model to (its shapes, and
-    values the shapes depend on, as ``loom run MODEL.onnx`` does).
+    values the shapes depend on, as ``loom run MODEL.onnx`` does); byoc:
+    external back ends, comma-separated, as ``loom compile --byoc``
+    ("cblas", "dnnl" or a plugin's .so path; docs/byoc.md).
 
     Needs a C compiler ($LOOM_CC, clang or cc): CompilerNotFoundError
     otherwise. Errors name the file, node or option at fault."""
     nthreads = _threads_option(threads)
     if not isinstance(target, str):
         raise InputError(f"target: expected a string such as \"host\" or \"x86_64-avx2\", got {target!r}")
-    opts = _Options(target, target_options, opt_level, _records(records, True), inputs)
+    opts = _Options(target, target_options, opt_level, _records(records, True), inputs, byoc)
     _require_c_compiler("loom.compile")
     lib = _lib.lib()
     with _model_file(model) as onnx_path, tempfile.TemporaryDirectory(prefix="loom-") as d:

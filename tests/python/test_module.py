@@ -50,6 +50,18 @@ def test_matches_onnxruntime(compiled, onnx_model, name):
         assert rel_err(m(x), ref) <= TOL
 
 
+def test_byoc_cblas_matches_onnxruntime(onnx_model):
+    # the MLP's MatMuls go to OpenBLAS (docs/byoc.md); the profile says so
+    m = loom.compile(onnx_model("mlp"), byoc="cblas")
+    spec = m.inputs[0]
+    x = _rand(spec.shape, 5)
+    (ref,) = ort_run(onnx_model("mlp").SerializeToString(), {spec.name: x})
+    assert rel_err(m(x), ref) <= TOL
+    assert any("cblas" in row["name"] for row in m.profile(x))
+    with pytest.raises(loom.LoomError, match="nosuchbackend"):
+        loom.compile(onnx_model("mlp"), byoc="nosuchbackend")
+
+
 def test_compile_from_path_bytes_and_proto(onnx_model, tmp_path):
     proto = onnx_model("mlp")
     path = tmp_path / "mlp.onnx"
