@@ -71,7 +71,7 @@ class TensorInfo(ctypes.Structure):
 
 class ProfileEntry(ctypes.Structure):
     _fields_ = [("kernel", c_char_p), ("num_nodes", c_int32), ("nodes", P(c_char_p)), ("calls", c_int64),
-                ("total_ms", c_double), ("flops", c_uint64)]
+                ("total_ms", c_double), ("flops", c_uint64), ("backend", c_char_p)]
 
 
 # ---- loom_compile.h ----

@@ -251,7 +251,9 @@ class Module:
         ``share`` (percent of the kernels' total time), ``gflops`` and
         ``peak_percent`` (percent of this machine's fp32 peak for the ISA the
         kernels were built for, times the thread count; both None when the
-        FLOPs or the clock are unknown). ``loom run --profile`` prints the
+        FLOPs or the clock are unknown), ``backend`` (the external back end
+        that generated the kernel, e.g. "cblas", or None for Loom's own).
+        ``loom run --profile`` prints the
         same table."""
         if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
             raise InputError(f"repeat: expected an int >= 1, got {repeat!r}")
@@ -278,6 +280,7 @@ class Module:
                     "time_ms": ms,
                     "gflops": gflops,
                     "peak_percent": 100.0 * gflops / peak if gflops is not None and peak > 0 else None,
+                    "backend": _lib.text(entry.backend) if entry.backend else None,
                 })
             total = sum(r["time_ms"] for r in rows)
             for r in rows:

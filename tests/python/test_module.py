@@ -57,7 +57,7 @@ def test_byoc_cblas_matches_onnxruntime(onnx_model):
     x = _rand(spec.shape, 5)
     (ref,) = ort_run(onnx_model("mlp").SerializeToString(), {spec.name: x})
     assert rel_err(m(x), ref) <= TOL
-    assert any("cblas" in row["name"] for row in m.profile(x))
+    assert "cblas" in [row["backend"] for row in m.profile(x)]
     with pytest.raises(loom.LoomError, match="nosuchbackend"):
         loom.compile(onnx_model("mlp"), byoc="nosuchbackend")
 
@@ -374,8 +374,9 @@ def test_close_while_other_threads_run(onnx_model):
 def test_profile(compiled):
     m = compiled("mlp")
     rows = m.profile(_rand((4, 16), 1), repeat=5)
-    assert rows and all(set(r) == {"name", "nodes", "time_ms", "share", "gflops", "peak_percent"} for r in rows)
+    assert rows and all(set(r) == {"name", "nodes", "time_ms", "share", "gflops", "peak_percent", "backend"} for r in rows)
     assert {"mm1", "mm2"} <= {n for r in rows for n in r["nodes"]}
+    assert all(r["backend"] is None for r in rows)  # all Loom's own kernels
     assert all(r["time_ms"] >= 0 for r in rows)
     assert abs(sum(r["share"] for r in rows) - 100.0) < 1e-6
     rated = [r for r in rows if r["gflops"] is not None]
