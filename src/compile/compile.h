@@ -12,6 +12,7 @@
 #include "support/strbuf.h"
 #include "graph/passes.h"
 #include "target/target.h"
+#include "tir/transform/transform.h"
 #include "te/te.h"
 
 /* ---- op_compute.c: the compute half of the op strategy ---- */
@@ -175,6 +176,11 @@ void compile_schedule_group_on(struct Schedule *s, const Target *target, int num
 /* The schedule rule of f's anchor, the block compile_schedule_group_on
  * gives a template (the tuner groups its tasks by it); NULL when none. */
 const char *compile_anchor_rule(const PrimFunc *f);
+
+/* The lowering options for kernels built for t: the defaults, with vector
+ * types only where t has vectors (generic C11 keeps vectorized loops as
+ * loops). Used by compile, inspect and export alike. */
+LowerOptions compile_lower_options(const Target *t);
 
 /* ---- run_entry.c: the model's generated run entry ---- */
 /* Appends to `out` the C of spec->run_entry (loom_run_fn, loom/loom_kernel.h):

@@ -529,6 +529,12 @@ static loom_status blame_external(Compiled *c, const BuildOptions *build, LoomEr
   return err->status;
 }
 
+LowerOptions compile_lower_options(const Target *t) {
+  LowerOptions o = lower_options_default();
+  o.vector_types = t->vector_bits > 0;
+  return o;
+}
+
 /* Kernels and the generated run entry, in one source and shared object.
  * External kernels' C goes before the entry (it calls them by name); the
  * libraries that C calls are loaded first, as the runtime will. */
@@ -551,8 +557,7 @@ static loom_status compile_build(Compiled *c, LoomError *err) {
   st = compile_run_entry_source(&c->spec, &entry, err);
   c->spec.target = c->target.artifact_target; /* NULL: the host's features */
   BuildOptions build = {.cflags = c->target.cflags};
-  LowerOptions lower = lower_options_default();
-  lower.vector_types = c->target.vector_bits > 0;
+  LowerOptions lower = compile_lower_options(&c->target);
   pass_dump_set_hook(&c->dump, &lower);
   DriverOptions opt = {.epilogue = sb_cstr(&entry), .build = &build, .lower = &lower};
   if (!st) st = driver_build(c->arena, funcs, nfuncs, &opt, &c->module, err);
@@ -726,8 +731,7 @@ static loom_status inspect_onnx(const char *onnx_path, const char *dump, const l
   if (!st && dump && !strcmp(dump, "c")) {
     st = compile_build(&c, &err);
   } else if (!st && lower_for_dumps) {
-    LowerOptions lower = lower_options_default();
-    lower.vector_types = c.target.vector_bits > 0;
+    LowerOptions lower = compile_lower_options(&c.target);
     pass_dump_set_hook(&c.dump, &lower);
     for (int i = 0; !st && i < c.ngroups; i++)
       if (c.funcs[i] && !tir_lower(c.arena, c.funcs[i], &lower, &err)) st = err.status ? err.status : LOOM_ERR_INTERNAL;

@@ -167,8 +167,7 @@ static loom_status model_source(Arena *a, const CompileModelParts *parts, Export
   sb_puts(out, inc + strlen(k_prelude_include));
   sb_free(&prelude);
   export_dma_source(m, parts, out);
-  LowerOptions lower = lower_options_default();
-  lower.vector_types = parts->target.vector_bits > 0;
+  LowerOptions lower = compile_lower_options(&parts->target);
   for (int i = 0; i < parts->nfuncs; i++) {
     const PrimFunc *f = tir_lower(a, parts->funcs[i], &lower, err);
     if (!f) {
