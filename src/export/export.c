@@ -236,6 +236,32 @@ static loom_status check_options(const ExportOptions *o, LoomError *err) {
   return LOOM_OK;
 }
 
+/* A refused input value (an unknown name, a dtype or rank the model
+ * contradicts: compile/specialize.c names the input) also names the file
+ * it came from. */
+static void name_input_file(const ExportOptions *o, LoomError *err) {
+  for (int i = 0; o->input_files && i < o->num_inputs; i++) {
+    char quoted[300];
+    snprintf(quoted, sizeof quoted, "\"%s\"", o->inputs[i].name ? o->inputs[i].name : "");
+    if (o->input_files[i] && strstr(err->msg, quoted)) {
+      err_prefix(err, "export-c: input \"%s\" from \"%s\"", o->inputs[i].name, o->input_files[i]);
+      return;
+    }
+  }
+}
+
+/* Per given input: its value was compiled in (the program no longer has
+ * the input) rather than only fixing its shape. */
+static const bool *compiled_in_inputs(Arena *a, const ExportOptions *o, const ArtifactSpec *spec) {
+  bool *in = ARENA_ARRAY(a, bool, o->num_inputs > 0 ? o->num_inputs : 1);
+  for (int i = 0; i < o->num_inputs; i++) {
+    in[i] = true;
+    for (int32_t k = 0; k < spec->num_inputs; k++)
+      if (!strcmp(spec->inputs[k].name, o->inputs[i].name)) in[i] = false;
+  }
+  return in;
+}
+
 loom_status export_c_project(const char *onnx_path, const ExportOptions *o, LoomError *err) {
   loom_status st = check_options(o, err);
   if (st) return st;
@@ -249,15 +275,18 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
   const char *topt = o->target_options && *o->target_options
                          ? arena_printf(a, "cores=%d,%s", threads, o->target_options)
                          : arena_printf(a, "cores=%d", threads);
-  loom_compile_options copt = {.target = target, .target_options = topt, .opt_level = 2, .records = o->records};
+  loom_compile_options copt = {.target = target, .target_options = topt, .opt_level = 2, .records = o->records,
+                               .inputs = o->inputs, .num_inputs = o->num_inputs};
   ExportModel m = {.prefix = o->name ? o->name : "model", .model_path = onnx_path, .target = target,
-                   .threads = threads, .bench = o->bench};
+                   .threads = threads, .bench = o->bench, .options = o};
   for (size_t i = 0; m.prefix[i] && i + 1 < sizeof m.upper; i++)
     m.upper[i] = (char)(m.prefix[i] >= 'a' && m.prefix[i] <= 'z' ? m.prefix[i] - 32 : m.prefix[i]);
   CompileModelParts parts;
   st = compile_model_parts(onnx_path, &copt, arena_printf(a, "%s_entry", m.prefix), &parts, err);
+  if (st) name_input_file(o, err);
   ArtifactSpec spec;
   if (!st) {
+    m.compiled_in = compiled_in_inputs(a, o, parts.spec);
     spec = *parts.spec;
     m.spec = &spec;
     /* The flags Loom's own build uses for the target (the host's: this

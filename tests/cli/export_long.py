@@ -6,15 +6,17 @@ MobileNetV2 (the model zoo, scripts/export-zoo), a small BERT-style encoder
 exported with `loom export-c` for generic, aarch64 and riscv64, built with
 the project's Makefile (the cross compilers for aarch64/riscv64), run
 (under qemu-user for the cross targets) and compared with the host
-artifact: `loom run MODEL INPUTS` on this machine.
+artifact: `loom run MODEL INPUTS` on this machine. The export gets every
+input's value with --input, as `loom run MODEL.onnx` specializes to them:
+inputs whose values decide shapes (a Reshape's shape, an If's condition...)
+are compiled in, and example_main reads only the inputs left in PREFIX.h.
 
 Metric: max |export - host| / max |host| per output (an output whose host
 values are all 0 must be exactly 0); a case passes when every output of it
 is <= 1e-5.
 
 A conformance test that the host cannot run, or that export refuses with a
-`loom: error:` (a data-dependent output shape, a shape only the input
-values decide, a dtype C cannot spell...), is counted as such with its
+`loom: error:` (a data-dependent output shape, a dtype C cannot spell...), is counted as such with its
 reason, not as a failure; anything else (a build error, a crash, a wrong
 value) fails the run. Prints a table per target and exits 1 on a failure.
 
@@ -151,7 +153,10 @@ def one_case(job):
     res = {}
     for target in targets:
         proj = os.path.join(d, "export_" + target)
-        rc, out = run([loom, "export-c", model, "-o", proj, "--target", target, "--name", "m", "--force"])
+        # every input's value, as `loom run` specializes to them: those that
+        # decide shapes are compiled in, the rest only fix their shapes
+        binds = [a for k, (iname, _) in enumerate(inputs) for a in ("--input", f"{iname}={files[k]}")]
+        rc, out = run([loom, "export-c", model, "-o", proj, "--target", target, "--name", "m", "--force", *binds])
         if rc != 0:
             res[target] = ("refused", first_line(out).replace("loom: error: ", ""))
             continue
