@@ -61,10 +61,9 @@ class ExportBindTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="loom-export-bind-")
+        for make in (make_reshape, make_if, make_symbolic):
+            make(os.path.join(cls.dir, make.__name__[len("make_"):] + ".onnx"))
         rng = np.random.default_rng(11)
-        cls.files = {}
-        for name, make in (("reshape", make_reshape), ("if", make_if), ("symbolic", make_symbolic)):
-            make(os.path.join(cls.dir, name + ".onnx"))
         arrays = {"x": rng.standard_normal((2, 3, 4)).astype(np.float32),
                   "shape": np.array([4, 3, 2], np.int64),
                   "x45": rng.standard_normal((4, 5)).astype(np.float32),
@@ -72,6 +71,7 @@ class ExportBindTest(unittest.TestCase):
                   "x34": rng.standard_normal((3, 4)).astype(np.float32),
                   "shape_f32": np.array([4, 3, 2], np.float32),
                   "x_rank2": np.zeros((6, 4), np.float32)}
+        cls.files = {}
         for k, v in arrays.items():
             cls.files[k] = os.path.join(cls.dir, k + ".npy")
             np.save(cls.files[k], v)
