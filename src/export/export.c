@@ -42,6 +42,31 @@ static const char k_abi[] =
     "#define LOOM_KERNEL_ERR_KIND(code) ((loom_kernel_err)((code) & 0xff))\n\n";
 
 static const char k_prelude_include[] = "#include \"loom/loom_kernel.h\"\n";
+static const char k_convert_include[] = "#include \"loom/loom_convert.h\"\n";
+
+#include "export_convert_text.h" /* k_convert_header: loom_convert.h's text (CMakeLists.txt) */
+
+/* Kernels with narrow types (bfloat16, float16 as uint16_t) include
+ * loom_convert.h for their conversions: the project gets its text at the
+ * first include, and the later ones go (it is one file). */
+static void inline_convert_header(StrBuf *src) {
+  const char *text = sb_cstr(src), *first = strstr(text, k_convert_include);
+  if (!first) return;
+  size_t n = strlen(k_convert_include);
+  StrBuf out;
+  sb_init(&out);
+  sb_printf(&out, "%.*s/* ---- Loom's loom/loom_convert.h ---- */\n", (int)(first - text), text);
+  sb_puts(&out, k_convert_header);
+  for (const char *p = first + n, *next;; p = next + n) {
+    if (!(next = strstr(p, k_convert_include))) {
+      sb_puts(&out, p);
+      break;
+    }
+    sb_printf(&out, "%.*s", (int)(next - p), p);
+  }
+  sb_free(src);
+  *src = out;
+}
 
 static bool is_c_identifier(const char *s) {
   if (!*s || (*s >= '0' && *s <= '9')) return false;
@@ -184,6 +209,7 @@ static loom_status model_source(Arena *a, const CompileModelParts *parts, Export
     uint64_t ws = declared_workspace(sb_cstr(out) + start, f->name);
     if (ws > m->scratch_bytes) m->scratch_bytes = ws;
   }
+  inline_convert_header(out);
   return compile_run_entry_source(m->spec, out, err);
 }
 

@@ -17,6 +17,9 @@ static const struct {
     {0, 16, "int16_t", "int16", "<i2"},   {0, 32, "int32_t", "int32", "<i4"},   {0, 64, "int64_t", "int64", "<i8"},
     {1, 8, "uint8_t", "uint8", "|u1"},    {1, 16, "uint16_t", "uint16", "<u2"}, {1, 32, "uint32_t", "uint32", "<u4"},
     {1, 64, "uint64_t", "uint64", "<u8"}, {6, 8, "uint8_t", "bool", "|b1"},
+    /* narrow floats as their storage bits, as the kernels hold them (loom_convert.h
+     * converts); .npy has no bfloat16: its files hold the bits as uint16 */
+    {2, 16, "uint16_t", "float16", "<f2"}, {4, 16, "uint16_t", "bfloat16", "<u2"},
 };
 
 loom_status export_tensor_of(const ArtifactTensor *t, ExportTensor *out, LoomError *err) {
