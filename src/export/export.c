@@ -266,6 +266,7 @@ static loom_status check_options(const ExportOptions *o, LoomError *err) {
  * contradicts: compile/specialize.c names the input) also names the file
  * it came from. */
 static void name_input_file(const ExportOptions *o, LoomError *err) {
+  if (strncmp(err->msg, "specialize: ", 12) && strncmp(err->msg, "graph input ", 12)) return;
   for (int i = 0; o->input_files && i < o->num_inputs; i++) {
     char quoted[300];
     snprintf(quoted, sizeof quoted, "\"%s\"", o->inputs[i].name ? o->inputs[i].name : "");
