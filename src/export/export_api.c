@@ -17,6 +17,9 @@ static const struct {
     {0, 16, "int16_t", "int16", "<i2"},   {0, 32, "int32_t", "int32", "<i4"},   {0, 64, "int64_t", "int64", "<i8"},
     {1, 8, "uint8_t", "uint8", "|u1"},    {1, 16, "uint16_t", "uint16", "<u2"}, {1, 32, "uint32_t", "uint32", "<u4"},
     {1, 64, "uint64_t", "uint64", "<u8"}, {6, 8, "uint8_t", "bool", "|b1"},
+    /* narrow floats as their storage bits, as the kernels hold them (loom_convert.h
+     * converts); .npy has no bfloat16: its files hold the bits as uint16 */
+    {2, 16, "uint16_t", "float16", "<f2"}, {4, 16, "uint16_t", "bfloat16", "<u2"},
 };
 
 loom_status export_tensor_of(const ArtifactTensor *t, ExportTensor *out, LoomError *err) {
@@ -111,6 +114,39 @@ static void tensor_macros(StrBuf *o, const char *P, const char *kind, int i, con
   sb_printf(o, "}\n#define %s_%s_%d_NUMEL %" PRIu64 "\n", P, kind, i, t->numel);
 }
 
+/* s inside a C comment, where a star followed by a slash in a name or path would end it. */
+static void comment_text(StrBuf *o, const char *s) {
+  for (; s && *s; s++) {
+    sb_putc(o, *s);
+    if (s[0] == '*' && s[1] == '/') sb_putc(o, ' ');
+  }
+}
+
+/* Which inputs were given at export (--input): compiled in, or kept with
+ * their shape fixed. */
+static void bound_inputs_comment(const ExportModel *m, StrBuf *o) {
+  const ExportOptions *opt = m->options;
+  for (int kept = 0; opt && kept < 2; kept++) {
+    bool any = false;
+    for (int i = 0; i < opt->num_inputs; i++) {
+      if (m->compiled_in[i] == (bool)kept) continue;
+      if (!any)
+        sb_puts(o, kept ? " * Inputs whose shape a value given at export fixed (read at run time):\n"
+                        : " * Inputs compiled in at export (their values decide shapes or what runs,\n"
+                          " * so this code computes the model for these values only; not in the API):\n");
+      any = true;
+      sb_puts(o, " *   \"");
+      comment_text(o, opt->inputs[i].name);
+      sb_puts(o, "\"");
+      if (opt->input_files && opt->input_files[i]) {
+        sb_puts(o, " from ");
+        comment_text(o, opt->input_files[i]);
+      }
+      sb_puts(o, "\n");
+    }
+  }
+}
+
 void export_header(const ExportModel *m, StrBuf *o) {
   const char *P = m->prefix, *U = m->upper;
   const ArtifactSpec *s = m->spec;
@@ -126,6 +162,7 @@ void export_header(const ExportModel *m, StrBuf *o) {
             U);
   if (m->weights_file)
     sb_printf(o, " * weights: bound once by %s_weights_bind to the file %s.weights, read only.\n", P, P);
+  bound_inputs_comment(m, o);
   if (m->threads > 1)
     sb_printf(o,
               " * ctx: a %s_context started by %s_context_init: the kernels' parallel\n"
