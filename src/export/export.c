@@ -262,6 +262,18 @@ static loom_status check_options(const ExportOptions *o, LoomError *err) {
   return LOOM_OK;
 }
 
+/* Two tensors' C names clash: the same field, or one is the other's
+ * FIELD_shape (a dynamic output's real shape, export_api.c). */
+static bool fields_collide(const ExportTensor *t, const ExportTensor *u) {
+  if (!strcmp(t->field, u->field)) return true;
+  for (int k = 0; k < 2; k++) {
+    const ExportTensor *dyn = k ? u : t, *other = k ? t : u;
+    size_t n = strlen(dyn->field);
+    if (dyn->dynamic && !strncmp(other->field, dyn->field, n) && !strcmp(other->field + n, "_shape")) return true;
+  }
+  return false;
+}
+
 /* A refused input value (an unknown name, a dtype or rank the model
  * contradicts: compile/specialize.c names the input) also names the file
  * it came from. */
@@ -326,20 +338,14 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
     m.inputs = ARENA_ARRAY(a, ExportTensor, spec.num_inputs > 0 ? spec.num_inputs : 1);
     m.outputs = ARENA_ARRAY(a, ExportTensor, spec.num_outputs > 0 ? spec.num_outputs : 1);
     for (int32_t i = 0; i < spec.num_inputs && !st; i++) st = export_tensor_of(&spec.inputs[i], &m.inputs[i], err);
-    for (int32_t i = 0; i < spec.num_outputs && !st; i++) {
-      if (spec.outputs[i].dynamic)
-        st = err_set(err, LOOM_ERR_UNSUPPORTED,
-                     "export-c: output \"%s\" has a data-dependent shape: not yet supported by export",
-                     spec.outputs[i].name);
-      else
-        st = export_tensor_of(&spec.outputs[i], &m.outputs[i], err);
-    }
-    /* two names that differ only in characters C cannot spell: number the later one */
+    for (int32_t i = 0; i < spec.num_outputs && !st; i++) st = export_tensor_of(&spec.outputs[i], &m.outputs[i], err);
+    /* two names that differ only in characters C cannot spell (or one is a
+     * dynamic output's FIELD_shape): number the later one */
     for (int32_t i = 0; i < spec.num_inputs + spec.num_outputs && !st; i++) {
       ExportTensor *t = i < spec.num_inputs ? &m.inputs[i] : &m.outputs[i - spec.num_inputs];
       for (int32_t j = 0; j < i; j++) {
         const ExportTensor *u = j < spec.num_inputs ? &m.inputs[j] : &m.outputs[j - spec.num_inputs];
-        if (!strcmp(t->field, u->field)) {
+        if (fields_collide(t, u)) {
           size_t n = strlen(t->field);
           snprintf(t->field + (n < 52 ? n : 52), sizeof t->field - (n < 52 ? n : 52), "_%d", (int)i);
           break;

@@ -54,10 +54,10 @@ enum { EXPORT_EMBED_MAX_BYTES = 4 << 20, EXPORT_MAX_THREADS = 1024 };
  * target, a name that is not a C identifier, --weights other than embed or
  * file, --threads outside 1..EXPORT_MAX_THREADS or a --target-opt cores=
  * that contradicts it, an input value the model has no input for or whose
- * dtype or rank contradicts it, a model with data-dependent output shapes, an output
- * directory that exists and is not empty (without force) or cannot be
- * created; plus whatever compiling the model reports. Nothing is left
- * behind on error. */
+ * dtype or rank contradicts it, an output directory that exists and is
+ * not empty (without force) or cannot be created; plus whatever compiling
+ * the model reports (a data-dependent output shape feeding another op).
+ * Nothing is left behind on error. */
 loom_status export_c_project(const char *onnx_path, const ExportOptions *opt, LoomError *err);
 
 /* ---- the files, each into a StrBuf (export_api.c, export_files.c) ---- */
@@ -73,6 +73,9 @@ typedef struct ExportTensor {
   const int64_t *shape;
   uint64_t numel;
   DLDataType dl;
+  bool dynamic;        /* an output with a data-dependent shape (graph/graph_dynamic.h): shape and
+                        * numel are its upper bound, the run writes the real shape into
+                        * PREFIX_outputs' FIELD_shape */
 } ExportTensor;
 
 typedef struct ExportModel {

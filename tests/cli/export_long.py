@@ -17,7 +17,7 @@ infinities must match exactly); a case passes when every output of it is
 <= 1e-5.
 
 A conformance test that the host cannot run, or that export refuses with a
-`loom: error:` (a data-dependent output shape, a dtype C cannot spell...), is counted as such with its
+`loom: error:` (a dtype C cannot spell...), is counted as such with its
 reason, not as a failure; anything else (a build error, a crash, a wrong
 value) fails the run. Prints a table per target and exits 1 on a failure.
 
