@@ -248,7 +248,8 @@ void export_example_main(const ExportModel *m, StrBuf *o) {
       sb_printf(o,
                 "    if (i == %d) {\n"
                 "      t.numel = 1;\n"
-                "      for (int d = 0; d < t.ndim; d++) t.numel *= (unsigned long long)(t.shape[d] = out.%s_shape[d]);\n"
+                "      for (int d = 0; d < t.ndim; d++)\n"
+                "        t.numel *= (unsigned long long)(t.shape[d] = out.%s_shape[d]);\n"
                 "    }\n",
                 (int)i, m->outputs[i].field);
   sb_printf(o,
