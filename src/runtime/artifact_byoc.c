@@ -67,7 +67,7 @@ static loom_status find_runtime(Artifact *art, const ArtifactKernel *k, const ch
                  what, k->name, k->backend);
 }
 
-loom_status artifact_init_external_kernels(Artifact *art, const char *what, LoomError *err) {
+loom_status artifact_init_external_kernels(Artifact *art, const char *what, int num_threads, LoomError *err) {
   const ArtifactSpec *s = &art->spec;
   int32_t n = s->num_kernels;
   bool any = false;
@@ -99,7 +99,7 @@ loom_status artifact_init_external_kernels(Artifact *art, const char *what, Loom
       if (call->args[j].kind == ARTIFACT_ARG_WEIGHT) weights[j] = s->weights[call->args[j].index].data;
     const ArtifactWeight *blob = &s->weights[kk->blob];
     void *state = NULL;
-    int rc = rt->init(blob->data, (size_t)blob->t.nbytes, weights, np, &state);
+    int rc = rt->init(blob->data, (size_t)blob->t.nbytes, weights, np, num_threads, &state);
     loom_free(weights);
     if (rc)
       return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": BYOC back end \"%s\": init of kernel %s failed (code %d)",

@@ -2,7 +2,7 @@
  * tests/CMakeLists.txt), for tests/byoc/test_byoc.py: each must end in a
  * `loom: error:` naming the plugin, never a dead compiler.
  *
- *   abi      reports another ABI version
+ *   abi      reports the previous ABI version
  *   nosym    exports no loom_byoc_register
  *   crash    dies in codegen (a write through a null pointer)
  *   badc     returns text that is not C
@@ -60,8 +60,8 @@ static int codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf,
   snprintf(text, 512, "this is not C { %s %ld", r->symbol, count);
 #else
   snprintf(text, 512,
-           "static int32_t %s(void *const *data, void *workspace) {\n"
-           "  (void)workspace;\n"
+           "static int32_t %s(void *const *data, void *workspace, int32_t num_threads) {\n"
+           "  (void)workspace, (void)num_threads;\n"
            "  const float *x = data[%d];\n  float *y = data[%d];\n"
            "  for (long i = 0; i < %ldL; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;\n"
            "  return 0;\n}\n",
@@ -76,7 +76,7 @@ static const loom_byoc_pattern k_patterns[] = {{"bad.relu", k_relu}, {NULL, NULL
 
 static loom_byoc_plugin k_plugin = {
 #ifdef BAD_MODE_abi
-    .abi_version = LOOM_BYOC_ABI_VERSION + 1,
+    .abi_version = LOOM_BYOC_ABI_VERSION - 1, /* built against the previous version */
 #else
     .abi_version = LOOM_BYOC_ABI_VERSION,
 #endif
@@ -88,8 +88,10 @@ static loom_byoc_plugin k_plugin = {
 
 #ifdef BAD_MODE_blob
 /* The run-time half: state = the element count from the blob. */
-static int rt_init(const void *blob, size_t size, const void *const *weights, int32_t nparams, void **state) {
+static int rt_init(const void *blob, size_t size, const void *const *weights, int32_t nparams, int32_t num_threads,
+                   void **state) {
   (void)weights;
+  if (num_threads < 1) return 8;
   if (size != sizeof(int64_t) || nparams != 2 || getenv("LOOM_TEST_BYOC_INIT_FAIL")) return 7;
   int64_t *count = malloc(sizeof *count);
   if (!count) return 1;

@@ -90,6 +90,17 @@ class Byoc(unittest.TestCase):
             helper.make_node("GlobalAveragePool", ["a2"], ["y"], name="gap"),
         ], [("x", [1, 3, 12, 12]), ("res", [1, 8, 12, 12])], ["y"],
             dict(cls.convs, lo=np.array(0, np.float32), hi=np.array(6, np.float32)))
+        # Gemms: transB with alpha, beta and a [1, N] C, then Relu (dnnl.gemm_act); transA (cblas only); plain B.
+        cls.gemms = {"gw1": rng.standard_normal((32, 16)).astype(np.float32) * 0.3,
+                     "gc1": rng.standard_normal((1, 32)).astype(np.float32),
+                     "gw2": rng.standard_normal((4, 6)).astype(np.float32),
+                     "gw3": rng.standard_normal((16, 8)).astype(np.float32)}
+        save_model(os.path.join(d, "gemms.onnx"), [
+            helper.make_node("Gemm", ["x", "gw1", "gc1"], ["h"], name="g1", transB=1, alpha=0.5, beta=2.0),
+            helper.make_node("Relu", ["h"], ["r"], name="relu1"),
+            helper.make_node("Gemm", ["r", "gw2"], ["y1"], name="g2", transA=1),
+            helper.make_node("Gemm", ["x", "gw3"], ["y2"], name="g3"),
+        ], [("x", [4, 16])], ["y1", "y2"], cls.gemms)
         # Nothing for the example plugin to claim.
         save_model(os.path.join(d, "sigmoid.onnx"), [helper.make_node("Sigmoid", ["a"], ["y"], name="sig")],
                    [("a", [4])], ["y"], {})
@@ -165,22 +176,44 @@ class Byoc(unittest.TestCase):
             None, {"x": self.inputs["cx"], "res": self.inputs["res"]})[0]
         np.testing.assert_allclose(np.load(os.path.join(self.path("out_dnnl"), "y.npy")), ref, rtol=1e-4, atol=1e-4)
         r = self.ok("inspect", self.path("convnet.onnx"), "--byoc", "dnnl", "--dump", "partitioned").stdout
-        self.assertIn("(dnnl.conv_sum_act) 3 nodes", r)  # conv + residual Add + Relu: one primitive
+        # conv + residual Add + Relu is one primitive; the chain of primitives that feed one another is one region
+        self.assertIn("region 0 backend dnnl (dnnl.conv_sum_act, dnnl.pool, dnnl.conv_sum_act, dnnl.pool, dnnl.pool) "
+                      "8 nodes", r)
+        self.assertNotIn("region 1", r)
         self.assertIn("backend dnnl: 8 nodes claimed", r)
+        # as many threads as the model: the same results on 1 and 2
+        for threads in ("1", "2"):
+            self.ok(*args, "--threads", threads)
+            np.testing.assert_allclose(np.load(os.path.join(self.path("out_dnnl"), "y.npy")), ref, rtol=1e-4,
+                                       atol=1e-4)
         prof = self.ok("run", art, "--input", f"x={self.path('cx.npy')}", "--input", f"res={self.path('res.npy')}",
                        "--profile").stdout
         self.assertIn("[dnnl]", prof)
 
-    def test_dnnl_then_cblas(self):
-        # dnnl claims the MatMuls (constant B with bias; runtime batched B), cblas what is left (the Gemm)
-        art = self.path("mlp_both.loom")
-        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "dnnl,cblas")
-        out = self.run_model(art, ["x", "p", "q"], "out_both")
+    def test_dnnl_mlp(self):
+        # dnnl alone: MatMul + bias, Gemm (transB, alpha, beta) as an inner product, the batched runtime MatMul
+        art = self.path("mlp_dnnl.loom")
+        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "dnnl")
+        out = self.run_model(art, ["x", "p", "q"], "out_mlp_dnnl")
         x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
         np.testing.assert_allclose(out("y"), 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2,
                                    rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
-        r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl,cblas", "--dump", "partitioned").stdout
+        r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl", "--dump", "partitioned").stdout
+        self.assertIn("(dnnl.gemm_act) 1 node", r)
+        self.assertIn("backend dnnl: 4 nodes claimed", r)
+
+    def test_dnnl_then_cblas(self):
+        # dnnl claims the Gemms with constant B (with the Relu after one), cblas what is left (transA)
+        art = self.path("gemms_both.loom")
+        self.ok("compile", self.path("gemms.onnx"), "-o", art, "--byoc", "dnnl,cblas")
+        out = self.run_model(art, ["x"], "out_both")
+        x, g = self.inputs["x"], self.gemms
+        r1 = relu(0.5 * x @ g["gw1"].T + 2.0 * g["gc1"])
+        np.testing.assert_allclose(out("y1"), r1.T @ g["gw2"], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out("y2"), x @ g["gw3"], rtol=1e-4, atol=1e-4)
+        r = self.ok("inspect", self.path("gemms.onnx"), "--byoc", "dnnl,cblas", "--dump", "partitioned").stdout
+        self.assertIn("(dnnl.gemm_act) 2 nodes", r)
         self.assertIn("backend dnnl: 3 nodes claimed", r)
         self.assertIn("backend cblas: 1 node claimed", r)
 
@@ -214,7 +247,7 @@ class Byoc(unittest.TestCase):
         lib = lambda mode: os.path.join(BAD, f"libbyoc_bad_{mode}.so")
         self.err("compile", m, "-o", o, "--byoc", self.path("missing.so"), expect=["missing.so", "cannot load"])
         self.err("compile", m, "-o", o, "--byoc", "nope", expect=["nope", "built in: cblas"])
-        self.err("compile", m, "-o", o, "--byoc", lib("abi"), expect=["libbyoc_bad_abi.so", "ABI version 2, expected 1"])
+        self.err("compile", m, "-o", o, "--byoc", lib("abi"), expect=["libbyoc_bad_abi.so", "ABI version 1, expected 2"])
         self.err("compile", m, "-o", o, "--byoc", lib("nosym"), expect=["libbyoc_bad_nosym.so", "loom_byoc_register"])
         # A sanitizer build reports the child's crash on stderr first: the error comes after it.
         r = self.loom("compile", m, "-o", o, "--byoc", lib("crash"))
