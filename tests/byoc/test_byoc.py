@@ -5,8 +5,9 @@ CMake project), mixed artifacts run and checked against numpy, the profile
 marks external kernels, `inspect --dump partitioned`; and every kind of bad
 plugin is a `loom: error:` naming it.
 
-Environment (tests/CMakeLists.txt): LOOM_BIN, LOOM_SOURCE_DIR and
-LOOM_BYOC_BAD_DIR (where libbyoc_bad_<mode>.so were built).
+Environment (tests/CMakeLists.txt): LOOM_BIN, LOOM_SOURCE_DIR,
+LOOM_BYOC_BAD_DIR (where libbyoc_bad_<mode>.so were built) and LOOM_BYOC_RUN_ALLOC
+(the allocation counter, tests/byoc/run_alloc.c; unset in a sanitizer build).
 """
 import os
 import shutil
@@ -21,13 +22,17 @@ import onnx
 import onnxruntime as ort
 
 # oneDNN (--byoc dnnl) runs on libgomp's worker threads, which crash
-# LeakSanitizer's tracer at exit in the sanitizer build; on one thread the
-# leak check stays on and the results are the same.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# LeakSanitizer's tracer at exit in the sanitizer build; on one thread (the
+# model's: oneDNN follows it) the leak check stays on and the results are
+# the same.
+SANITIZED = os.environ.get("LOOM_TEST_SANITIZED") == "1"
+if SANITIZED:
+    os.environ.setdefault("LOOM_NUM_THREADS", "1")
 
 LOOM = os.environ.get("LOOM_BIN", "loom")
 SRC = os.environ.get("LOOM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BAD = os.environ.get("LOOM_BYOC_BAD_DIR", ".")
+RUN_ALLOC = os.environ.get("LOOM_BYOC_RUN_ALLOC")  # tests/byoc/run_alloc.c, not in a sanitizer build
 
 
 def save_model(path, nodes, inputs, outputs, inits):
@@ -182,7 +187,7 @@ class Byoc(unittest.TestCase):
         self.assertNotIn("region 1", r)
         self.assertIn("backend dnnl: 8 nodes claimed", r)
         # as many threads as the model: the same results on 1 and 2
-        for threads in ("1", "2"):
+        for threads in ("1",) if SANITIZED else ("1", "2"):
             self.ok(*args, "--threads", threads)
             np.testing.assert_allclose(np.load(os.path.join(self.path("out_dnnl"), "y.npy")), ref, rtol=1e-4,
                                        atol=1e-4)
@@ -202,6 +207,9 @@ class Byoc(unittest.TestCase):
         r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl", "--dump", "partitioned").stdout
         self.assertIn("(dnnl.gemm_act) 1 node", r)
         self.assertIn("backend dnnl: 4 nodes claimed", r)
+        # a back end listed after one that took everything it matches is no error
+        r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl,cblas", "--dump", "partitioned").stdout
+        self.assertIn("backend cblas: 0 nodes claimed", r)
 
     def test_dnnl_then_cblas(self):
         # dnnl claims the Gemms with constant B (with the Relu after one), cblas what is left (transA)
@@ -216,6 +224,20 @@ class Byoc(unittest.TestCase):
         self.assertIn("(dnnl.gemm_act) 2 nodes", r)
         self.assertIn("backend dnnl: 3 nodes claimed", r)
         self.assertIn("backend cblas: 1 node claimed", r)
+
+    @unittest.skipUnless(RUN_ALLOC, "no run_alloc (a sanitizer build owns malloc)")
+    def test_runs_allocate_nothing(self):
+        # Scratchpads and a region's intermediate tensors (kilobytes) come from the workspace Loom planned:
+        # no allocation of 1 KiB or more during a run, on 1 and 2 threads. (oneDNN's execute allocates its
+        # argument map, about a hundred bytes per primitive; OpenBLAS and Loom's own kernels nothing.)
+        cases = [("convnet.onnx", "dnnl"), ("mlp.onnx", "dnnl"), ("mlp.onnx", "cblas"), ("gemms.onnx", "dnnl,cblas")]
+        for model, byoc in cases:
+            art = self.path(f"alloc_{byoc}_{model}.loom")
+            self.ok("compile", self.path(model), "-o", art, "--byoc", byoc)
+            for threads in ("1", "2"):
+                r = subprocess.run([RUN_ALLOC, art, threads, "1024"], capture_output=True, text=True, timeout=300)
+                self.assertEqual(r.returncode, 0, f"{model} --byoc {byoc}, {threads} threads: {r.stdout}{r.stderr}")
+                self.assertIn("run_alloc: 5 runs", r.stdout)
 
     def test_inspect_partitioned(self):
         r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "cblas", "--dump", "partitioned").stdout
@@ -275,6 +297,24 @@ class Byoc(unittest.TestCase):
         env = dict(os.environ, LOOM_TEST_BYOC_INIT_FAIL="1")
         self.err("run", art, "--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}", env=env,
                  expect=['BYOC back end "bad": init of kernel', "code 7"])
+
+    def test_threads_reach_back_ends(self):
+        # the model's thread count (loom run --threads) reaches the C form's function and the blob form's init
+        rt = self.path("libthreads_runtime.so")
+        shutil.copy(self.example, rt)
+        ins = ["--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}"]
+        env = dict(os.environ, LOOM_TEST_BYOC_RUNTIME=rt, LOOM_TEST_BYOC_EXPECT_THREADS="3")
+        c_art, blob_art = self.path("threads_c.loom"), self.path("threads_blob.loom")
+        self.ok("compile", self.path("addrelu.onnx"), "-o", c_art, "--byoc", os.path.join(BAD, "libbyoc_bad_runtime.so"),
+                env=env)
+        self.ok("compile", self.path("addrelu.onnx"), "-o", blob_art, "--byoc",
+                os.path.join(BAD, "libbyoc_bad_blob.so"))
+        if SANITIZED:
+            return  # LOOM_NUM_THREADS=1 there; the kernels' checks still compiled and loaded above
+        self.ok("run", c_art, *ins, "--threads", "3")
+        self.err("run", c_art, *ins, "--threads", "2", expect=["external back end"])
+        self.ok("run", blob_art, *ins, "--threads", "3", env=env)
+        self.err("run", blob_art, *ins, "--threads", "2", env=env, expect=['BYOC back end "bad": init of kernel', "code 9"])
 
     def test_missing_runtime_library(self):
         rt = self.path("libfake_runtime.so")
