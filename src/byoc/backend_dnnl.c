@@ -13,6 +13,7 @@
  * library builds them and reorders the weights once. */
 #include "byoc/backends/dnnl_blob.h"
 #include "byoc/byoc.h"
+#include "runtime/byoc_library.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -20,9 +21,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef LOOM_BYOC_DNNL_RUNTIME
-#define LOOM_BYOC_DNNL_RUNTIME "libloom_byoc_dnnl_rt.so"
-#endif
+/* What the artifact records: a bare file name that the runtime finds on
+ * the library path or next to Loom (runtime/byoc_library.h), so a moved
+ * or installed Loom runs it; $LOOM_BYOC_DNNL_RUNTIME (a path or a name)
+ * replaces it. */
+#define DNNL_RUNTIME_LIBRARY "libloom_byoc_dnnl_rt.so"
+
+static const char *runtime_library(void) {
+  const char *env = getenv("LOOM_BYOC_DNNL_RUNTIME");
+  return env && *env ? env : DNNL_RUNTIME_LIBRARY;
+}
 
 static const loom_byoc_tensor *out0(const loom_byoc_graph *g, const loom_byoc_node *n) {
   return &g->tensors[n->outputs[0]];
@@ -295,17 +303,17 @@ static void composite_op(Blob *b, const loom_byoc_composite *c, DnnlOp *op) {
  * for as many threads as this host has (a model loaded with more gets a
  * buffer of its own at init). */
 static int plan(void *blob, size_t size, char *errbuf, size_t errlen) {
-  void *h = dlopen(LOOM_BYOC_DNNL_RUNTIME, RTLD_NOW | RTLD_GLOBAL);
+  char why[1024];
+  const char *lib = runtime_library();
+  void *h = byoc_library_open(lib, why, sizeof why);
   if (!h) {
-    const char *why = dlerror();
-    snprintf(errbuf, errlen, "cannot load the runtime library %s to plan the workspace: %s", LOOM_BYOC_DNNL_RUNTIME,
-             why ? why : "unknown dlopen error");
+    snprintf(errbuf, errlen, "cannot load the runtime library \"%s\" to plan the workspace: %s", lib, why);
     return 1;
   }
   dnnl_plan_fn fn;
   void *sym = dlsym(h, DNNL_PLAN_ENTRY);
   if (!sym) {
-    snprintf(errbuf, errlen, "the runtime library %s lacks %s", LOOM_BYOC_DNNL_RUNTIME, DNNL_PLAN_ENTRY);
+    snprintf(errbuf, errlen, "the runtime library \"%s\" lacks %s", lib, DNNL_PLAN_ENTRY);
     return 1;
   }
   memcpy(&fn, &sym, sizeof fn);
@@ -348,15 +356,18 @@ static int dnnl_codegen(const loom_byoc_region *r, loom_byoc_code *out, char *er
   return 0;
 }
 
-static const loom_byoc_plugin k_dnnl = {
+static loom_byoc_plugin k_dnnl = {
     .abi_version = LOOM_BYOC_ABI_VERSION,
     .name = "dnnl",
     .patterns = k_patterns,
     .supports = NULL,
     .merge_regions = 1,
-    .runtime_library = LOOM_BYOC_DNNL_RUNTIME,
+    .runtime_library = DNNL_RUNTIME_LIBRARY,
     .codegen = dnnl_codegen,
     .user = NULL,
 };
 
-const loom_byoc_plugin *byoc_dnnl_plugin(void) { return &k_dnnl; }
+const loom_byoc_plugin *byoc_dnnl_plugin(void) {
+  k_dnnl.runtime_library = runtime_library();
+  return &k_dnnl;
+}

@@ -9,6 +9,7 @@ Environment (tests/CMakeLists.txt): LOOM_BIN, LOOM_SOURCE_DIR,
 LOOM_BYOC_BAD_DIR (where libbyoc_bad_<mode>.so were built) and LOOM_BYOC_RUN_ALLOC
 (the allocation counter, tests/byoc/run_alloc.c; unset in a sanitizer build).
 """
+import json
 import os
 import shutil
 import subprocess
@@ -315,6 +316,34 @@ class Byoc(unittest.TestCase):
         self.err("run", c_art, *ins, "--threads", "2", expect=["external back end"])
         self.ok("run", blob_art, *ins, "--threads", "3", env=env)
         self.err("run", blob_art, *ins, "--threads", "2", env=env, expect=['BYOC back end "bad": init of kernel', "code 9"])
+
+    def test_relocated_loom_finds_dnnl_runtime(self):
+        # The artifact names libloom_byoc_dnnl_rt.so by file name, not by the build's path: a Loom moved
+        # elsewhere (bin/loom, lib/the runtime, as an install lays them out) compiles and runs it; without
+        # the library the run is an error naming it and where Loom looked.
+        lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(LOOM))), "libloom_byoc_dnnl_rt.so")
+        prefix = self.path("moved")
+        os.makedirs(os.path.join(prefix, "bin"), exist_ok=True)
+        os.makedirs(os.path.join(prefix, "lib"), exist_ok=True)
+        loom = shutil.copy(LOOM, os.path.join(prefix, "bin", "loom"))
+        moved_lib = shutil.copy(lib, os.path.join(prefix, "lib"))
+        art = self.path("moved_convnet.loom")
+        env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LOOM_BYOC_DNNL_RUNTIME")}
+        run = lambda *a: subprocess.run([loom, *a], capture_output=True, text=True, timeout=300, env=env)
+        r = run("compile", self.path("convnet.onnx"), "-o", art, "--byoc", "dnnl")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        meta = json.loads(run("inspect", art, "--dump", "json").stdout)
+        meta = meta.get("metadata", meta)
+        self.assertEqual([rt["library"] for rt in meta["byoc_runtimes"]], ["libloom_byoc_dnnl_rt.so"])
+        args = ["run", art, "--input", f"x={self.path('cx.npy')}", "--input", f"res={self.path('res.npy')}"]
+        r = run(*args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.remove(moved_lib)
+        r = run(*args)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(r.stderr.startswith("loom: error: "), r.stderr)
+        for e in ['BYOC back end "dnnl"', '"libloom_byoc_dnnl_rt.so"', "cannot be loaded", os.path.join(prefix, "bin")]:
+            self.assertIn(e, r.stderr)
 
     def test_missing_runtime_library(self):
         rt = self.path("libfake_runtime.so")
