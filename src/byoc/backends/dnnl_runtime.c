@@ -43,6 +43,11 @@ typedef struct Binding {
   dnnl_memory_t mem;
   dnnl_memory_desc_t md;
   int32_t param, slot;
+  /* A blocked layout padded beyond the tensor's extents (40 channels in
+   * nChw16c): its padding must read as zeros, and other kernels use the
+   * workspace between runs, so its pointer is set (and the padding zeroed
+   * by oneDNN) every run. */
+  bool padded;
   void *last; /* the pointer set last: unchanged pointers are not set again */
 } Binding;
 
@@ -140,6 +145,7 @@ static int bind(DnnlState *s, const dnnl_memory_desc_t *md, int32_t param, int32
   if (!grow((void **)&s->binds, &s->binds_cap, s->nbinds, sizeof *s->binds)) return -1;
   Binding *b = &s->binds[s->nbinds];
   *b = (Binding){.md = *md, .param = param, .slot = slot};
+  for (int d = 0; d < md->ndims; d++) b->padded |= md->padded_dims[d] != md->dims[d];
   if (dnnl_memory_create(&b->mem, md, s->engine, DNNL_MEMORY_NONE) != dnnl_success) return -1;
   return s->nbinds++;
 }
@@ -583,7 +589,7 @@ static int run(void *state, void *const *data, void *workspace) {
   for (int i = 0; i < s->nbinds; i++) {
     Binding *b = &s->binds[i];
     void *p = b->param >= 0 ? data[b->param] : base + (b->slot >= 0 ? s->slots[b->slot].offset : 0);
-    if (p != b->last) {
+    if (p != b->last || b->padded) {
       if (dnnl_memory_set_data_handle(b->mem, p) != dnnl_success) return 1;
       b->last = p;
     }
