@@ -542,6 +542,7 @@ static int build(const void *blob, size_t size, const void *const *weights, int3
     if (!build_op(s, op)) goto fail;
   }
   place_slots(s);
+  s->weights = NULL; /* the caller's array: read during the build only */
   *out = s;
   return 0;
 fail:
