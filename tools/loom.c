@@ -605,7 +605,16 @@ static cJSON *profile_report(loom_model *m, double run_ms_total, bool print, Tar
       if (rated && peak > 0) printf("%9.2f %6.1f%%  ", gflops, 100.0 * gflops / peak);
       else if (rated) printf("%9.2f %7s  ", gflops, "-");
       else printf("%9s %7s  ", "-", "-");
-      for (int32_t k = 0; k < p.num_nodes; k++) printf("%s%s", k ? ", " : "", p.nodes[k]);
+      /* A back end's region can hold a whole trunk: the table names its
+       * first and last nodes (--json lists all). */
+      enum { SHOWN = 4 };
+      for (int32_t k = 0; k < p.num_nodes; k++) {
+        if (p.num_nodes > SHOWN + 1 && k == SHOWN - 1) {
+          printf(", ... %d more ...", (int)(p.num_nodes - SHOWN));
+          k = p.num_nodes - 1;
+        }
+        printf("%s%s", k ? ", " : "", p.nodes[k]);
+      }
       printf("\n");
     }
   }
