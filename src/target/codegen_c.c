@@ -15,7 +15,9 @@ static const char *const reserved_names[] = {
     "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
     "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "args",
     "num_args", "env", "closure_arg", "begin", "end", "memcpy", "floorf", "floor", "fmodf", "fmod", "INFINITY",
-    "NAN", "loom_dma_get", "loom_dma_put", "loom_dma_get2d", "loom_dma_put2d",
+    "NAN", "loom_dma_get", "loom_dma_put", "loom_dma_get2d", "loom_dma_put2d", "loom_dma_get_async",
+    "loom_dma_put_async", "loom_dma_get2d_async", "loom_dma_put2d_async", "loom_dma_wait", "loom_dma_ticket",
+    "loom_dma_tickets",
 };
 
 /* The DMA hooks a scratchpad kernel calls (docs/export.md "Scratchpad
@@ -37,6 +39,27 @@ static const char k_dma_default[] =
     "  for (size_t r = 0; r < rows; ++r)\n"
     "    memcpy((char *)dst + r * dst_stride, (const char *)src + r * src_stride, row_bytes);\n"
     "}\n"
+    "#endif\n";
+
+/* The asynchronous hooks (a kernel with PrimFunc.dma_tickets): a start
+ * takes the ticket the kernel keeps for the copy, whose wait comes later
+ * (docs/export.md "Scratchpad targets"). The defaults copy at the start
+ * and wait for nothing; a project that defines LOOM_DMA_HOOKS defines
+ * the type loom_dma_ticket and these functions. */
+static const char k_dma_async_default[] =
+    "#ifndef LOOM_DMA_HOOKS\n"
+    "typedef struct loom_dma_ticket { char unused; } loom_dma_ticket;\n"
+    "LOOM_HELPER void loom_dma_get_async(loom_dma_ticket *t, void *dst, const void *src, size_t bytes) {\n"
+    "  (void)t;\n  loom_dma_get(dst, src, bytes);\n}\n"
+    "LOOM_HELPER void loom_dma_put_async(loom_dma_ticket *t, void *dst, const void *src, size_t bytes) {\n"
+    "  (void)t;\n  loom_dma_put(dst, src, bytes);\n}\n"
+    "LOOM_HELPER void loom_dma_get2d_async(loom_dma_ticket *t, void *dst, const void *src, size_t row_bytes,\n"
+    "                                      size_t rows, size_t dst_stride, size_t src_stride) {\n"
+    "  (void)t;\n  loom_dma_get2d(dst, src, row_bytes, rows, dst_stride, src_stride);\n}\n"
+    "LOOM_HELPER void loom_dma_put2d_async(loom_dma_ticket *t, void *dst, const void *src, size_t row_bytes,\n"
+    "                                      size_t rows, size_t dst_stride, size_t src_stride) {\n"
+    "  (void)t;\n  loom_dma_put2d(dst, src, row_bytes, rows, dst_stride, src_stride);\n}\n"
+    "LOOM_HELPER void loom_dma_wait(loom_dma_ticket *t) { (void)t; }\n"
     "#endif\n";
 
 void codegen_c_prelude(StrBuf *out) {
@@ -340,22 +363,42 @@ static const char *dma_bytes(CodegenC *cg, const Expr *elems, int64_t elem_bytes
   return text;
 }
 
-/* A call of the DMA hooks: contiguous when there is one row. */
+/* `&loom_dma_tickets[T]`: the kernel's ticket of an asynchronous copy. */
+static const char *dma_ticket(CodegenC *cg, const Expr *ticket) {
+  if (cg->parallel_depth > 0 || cg->func->dma_tickets <= 0) {
+    cg_fail(cg, LOOM_ERR_UNSUPPORTED, "C codegen of \"%s\": asynchronous DMA %s", cg->func_name,
+            cg->parallel_depth > 0 ? "inside a parallel loop (the tickets are the kernel's)" : "in a kernel of no dma_tickets");
+    return "0";
+  }
+  StrBuf t;
+  sb_init(&t);
+  cg_emit_expr(cg, &t, ticket);
+  const char *text = arena_printf(cg->arena, "&loom_dma_tickets[%s]", sb_cstr(&t));
+  sb_free(&t);
+  return text;
+}
+
+/* A call of the DMA hooks: contiguous when there is one row; an
+ * asynchronous start takes its ticket first. */
 static void emit_dma(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
   cg_put_helper(cg, "loom_dma", k_dma_default);
   const char *dir = s->dma.dir == DMA_GET ? "get" : "put";
+  const char *async = s->dma.ticket ? "_async" : "";
+  const char *ticket = s->dma.ticket ? arena_printf(cg->arena, "%s, ", dma_ticket(cg, s->dma.ticket)) : "";
+  if (s->dma.ticket) cg_put_helper(cg, "loom_dma_async", k_dma_async_default);
   int64_t eb = dtype_bytes(dtype_element(s->dma.dst->load.buffer->dtype)), rows;
   const char *dst = dma_address(cg, s->dma.dst), *src = dma_address(cg, s->dma.src);
   sb_indent(sb, ind);
   if (expr_as_int(s->dma.rows, &rows) && rows == 1) {
-    sb_printf(sb, "loom_dma_%s(%s, %s, %s);\n", dir, dst, src, dma_bytes(cg, s->dma.row_elems, eb));
+    sb_printf(sb, "loom_dma_%s%s(%s%s, %s, %s);\n", dir, async, ticket, dst, src, dma_bytes(cg, s->dma.row_elems, eb));
     return;
   }
   StrBuf r;
   sb_init(&r);
   cg_emit_expr(cg, &r, s->dma.rows);
-  sb_printf(sb, "loom_dma_%s2d(%s, %s, %s, (size_t)(%s), %s, %s);\n", dir, dst, src, dma_bytes(cg, s->dma.row_elems, eb),
-            sb_cstr(&r), dma_bytes(cg, s->dma.dst_stride, eb), dma_bytes(cg, s->dma.src_stride, eb));
+  sb_printf(sb, "loom_dma_%s2d%s(%s%s, %s, %s, (size_t)(%s), %s, %s);\n", dir, async, ticket, dst, src,
+            dma_bytes(cg, s->dma.row_elems, eb), sb_cstr(&r), dma_bytes(cg, s->dma.dst_stride, eb),
+            dma_bytes(cg, s->dma.src_stride, eb));
   sb_free(&r);
 }
 
@@ -394,6 +437,12 @@ static void emit_stmt(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
     case STMT_EVALUATE: return; /* no side effects in our expressions */
     case STMT_ALLOCATE: emit_allocate(cg, sb, s, ind); return;
     case STMT_DMA: emit_dma(cg, sb, s, ind); return;
+    case STMT_DMA_WAIT: {
+      const char *t = dma_ticket(cg, s->dma_wait.ticket);
+      sb_indent(sb, ind);
+      sb_printf(sb, "loom_dma_wait(%s);\n", t);
+      return;
+    }
     case STMT_BLOCK_REALIZE:
       cg_fail(cg, LOOM_ERR_INVALID_ARG, "C codegen of \"%s\": block \"%s\" was not lowered (run the lowering passes first)",
               cg->func_name, s->realize.block->name);
@@ -539,6 +588,11 @@ loom_status codegen_c_func(StrBuf *out, const PrimFunc *f, LoomError *err) {
   for (int i = 0; i < f->n_params && cg.status == LOOM_OK; i++) {
     emit_param(&cg, &params, i);
     scope_push(&cg, f->params[i]);
+  }
+  if (f->dma_tickets > 0) { /* the tickets of its copies in flight (PrimFunc.dma_tickets) */
+    cg_put_helper(&cg, "loom_dma", k_dma_default);
+    cg_put_helper(&cg, "loom_dma_async", k_dma_async_default);
+    sb_printf(&body, "  loom_dma_ticket loom_dma_tickets[%d];\n", f->dma_tickets);
   }
   emit_stmt(&cg, &body, f->body, 1);
 

@@ -195,7 +195,9 @@ static bool eq_stmt(Eq *q, const Stmt *x, const Stmt *y) {
     case STMT_DMA:
       return x->dma.dir == y->dma.dir && eq_expr(q, x->dma.dst, y->dma.dst) && eq_expr(q, x->dma.src, y->dma.src) &&
              eq_expr(q, x->dma.row_elems, y->dma.row_elems) && eq_expr(q, x->dma.rows, y->dma.rows) &&
-             eq_expr(q, x->dma.dst_stride, y->dma.dst_stride) && eq_expr(q, x->dma.src_stride, y->dma.src_stride);
+             eq_expr(q, x->dma.dst_stride, y->dma.dst_stride) && eq_expr(q, x->dma.src_stride, y->dma.src_stride) &&
+             (x->dma.ticket ? y->dma.ticket && eq_expr(q, x->dma.ticket, y->dma.ticket) : !y->dma.ticket);
+    case STMT_DMA_WAIT: return eq_expr(q, x->dma_wait.ticket, y->dma_wait.ticket);
     case STMT_KIND_COUNT: break;
   }
   return false;

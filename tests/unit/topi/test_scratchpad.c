@@ -4,7 +4,9 @@
  * (the DMA hooks' memcpy defaults) and on the reference interpreter, whose
  * DMA counter must show the calls and bytes the sampled tiling implies;
  * the local buffers fit the declared size, with and without double
- * buffering. */
+ * buffering (then every get is an asynchronous start and its wait, which
+ * the interpreter runs as the slowest engine would: the copy at the wait,
+ * the destination poisoned from the start). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,6 +151,11 @@ static void check_matmul(int64_t M, int64_t N, int64_t K, int64_t local_mem, boo
   int64_t tiles = (M / tm) * (N / tn) * (K / tk);
   assert_int_equal(st.gets, 2 * tiles);
   assert_int_equal(st.get_bytes, 4 * tiles * (tm * tk + tk * tn));
+  /* Double-buffered, every get is a start (a ticket per tile and slot)
+   * and its wait; the interpreter runs each copy at its wait. */
+  bool async = double_buffer && K / tk >= 2;
+  assert_int_equal(low->dma_tickets, async ? 4 : 0);
+  assert_int_equal(st.waits, async ? 2 * tiles : 0);
   assert_int_equal(st.puts, (M / tm) * (N / tn));
   assert_int_equal(st.put_bytes, 4 * M * N);
   compiled_matches(a, f, sch_func(s));
@@ -181,6 +188,7 @@ static void check_conv(const OpfuncConv2d *p, int64_t local_mem, bool double_buf
   interpret_both(f, low, &st);
   int64_t oh = opfunc_conv_out_extent(p->H, p->R, p->stride, p->pad), ow = opfunc_conv_out_extent(p->W, p->S, p->stride, p->pad);
   assert_true(st.gets > 0 && st.puts > 0);
+  assert_int_equal(st.waits, double_buffer ? st.gets : 0); /* double-buffered: every get started, then waited for */
   assert_int_equal(st.put_bytes, 4 * p->N * p->K * oh * ow); /* every output element leaves local memory once */
   assert_true(st.get_bytes >= 4 * p->K * p->C * p->R * p->S); /* every weight comes in at least once */
   compiled_matches(a, f, sch_func(s));
