@@ -92,6 +92,14 @@ void export_dma_source(const ExportModel *m, const CompileModelParts *parts, Str
               "    size_t src_stride) {\n%s}\n",
               p, hooks[i], k_copy_rows);
   sb_puts(out, "#endif\n");
+  sb_printf(out,
+            "/* The local memory: each kernel's local buffers sit at fixed offsets of\n"
+            " * one region (its plan: \"local memory plan\" in the kernel). Build with\n"
+            " * -D%s_LOCAL_MEM_BASE=ADDRESS (a pointer expression to local_mem bytes,\n"
+            " * such as ((char *)0x10000000)) to place them in the core's local memory;\n"
+            " * by default they are a slice of the workspace. */\n"
+            "#ifdef %s_LOCAL_MEM_BASE\n#define LOOM_LOCAL_MEM_BASE %s_LOCAL_MEM_BASE\n#endif\n",
+            m->upper, m->upper, m->upper);
   /* The kernels are lowered after this block: dma=double is what may give
    * them asynchronous copies (tir_inject_dma). */
   if (parts->target.dma_double_buffer) async_hooks(m, out);

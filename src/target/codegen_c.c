@@ -17,7 +17,7 @@ static const char *const reserved_names[] = {
     "num_args", "env", "closure_arg", "begin", "end", "memcpy", "floorf", "floor", "fmodf", "fmod", "INFINITY",
     "NAN", "loom_dma_get", "loom_dma_put", "loom_dma_get2d", "loom_dma_put2d", "loom_dma_get_async",
     "loom_dma_put_async", "loom_dma_get2d_async", "loom_dma_put2d_async", "loom_dma_wait", "loom_dma_ticket",
-    "loom_dma_tickets",
+    "loom_dma_tickets", "loom_local_mem", "LOOM_LOCAL_MEM_BASE",
 };
 
 /* The DMA hooks a scratchpad kernel calls (docs/export.md "Scratchpad
@@ -297,15 +297,19 @@ static bool alloc_elems(CodegenC *cg, const Buffer *b, int64_t *out) {
   return true;
 }
 
-/* Declares allocation b: promoted to registers, a stack array, or a slice
- * of the workspace. */
-static void declare_allocation(CodegenC *cg, StrBuf *sb, const Buffer *b, int64_t n, const Stmt *body, int ind) {
+/* Declares allocation b: promoted to registers, a stack array, a slice
+ * of the workspace, or (offset >= 0, tir_plan_local_mem) its place in the
+ * kernel's local memory. */
+static void declare_allocation(CodegenC *cg, StrBuf *sb, const Buffer *b, int64_t n, const Stmt *body, int64_t offset,
+                               int ind) {
   if (cg_promote_alloc(cg, sb, b, n, body, ind)) return;
   const char *ty = cg_scalar_type(cg, b->dtype, b->name);
   size_t bytes = (size_t)n * (size_t)dtype_bytes(dtype_element(b->dtype));
   const char *name = cg_name_of(cg, b, b->name);
   sb_indent(sb, ind);
-  if (bytes <= CODEGEN_C_STACK_LIMIT) {
+  if (offset >= 0) {
+    sb_printf(sb, "%s *restrict %s = (%s *)(loom_local_mem + %lld);\n", ty, name, ty, (long long)offset);
+  } else if (bytes <= CODEGEN_C_STACK_LIMIT) {
     sb_printf(sb, "%s %s[%lld] __attribute__((aligned(64)));\n", ty, name, (long long)(n > 0 ? n : 1));
   } else if (cg->parallel_depth > 0) {
     /* One workspace slice would be shared by all threads of the loop. */
@@ -328,7 +332,7 @@ static void emit_allocate(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
   if (!alloc_elems(cg, b, &n)) return;
   sb_indent(sb, ind);
   sb_puts(sb, "{\n");
-  declare_allocation(cg, sb, b, n, s->alloc.body, ind + 1);
+  declare_allocation(cg, sb, b, n, s->alloc.body, s->alloc.offset, ind + 1);
   int saved = cg->scope.n;
   scope_push(cg, b);
   emit_stmt(cg, sb, s->alloc.body, ind + 1);
@@ -588,6 +592,18 @@ loom_status codegen_c_func(StrBuf *out, const PrimFunc *f, LoomError *err) {
   for (int i = 0; i < f->n_params && cg.status == LOOM_OK; i++) {
     emit_param(&cg, &params, i);
     scope_push(&cg, f->params[i]);
+  }
+  int64_t local_bytes = tir_local_plan_bytes(f);
+  if (local_bytes > 0) { /* its local memory (tir_plan_local_mem): the project's, or a slice of the workspace */
+    sb_printf(&body,
+              "  /* local memory plan: %lld of local_mem=%lld bytes */\n"
+              "#ifdef LOOM_LOCAL_MEM_BASE\n"
+              "  char *const loom_local_mem = (char *)(LOOM_LOCAL_MEM_BASE);\n"
+              "#else\n"
+              "  char *const loom_local_mem = (char *)env->workspace + %zu;\n"
+              "#endif\n",
+              (long long)local_bytes, (long long)f->local_mem_bytes, cg.workspace_bytes);
+    cg.workspace_bytes += ((size_t)local_bytes + 63) / 64 * 64;
   }
   if (f->dma_tickets > 0) { /* the tickets of its copies in flight (PrimFunc.dma_tickets) */
     cg_put_helper(&cg, "loom_dma", k_dma_default);

@@ -191,7 +191,8 @@ static bool eq_stmt(Eq *q, const Stmt *x, const Stmt *y) {
              eq_stmt(q, x->if_.else_s, y->if_.else_s);
     case STMT_EVALUATE: return eq_expr(q, x->eval.value, y->eval.value);
     case STMT_ALLOCATE:
-      return eq_buffer_decl(q, x->alloc.buffer, y->alloc.buffer) && eq_stmt(q, x->alloc.body, y->alloc.body);
+      return x->alloc.offset == y->alloc.offset && eq_buffer_decl(q, x->alloc.buffer, y->alloc.buffer) &&
+             eq_stmt(q, x->alloc.body, y->alloc.body);
     case STMT_DMA:
       return x->dma.dir == y->dma.dir && eq_expr(q, x->dma.dst, y->dma.dst) && eq_expr(q, x->dma.src, y->dma.src) &&
              eq_expr(q, x->dma.row_elems, y->dma.row_elems) && eq_expr(q, x->dma.rows, y->dma.rows) &&

@@ -319,11 +319,17 @@ static const Stmt *parse_stmt_inner(TextParser *p) {
     parse_advance(p);
     Buffer *b = parse_buffer_decl(p);
     if (!b) return NULL;
+    int64_t offset = -1;
+    if (parse_is_word(p, "at")) { /* `at(N)`: placed in the local memory (tir_plan_local_mem) */
+      parse_advance(p);
+      if (!parse_expect(p, "(") || !parse_small_int(p, 0, (int64_t)1 << 40, &offset) || !parse_expect(p, ")"))
+        return NULL;
+    }
     int saved = p->n_syms;
     parse_scope_push_buffer(p, b);
     const Stmt *body = parse_braced(p);
     p->n_syms = saved;
-    return body ? stmt_allocate(p->a, b, body) : NULL;
+    return body ? stmt_allocate_at(p->a, b, body, offset) : NULL;
   }
   if (parse_is_word(p, "dma_get") || parse_is_word(p, "dma_put") || parse_is_word(p, "dma_get_async") ||
       parse_is_word(p, "dma_put_async"))

@@ -431,6 +431,7 @@ static void print_stmt(Printer *p, const Stmt *s, int indent) {
       const char *name = fresh_name(p, s->alloc.buffer->name);
       sb_puts(sb, "allocate ");
       print_buffer_decl(p, s->alloc.buffer, name);
+      if (s->alloc.offset >= 0) sb_printf(sb, " at(%lld)", (long long)s->alloc.offset);
       sb_puts(sb, " {\n");
       const char *old = install(p, s->alloc.buffer, name);
       print_body(p, s->alloc.body, indent + 1);

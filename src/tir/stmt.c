@@ -101,9 +101,14 @@ const Stmt *stmt_nop(Arena *a) {
 }
 
 const Stmt *stmt_allocate(Arena *a, const Buffer *b, const Stmt *body) {
+  return stmt_allocate_at(a, b, body, -1);
+}
+
+const Stmt *stmt_allocate_at(Arena *a, const Buffer *b, const Stmt *body, int64_t offset) {
   Stmt *s = stmt_node(a, STMT_ALLOCATE);
   s->alloc.buffer = b;
   s->alloc.body = body;
+  s->alloc.offset = offset;
   return s;
 }
 
@@ -356,7 +361,7 @@ const Stmt *mutate_stmt_children(Mutator *m, const Stmt *s) {
     case STMT_ALLOCATE: {
       const Stmt *body = mutate_stmt(m, s->alloc.body);
       if (body == s->alloc.body) return s;
-      return stmt_allocate(a, s->alloc.buffer, body);
+      return stmt_allocate_at(a, s->alloc.buffer, body, s->alloc.offset);
     }
     case STMT_DMA: {
       const Expr *dst = mutate_expr(m, s->dma.dst), *src = mutate_expr(m, s->dma.src);

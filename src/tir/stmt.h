@@ -106,6 +106,10 @@ struct Stmt {
     struct {
       const Buffer *buffer;
       const Stmt *body;
+      /* A `local` buffer of a scratchpad kernel placed by
+       * tir_plan_local_mem: its byte offset in the kernel's local memory
+       * (text `allocate T: f32[8] local at(64) {`); -1 otherwise. */
+      int64_t offset;
     } alloc;
     /* rows x row_elems elements from src to dst: row r starts at
      * src + r * src_stride and dst + r * dst_stride (elements). dst and src
@@ -173,6 +177,8 @@ const Stmt *stmt_seq2(Arena *a, const Stmt *x, const Stmt *y);
 const Stmt *stmt_if(Arena *a, const Expr *cond, const Stmt *then_s, const Stmt *else_s);
 const Stmt *stmt_nop(Arena *a);
 const Stmt *stmt_allocate(Arena *a, const Buffer *b, const Stmt *body);
+/* An allocation placed at byte `offset` of the local memory (-1: none). */
+const Stmt *stmt_allocate_at(Arena *a, const Buffer *b, const Stmt *body, int64_t offset);
 /* dst and src: scalar loads of 1-d buffers (the first elements copied). */
 const Stmt *stmt_dma(Arena *a, DmaDir dir, const Expr *dst, const Expr *src, const Expr *row_elems, const Expr *rows,
                      const Expr *dst_stride, const Expr *src_stride);

@@ -108,6 +108,20 @@ DEFERRED_HOOKS = r"""
 #include "PREFIX_dma.h"
 static long long starts, waits, bytes;
 static void report(void) { fprintf(stderr, "dma starts %lld waits %lld bytes %lld\n", starts, waits, bytes); }
+#ifdef SPM_BYTES
+/* The board's local memory (-DPREFIX_LOCAL_MEM_BASE=PREFIX_spm): every
+ * local end of a copy must lie in it. */
+char PREFIX_spm[SPM_BYTES] __attribute__((aligned(64)));
+static const void *local_end(const void *p, size_t extent) {
+  if ((const char *)p < PREFIX_spm || (const char *)p + extent > PREFIX_spm + SPM_BYTES) {
+    fprintf(stderr, "local end %p outside the local memory\n", p);
+    exit(4);
+  }
+  return p;
+}
+#else
+static const void *local_end(const void *p, size_t extent) { (void)extent; return p; }
+#endif
 static void copy_rows(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
   for (size_t r = 0; r < rows; ++r) memcpy((char *)dst + r * ds, (const char *)src + r * ss, row);
 }
@@ -118,23 +132,28 @@ static void start(PREFIX_dma_ticket *t, void *dst, const void *src, size_t row, 
   for (size_t r = 0; r < rows; ++r) /* poison: all-ones bytes are a NaN */
     memset((char *)dst + r * ds, 0xff, row);
 }
-void PREFIX_dma_get(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
-void PREFIX_dma_put(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+#define EXTENT(row, rows, stride) ((rows) ? ((rows) - 1) * (stride) + (row) : 0)
+void PREFIX_dma_get(void *dst, const void *src, size_t n) { memcpy((void *)local_end(dst, n), src, n); }
+void PREFIX_dma_put(void *dst, const void *src, size_t n) { memcpy(dst, local_end(src, n), n); }
 void PREFIX_dma_get2d(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
-  copy_rows(dst, src, row, rows, ds, ss);
+  copy_rows((void *)local_end(dst, EXTENT(row, rows, ds)), src, row, rows, ds, ss);
 }
 void PREFIX_dma_put2d(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
-  copy_rows(dst, src, row, rows, ds, ss);
+  copy_rows(dst, local_end(src, EXTENT(row, rows, ss)), row, rows, ds, ss);
 }
-void PREFIX_dma_get_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t n) { start(t, dst, src, n, 1, n, n); }
-void PREFIX_dma_put_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t n) { start(t, dst, src, n, 1, n, n); }
+void PREFIX_dma_get_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t n) {
+  start(t, (void *)local_end(dst, n), src, n, 1, n, n);
+}
+void PREFIX_dma_put_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t n) {
+  start(t, dst, local_end(src, n), n, 1, n, n);
+}
 void PREFIX_dma_get2d_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t row, size_t rows, size_t ds,
                             size_t ss) {
-  start(t, dst, src, row, rows, ds, ss);
+  start(t, (void *)local_end(dst, EXTENT(row, rows, ds)), src, row, rows, ds, ss);
 }
 void PREFIX_dma_put2d_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t row, size_t rows, size_t ds,
                             size_t ss) {
-  start(t, dst, src, row, rows, ds, ss);
+  start(t, dst, local_end(src, EXTENT(row, rows, ss)), row, rows, ds, ss);
 }
 void PREFIX_dma_wait(PREFIX_dma_ticket *t) {
   if (!t->in_flight) { fprintf(stderr, "wait without a copy in flight\n"); exit(3); }
@@ -231,6 +250,8 @@ class ScratchpadTest(unittest.TestCase):
         c = self.ok("inspect", self.models["conv"][0], "--dump", "c", "--target-opt", LOCAL_MEM).stdout
         self.assertIn("loom_dma_get", c)
         self.assertIn("loom_dma_put", c)
+        self.assertIn("local memory plan: ", c)
+        self.assertIn("(loom_local_mem + ", c)
         self.assertNotIn("loom_dma_get", self.ok("inspect", self.models["conv"][0], "--dump", "c").stdout)
 
     # ---- loom export-c ----
@@ -279,15 +300,19 @@ class ScratchpadTest(unittest.TestCase):
         self.assertGreater(calls, 2)
         self.assertGreaterEqual(nbytes, 4 * (16 * 20 * 20 + 16 * 10 * 10))
 
-    def build_deferred(self, model, cc=CC):
-        """The dma=double project of `model` built with the deferred-copy engine (-DMODEL_DMA_EXTERNAL)."""
+    def build_deferred(self, model, cc=CC, spm=False):
+        """The dma=double project of `model` built with the deferred-copy engine (-DMODEL_DMA_EXTERNAL);
+        with spm, its local buffers placed in a 16 KiB array of the test's (-DMODEL_LOCAL_MEM_BASE),
+        which every copy's local end must lie in."""
         proj = self.export(model, "--target-opt", LOCAL_MEM + ",dma=double")
-        for name, text in ((model + "_dma.h", DEFERRED_HEADER), ("deferred_hooks.c", DEFERRED_HOOKS)):
+        for name, text in ((model + "_dma.h", DEFERRED_HEADER), ("deferred_hooks.c", DEFERRED_HOOKS),
+                           ("spm.h", "extern char PREFIX_spm[];" + chr(10))):
             with open(os.path.join(proj, name), "w") as f:
                 f.write(text.replace("PREFIX", model))
-        exe = "deferred_main_" + os.path.basename(cc)
-        self.run_cmd([cc, "-std=c11", "-O2", f"-D{model.upper()}_DMA_EXTERNAL", "-I.", "-o", exe, "example_main.c",
-                      model + ".c", model + "_weights.c", "deferred_hooks.c", "-lm"], cwd=proj)
+        exe = "deferred_main_" + os.path.basename(cc) + ("_spm" if spm else "")
+        flags = ["-DSPM_BYTES=16384", f"-D{model.upper()}_LOCAL_MEM_BASE={model}_spm", "-include", "spm.h"] if spm else []
+        self.run_cmd([cc, "-std=c11", "-O2", f"-D{model.upper()}_DMA_EXTERNAL", "-I.", *flags, "-o", exe,
+                      "example_main.c", model + ".c", model + "_weights.c", "deferred_hooks.c", "-lm"], cwd=proj)
         return proj, exe
 
     def test_export_deferred_async_dma(self):
@@ -304,6 +329,18 @@ class ScratchpadTest(unittest.TestCase):
             starts, waits = int(fields[fields.index("starts") + 1]), int(fields[fields.index("waits") + 1])
             self.assertGreater(starts, 2)
             self.assertEqual(starts, waits)
+
+    def test_export_local_memory_base(self):
+        """-DPREFIX_LOCAL_MEM_BASE places every local buffer in the project's local memory."""
+        for model in self.models:
+            proj, exe = self.build_deferred(model, spm=True)
+            with open(os.path.join(proj, model + ".c")) as f:
+                src = f.read()
+            self.assertIn(f"#define LOOM_LOCAL_MEM_BASE {model.upper()}_LOCAL_MEM_BASE", src)
+            plans = [int(x.split()[0]) for x in src.split("local memory plan: ")[1:]]
+            self.assertTrue(plans, "no kernel has a local memory plan")
+            self.assertTrue(all(0 < p <= 16384 for p in plans), plans)
+            self.check_project_output(proj, model, exe=exe)
 
     def test_export_aarch64_under_qemu(self):
         cc, qemu = "aarch64-linux-gnu-gcc", "qemu-aarch64"
