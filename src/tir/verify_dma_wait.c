@@ -200,7 +200,9 @@ static bool disjoint(WaitCheck *w, const Expr *lo, const Expr *hi, const InFligh
   if (prove_disjoint(w, lo, hi, x->lo, x->hi)) return true;
   for (int k = w->n_loops - 1; k >= 0; k--) {
     const LoopRange *l = &w->loops[k];
-    if (l->extent < 2) continue;
+    if (l->extent < 2 || !(expr_uses_var(lo, l->var) || expr_uses_var(hi, l->var) || expr_uses_var(x->lo, l->var) ||
+                           expr_uses_var(x->hi, l->var)))
+      continue; /* a split of a variable neither range reads proves nothing new */
     const Expr *j = expr_var(w->a, "parity", l->var->dtype);
     arith_bind_const_range(w->az, j, 0, (l->extent + 1) / 2);
     bool both = true;
