@@ -160,7 +160,7 @@ static const Expr *keep_expr_cb(Mutator *m, const Expr *e) {
  * slot(v) = floormod(v - m, 2) x size, t(v) = t0 + slot(v) x per_slot.
  * Tile i+1's copy is started before tile i is computed, into the other
  * half, and tile i's is waited for right before the first statement that
- * reads it, so a DMA engine copies while the core computes. Every start
+ * uses it, so a DMA engine copies while the core computes. Every start
  * has its own ticket (PrimFunc.dma_tickets): a get inside loops takes one
  * per iteration, each slot its own. Applies to a serial loop of constant
  * extent >= 2
@@ -236,7 +236,8 @@ static int64_t tickets_of(const Stmt *s) {
 static const Stmt *with_ticket(DmaCtx *c, const Stmt *s, const Expr *first, bool wait) {
   if (s->kind == STMT_FOR) {
     int64_t per = tickets_of(s->loop.body);
-    const Expr *at = expr_add(c->a, first, expr_mul(c->a, expr_sub(c->a, s->loop.var, s->loop.min), expr_i64(c->a, per)));
+    const Expr *iter = expr_sub(c->a, s->loop.var, s->loop.min);
+    const Expr *at = expr_add(c->a, first, expr_mul(c->a, iter, expr_i64(c->a, per)));
     const Stmt *body = with_ticket(c, s->loop.body, at, wait);
     return stmt_for(c->a, s->loop.var, s->loop.min, s->loop.extent, s->loop.kind, body);
   }
@@ -340,17 +341,20 @@ static const Stmt *double_buffer_loop(DmaCtx *c, const Stmt *loop) {
   for (int i = 0; i < lead; i++) {
     const Expr *t0 = expr_i64(a, base + offset[i]);
     const Expr *t_next = expr_add(a, t0, expr_mul(a, slot_next, expr_i64(a, per_slot)));
-    VEC_PUSH(a, prologue, with_ticket(c, rebase(c, stmt_substitute(a, items[i], &at_first), &r, sizes, expr_i64(a, 0)), t0, false));
-    VEC_PUSH(a, prefetch,
-             with_ticket(c, rebase(c, stmt_substitute(a, items[i], &at_next), &r, sizes, slot_next), t_next, false));
+    const Stmt *tile_first = rebase(c, stmt_substitute(a, items[i], &at_first), &r, sizes, expr_i64(a, 0));
+    const Stmt *tile_next = rebase(c, stmt_substitute(a, items[i], &at_next), &r, sizes, slot_next);
+    VEC_PUSH(a, prologue, with_ticket(c, tile_first, t0, false));
+    VEC_PUSH(a, prefetch, with_ticket(c, tile_next, t_next, false));
   }
-  VEC_PUSH(a, body, stmt_if(a, expr_lt(a, var, expr_i64(a, mn + ext - 1)), stmt_seq(a, prefetch.items, prefetch.n), NULL));
+  const Expr *not_last = expr_lt(a, var, expr_i64(a, mn + ext - 1));
+  VEC_PUSH(a, body, stmt_if(a, not_last, stmt_seq(a, prefetch.items, prefetch.n), NULL));
   /* Each tile is waited for right before the first statement that uses
    * its buffer (at the end when none does: its ticket is reused). */
   bool waited[MAX_DB * 4] = {false};
   for (int j = lead; j <= n_items; j++) {
     for (int i = 0; i < lead; i++) {
-      if (waited[i] || (j < n_items && !transform_stmt_touches_buffer(items[j], leading_get(items[i])->dma.dst->load.buffer))) continue;
+      const Buffer *tile = leading_get(items[i])->dma.dst->load.buffer;
+      if (waited[i] || (j < n_items && !transform_stmt_touches_buffer(items[j], tile))) continue;
       const Expr *t_now = expr_add(a, expr_i64(a, base + offset[i]), expr_mul(a, slot_now, expr_i64(a, per_slot)));
       VEC_PUSH(a, body, with_ticket(c, rebase(c, items[i], &r, sizes, slot_now), t_now, true));
       waited[i] = true;
