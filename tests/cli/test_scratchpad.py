@@ -37,17 +37,21 @@ def save(path, nodes, inputs, outputs, inits):
 
 
 def make_conv(path, rng):
-    """Two 3x3 convs (bias, Relu; the second strided) and a residual-free MaxPool."""
+    """Two 3x3 convs (bias, Relu; the second strided) around a depthwise 3x3 conv, and a MaxPool: every
+    kernel but the layout transforms staged through the local memory."""
     w1 = rng.standard_normal((16, 8, 3, 3)).astype(np.float32) * 0.2
     b1 = rng.standard_normal((16,)).astype(np.float32) * 0.1
+    wd = rng.standard_normal((16, 1, 3, 3)).astype(np.float32) * 0.3
     w2 = rng.standard_normal((16, 16, 3, 3)).astype(np.float32) * 0.1
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),
-             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Conv", ["r1", "wd"], ["d1"], pads=[1, 1, 1, 1], group=16),
+             helper.make_node("Conv", ["d1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
              helper.make_node("MaxPool", ["c2"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
     save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 20, 20])],
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 5, 5])],
-         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(w2, "w2")])
+         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(wd, "wd"),
+          numpy_helper.from_array(w2, "w2")])
     return {"x": rng.standard_normal((1, 8, 20, 20)).astype(np.float32)}
 
 
@@ -252,6 +256,10 @@ class ScratchpadTest(unittest.TestCase):
         self.assertIn("loom_dma_put", c)
         self.assertIn("local memory plan: ", c)
         self.assertIn("(loom_local_mem + ", c)
+        # the convs, the depthwise conv and the pooling each stage their tiles (not the layout transforms)
+        kernels = c.split("\nint32_t k")[1:]
+        staged = sorted(k.split("(")[0].split("_", 1)[1] for k in kernels if "local memory plan" in k)
+        self.assertEqual(staged, ["convnchwc", "convnchwc", "convnchwc", "maxpoolnchwc"])
         self.assertNotIn("loom_dma_get", self.ok("inspect", self.models["conv"][0], "--dump", "c").stdout)
 
     # ---- loom export-c ----

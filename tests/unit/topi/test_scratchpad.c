@@ -209,6 +209,41 @@ static void test_conv(void **state) {
   }
 }
 
+/* A depthwise conv and a max pool (the depthwise_conv2d_nchwc and pool2d
+ * rules stage through local memory too), sync and double-buffered: the
+ * results, every output element out once, every get waited for. */
+static void check_staged(PrimFunc *f, const char *block, int64_t out_elems, bool double_buffer) {
+  Arena *a = arena_new();
+  Target t = scratchpad_target(4096, double_buffer);
+  Schedule *s;
+  const PrimFunc *low = schedule_and_lower(a, f, block, &t, &s);
+  TirDmaStats st;
+  interpret_both(f, low, &st);
+  assert_true(st.gets > 0);
+  assert_int_equal(st.put_bytes, 4 * out_elems);
+  assert_int_equal(st.waits, low->dma_tickets > 0 ? st.gets : 0);
+  assert_true(tir_local_plan_bytes(low) > 0 && tir_local_plan_bytes(low) <= 4096);
+  compiled_matches(a, f, sch_func(s));
+  sch_free(s);
+  arena_free(a);
+}
+
+static void test_depthwise_and_pool(void **state) {
+  (void)state;
+  for (int db = 0; db < 2; db++) {
+    Arena *a = arena_new();
+    LoomError err = {0};
+    OpfuncConv2d dw = {1, 16, 14, 14, 16, 3, 3, 1, 1};
+    PrimFunc *f = opfunc_depthwise_conv2d_nchw(a, &dw, &err);
+    if (!f) fail_msg("%s", err.msg);
+    check_staged(f, "depthwise_conv2d", 16 * 14 * 14, db);
+    PrimFunc *g = opfunc_pool2d(a, TOPI_POOL_MAX, 1, 16, 12, 12, 2, 2, 0, false, &err);
+    if (!g) fail_msg("%s", err.msg);
+    check_staged(g, "pool", 16 * 6 * 6, db);
+    arena_free(a);
+  }
+}
+
 /* Too small for even a one-element tile of each: refused, nothing fits. */
 static void test_too_small(void **state) {
   (void)state;
@@ -251,6 +286,7 @@ int main(void) {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_matmul_double_buffered),
       cmocka_unit_test(test_conv),
+      cmocka_unit_test(test_depthwise_and_pool),
       cmocka_unit_test(test_too_small),
       cmocka_unit_test(test_random_decisions_fit),
   };
