@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Model latency, Loom against ONNX Runtime, side by side in one run.
 
-usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [--target NAME] [--records FILE] [name ...]
+usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [--target NAME] [--records FILE]
+                    [--variants native,dnnl,cblas,...] [name ...]
        (default models: resnet18 resnet50 mobilenet_v2 bert_base_like)
 
 For each model (exported with scripts/export-zoo when missing; batch 1, its
@@ -15,7 +16,11 @@ which goes first alternating; a block's first runs, for 0.15 s, untimed),
   Loom  the artifact loaded through the runtime library (bench/loom_rt.py,
         build/libloomrt.so), T threads
 ms = median of each side's block medians; ratio = median of the per-round
-ratios; err = Loom's largest error against ORT's outputs (the bench refuses to
+ratios; --variants times several Loom artifacts of each model in the same
+rotation: `native` is Loom alone, any other variant names the back ends of
+`loom compile --byoc` joined by '+' (dnnl, cblas, dnnl+cblas, PATH.so), so
+one table holds Loom native, Loom + each back end and ORT; err = each Loom
+artifact's largest error against ORT's outputs (the bench refuses to
 report a model whose err is over 1e-3). Prints a markdown table (ratio =
 ORT ms / Loom ms, > 1 means Loom is faster) and the compile times, writes
 them to build/bench/models-<date>.md, and exits 1 when any model failed (its
@@ -110,33 +115,39 @@ def block_ms(fn, runs):
     return statistics.median(times)
 
 
-def side_by_side(sess, model, x, repeat, warmup):
-    """ORT and Loom in one process, in alternating blocks of a few runs
-    (which goes first alternates), so that a shared machine's speed, which
-    drifts by tens of percent within seconds, hits both alike. Returns
-    (ORT ms, Loom ms, ratio, err): the medians of each side's block
-    medians, the median of the per-round ratios ORT/Loom, and Loom's
-    largest error against ORT's outputs, max|loom - ort| / max(1, max|ort|)."""
+def side_by_side(sess, models, x, repeat, warmup):
+    """ORT and each Loom artifact in one process, in alternating blocks of a
+    few runs (the order rotates each round), so that a shared machine's
+    speed, which drifts by tens of percent within seconds, hits all alike.
+    Returns (ORT ms, [(Loom ms, ratio, err)] per model): the medians of each
+    side's block medians, the median of the per-round ratios ORT/Loom, and
+    Loom's largest error against ORT's outputs, max|loom - ort| / max(1, max|ort|)."""
     name = sess.get_inputs()[0].name
     feed = {name: x}
-    model.set_input(name, x)
+    for m in models:
+        m.set_input(name, x)
     for _ in range(warmup):
         sess.run(None, feed)
-        model.run()
+        for m in models:
+            m.run()
     want = sess.run(None, feed)
-    model.run()
-    err = max(float(np.max(np.abs(g.astype(np.float64) - w)) / max(1.0, float(np.max(np.abs(w)))))
-              for g, w in zip(model.outputs(), want))
+    errs = []
+    for m in models:
+        m.run()
+        errs.append(max(float(np.max(np.abs(g.astype(np.float64) - w)) / max(1.0, float(np.max(np.abs(w)))))
+                        for g, w in zip(m.outputs(), want)))
     rounds = max(5, repeat // 3)
     per = max(3, -(-repeat // rounds))
-    ort_ms, loom_ms = [], []
+    ort_ms, loom_ms = [], [[] for _ in models]
+    sides = [lambda: ort_ms.append(block_ms(lambda: sess.run(None, feed), per))]
+    sides += [lambda m=m, out=out: out.append(block_ms(m.run, per)) for m, out in zip(models, loom_ms)]
     for i in range(rounds):
-        sides = [lambda: ort_ms.append(block_ms(lambda: sess.run(None, feed), per)),
-                 lambda: loom_ms.append(block_ms(model.run, per))]
-        for side in sides if i % 2 == 0 else sides[::-1]:
+        k = i % len(sides)
+        for side in sides[k:] + sides[:k]:
             side()
-    ratios = [o / lo for o, lo in zip(ort_ms, loom_ms)]
-    return statistics.median(ort_ms), statistics.median(loom_ms), statistics.median(ratios), err
+    return statistics.median(ort_ms), [
+        (statistics.median(ms), statistics.median([o / lo for o, lo in zip(ort_ms, ms)]), e)
+        for ms, e in zip(loom_ms, errs)]
 
 
 def loom_target(loom, target):
@@ -165,6 +176,66 @@ def fmt_ms(v):
     return f"{v:.2f}" if isinstance(v, float) else v
 
 
+def variant_flags(v):
+    """loom compile's flags for a variant: native, or back ends joined by '+'."""
+    return [] if v == "native" else ["--byoc", ",".join(v.split("+"))]
+
+
+def compile_variant(loom, onnx_path, artifact, variant, a, work):
+    print(f"-- {os.path.basename(artifact)}: loom compile", file=sys.stderr, flush=True)
+    flags = (["--target", a.target] if a.target else []) + variant_flags(variant)
+    flags += ["--records", os.path.abspath(a.records)] if a.records else []
+    # an empty kernel cache: the compile time is a cold one
+    with tempfile.TemporaryDirectory(dir=work) as cache:
+        t0 = time.perf_counter()
+        run([loom, "compile", onnx_path, "-o", artifact, *flags], "loom compile", a.timeout,
+            env=dict(os.environ, LOOM_CACHE_DIR=cache))
+        return f"{time.perf_counter() - t0:.1f}"
+
+
+def time_model(onnx_path, artifacts, x, t, a):
+    """One model at t threads: (ORT ms, [(Loom ms, ratio, err)] per variant),
+    a cell holding "FAILED: ..." where a side failed."""
+    try:
+        sess = ort_session(onnx_path, t)
+    except Exception as e:  # noqa: BLE001 - ORT failures are reported, not raised
+        return f"FAILED: {first_error_line(str(e))}", [("-", "-", "-")] * len(artifacts)
+    loaded, cells = [], []
+    try:
+        for art in artifacts:
+            if isinstance(art, Failed):
+                cells.append((f"FAILED: {art}", "-", "-"))
+                continue
+            try:
+                loaded.append(Model(art, t))
+                cells.append(None)
+            except LoomError as e:
+                cells.append((f"FAILED: {first_error_line(str(e))}", "-", "-"))
+        if not loaded:
+            feed = {sess.get_inputs()[0].name: x}
+            return block_ms(lambda: sess.run(None, feed), a.repeat), cells
+        ort_ms, timed = side_by_side(sess, loaded, x, a.repeat, a.warmup)
+    except LoomError as e:
+        return "-", [c or (f"FAILED: {first_error_line(str(e))}", "-", "-") for c in cells]
+    except Exception as e:  # noqa: BLE001
+        return f"FAILED: {first_error_line(str(e))}", [c or ("-", "-", "-") for c in cells]
+    finally:
+        for m in loaded:
+            m.close()
+    it = iter(timed)
+    out = []
+    for c in cells:
+        if c is not None:
+            out.append(c)
+            continue
+        ms, r, e = next(it)
+        if e > MAX_ERR:
+            out.append((f"FAILED: Loom's outputs differ from ORT's by {e:.1e} (> {MAX_ERR})", "-", f"{e:.1e}"))
+        else:
+            out.append((ms, f"{r:.2f}", f"{e:.1e}"))
+    return ort_ms, out
+
+
 def main():
     ap = argparse.ArgumentParser(prog="bench/models", description="Loom vs ONNX Runtime latency on the model zoo")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
@@ -174,6 +245,9 @@ def main():
     ap.add_argument("--target", default=None,
                     help="loom compile --target (e.g. x86_64-avx2 on an AVX-512 host; ORT still uses every ISA it finds)")
     ap.add_argument("--records", default=None, help="loom compile --records (tuning records from loom tune)")
+    ap.add_argument("--variants", default="native",
+                    help="comma-separated Loom variants timed side by side: native, or --byoc back ends "
+                         "joined by '+' (e.g. native,dnnl,cblas,dnnl+cblas; default native)")
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     a = ap.parse_args()
     try:
@@ -181,6 +255,9 @@ def main():
         assert threads and min(threads) >= 1 and a.repeat >= 1 and a.warmup >= 0
     except (ValueError, AssertionError):
         ap.error(f"--threads {a.threads!r} / --repeat / --warmup: expected counts >= 1 like 1,2")
+    variants = a.variants.split(",")
+    if not all(variants) or len(set(variants)) != len(variants):
+        ap.error(f"--variants {a.variants!r}: expected distinct names like native,dnnl,cblas")
     loom = os.environ.get("LOOM", os.path.join(ROOT, "build", "tools", "loom"))
     model_dir = os.path.abspath(os.environ.get("LOOM_MODEL_DIR", os.path.join(ROOT, "models")))
     os.environ["LOOM_MODEL_DIR"] = model_dir
@@ -194,59 +271,30 @@ def main():
             x = np.load(input_path)
         except Failed as e:
             failed = True
-            rows += [(name, t, f"FAILED: {e}", "-", "-", "-") for t in threads]
-            compile_rows.append((name, "-"))
+            rows += [(name, t, f"FAILED: {e}", [("-", "-", "-")] * len(variants)) for t in threads]
+            compile_rows.append((name, ["-"] * len(variants)))
             continue
-        artifact = os.path.join(work, name + ".loom")
-        loom_err = None
-        try:
-            if not os.access(loom, os.X_OK):
-                raise Failed(f"no loom binary at {loom} (build: cmake --build build --target loom)")
-            print(f"-- {name}: loom compile", file=sys.stderr, flush=True)
-            # an empty kernel cache: the compile time is a cold one
-            with tempfile.TemporaryDirectory(dir=work) as cache:
-                t0 = time.perf_counter()
-                target = ["--target", a.target] if a.target else []
-                target += ["--records", os.path.abspath(a.records)] if a.records else []
-                run([loom, "compile", onnx_path, "-o", artifact, *target], "loom compile", a.timeout,
-                    env=dict(os.environ, LOOM_CACHE_DIR=cache))
-                compile_rows.append((name, f"{time.perf_counter() - t0:.1f}"))
-        except Failed as e:
-            loom_err = f"FAILED: {e}"
-            compile_rows.append((name, loom_err))
+        artifacts, secs = [], []
+        for v in variants:
+            suffix = "" if v == "native" else "." + "+".join(os.path.basename(b).replace(".so", "")
+                                                             for b in v.split("+"))
+            artifact = os.path.join(work, name + suffix + ".loom")
+            try:
+                if not os.access(loom, os.X_OK):
+                    raise Failed(f"no loom binary at {loom} (build: cmake --build build --target loom)")
+                secs.append(compile_variant(loom, onnx_path, artifact, v, a, work))
+                artifacts.append(artifact)
+            except Failed as e:
+                secs.append(f"FAILED: {e}")
+                artifacts.append(e)
+        compile_rows.append((name, secs))
         for t in threads:
             print(f"-- {name}: {t} thread(s)", file=sys.stderr, flush=True)
-            ort_ms, loom_ms, ratio, err = "-", loom_err, "-", "-"
-            try:
-                sess = ort_session(onnx_path, t)
-            except Exception as e:  # noqa: BLE001 - ORT failures are reported, not raised
-                sess, ort_ms = None, f"FAILED: {first_error_line(str(e))}"
-            if sess is not None and loom_ms is None:
-                model = None
-                try:
-                    model = Model(artifact, t)
-                    ort_ms, loom_ms, r, e = side_by_side(sess, model, x, a.repeat, a.warmup)
-                    err = f"{e:.1e}"
-                    if e > MAX_ERR:
-                        loom_ms = f"FAILED: Loom's outputs differ from ORT's by {e:.1e} (> {MAX_ERR})"
-                    else:
-                        ratio = f"{r:.2f}"
-                except LoomError as e:
-                    loom_ms = f"FAILED: {first_error_line(str(e))}"
-                except Exception as e:  # noqa: BLE001
-                    ort_ms = f"FAILED: {first_error_line(str(e))}"
-                finally:
-                    if model is not None:
-                        model.close()
-            elif sess is not None:
-                try:
-                    feed = {sess.get_inputs()[0].name: x}
-                    ort_ms = block_ms(lambda: sess.run(None, feed), a.repeat)
-                except Exception as e:  # noqa: BLE001
-                    ort_ms = f"FAILED: {first_error_line(str(e))}"
-            failed |= not (isinstance(ort_ms, float) and isinstance(loom_ms, float))
-            rows.append((name, t, fmt_ms(ort_ms), fmt_ms(loom_ms), ratio, err))
+            ort_ms, cells = time_model(onnx_path, artifacts, x, t, a)
+            failed |= not (isinstance(ort_ms, float) and all(isinstance(c[0], float) for c in cells))
+            rows.append((name, t, fmt_ms(ort_ms), [(fmt_ms(ms), r, e) for ms, r, e in cells]))
 
+    label = ["Loom" if v == "native" else f"Loom+{v}" for v in variants]
     report = [
         f"# bench/models, {datetime.datetime.now():%Y-%m-%d %H:%M}",
         "",
@@ -257,29 +305,31 @@ def main():
         f"max(1, max|ort|); loom: {loom}, target {a.target or 'host'} ({loom_target(loom, a.target)}); "
         f"schedules: {'tuned, records ' + a.records if a.records else 'the defaults'}",
         "",
-        "| model | threads | ORT ms | Loom ms | ORT/Loom | err |",
-        "|---|---|---|---|---|---|",
-        *(f"| {m} | {t} | {o} | {lo} | {r} | {e} |" for m, t, o, lo, r, e in rows),
+        "| model | threads | ORT ms | " + " | ".join(f"{lb} ms | ORT/{lb} | err" for lb in label) + " |",
+        "|---|---|---|" + "---|---|---|" * len(label),
+        *(f"| {m} | {t} | {o} | " + " | ".join(f"{ms} | {r} | {e}" for ms, r, e in cells) + " |"
+          for m, t, o, cells in rows),
         "",
         "ORT/Loom > 1 means Loom is faster.",
         "",
-        "| model | Loom compile s (default opt level) |",
-        "|---|---|",
-        *(f"| {m} | {c} |" for m, c in compile_rows),
+        "| model | " + " | ".join(f"{lb} compile s" for lb in label) + " |",
+        "|---|" + "---|" * len(label),
+        *(f"| {m} | " + " | ".join(c) + " |" for m, c in compile_rows),
     ]
     text = "\n".join(report) + "\n"
     print(text)
-    # One JSON line for scripts: per model and thread count, the medians and
-    # both ratios (null where a side failed).
+    # One JSON line for scripts: per model, thread count and variant, the
+    # medians and both ratios (null where a side failed).
     js = []
-    for m, t, o, lo, r, e in rows:
-        ok = r != "-"
-        js.append({"model": m, "threads": t, "ort_ms": float(o) if ok else None,
-                   "loom_ms": float(lo) if ok else None, "ort_over_loom": float(r) if ok else None,
-                   "loom_over_ort": round(1.0 / float(r), 4) if ok and float(r) > 0 else None,
-                   "max_err": float(e) if e != "-" else None})
+    for m, t, o, cells in rows:
+        for v, (lo, r, e) in zip(variants, cells):
+            ok = r != "-"
+            js.append({"model": m, "threads": t, "variant": v, "ort_ms": float(o) if ok else None,
+                       "loom_ms": float(lo) if ok else None, "ort_over_loom": float(r) if ok else None,
+                       "loom_over_ort": round(1.0 / float(r), 4) if ok and float(r) > 0 else None,
+                       "max_err": float(e) if e != "-" else None})
     print(json.dumps({"bench": "models", "target": a.target or "host", "records": a.records, "repeat": a.repeat,
-                      "onnxruntime": ort.__version__, "rows": js}))
+                      "variants": variants, "onnxruntime": ort.__version__, "rows": js}))
     out = os.path.join(ROOT, "build", "bench", f"models-{datetime.datetime.now():%Y-%m-%d-%H%M%S}.md")
     with open(out, "w") as f:
         f.write(text)

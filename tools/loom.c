@@ -11,7 +11,8 @@
  *   loom inspect MODEL.onnx|OUT.loom [--dump graph|partitioned|fused|tir|c|json] [--byoc ...]
  *            [--dump-before/--dump-after ...]
  *   loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64-...|aarch64|riscv64] [--records FILE]
- *            [--name PREFIX] [--weights embed|file] [--threads N] [--bench] [--force]   (docs/export.md)
+ *            [--name PREFIX] [--weights embed|file] [--threads N] [--bench] [--force]
+ *            [--input NAME=FILE ...]   (docs/export.md)
  *
  * --dump-before / --dump-after print the IR around the named passes: to
  * stderr for compile (stdout keeps its one "wrote" line), to stdout for
@@ -75,8 +76,9 @@ static const char k_usage[] =
     "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N] [--cost-model FILE]\n"
     "  loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512|\n"
     "           aarch64|riscv64] [--target-opt ...] [--records FILE] [--name PREFIX] [--weights embed|file]\n"
-    "           [--threads N] [--bench] [--force]\n"
-    "   (a dependency-free C project: PREFIX.h/.c, PREFIX_weights.c, Makefile, example_main.c)\n"
+    "           [--threads N] [--bench] [--force] [--input NAME=FILE ...]\n"
+    "   (a dependency-free C project: PREFIX.h/.c, PREFIX_weights.c, Makefile, example_main.c;\n"
+    "   --input: specialize as `loom run MODEL.onnx` does, values that decide shapes compiled in)\n"
     "  loom target [--target NAME] [--target-opt KEY=VALUE,...]   (what kernels are built for)\n"
     "  (targets: host or x86_64 = this machine; x86_64-sse2, x86_64-avx2, x86_64-avx512 =\n"
     "   the x86-64 baseline (128-bit vectors), x86-64-v3 (256-bit), x86-64-v4 (512-bit))\n"
@@ -247,6 +249,18 @@ typedef struct HeldTensor {
   bool is_npy;
 } HeldTensor;
 
+/* The value files given for an .onnx model's inputs (`loom run
+ * MODEL.onnx`, `loom export-c --input`), read into memory: vals[i] names a
+ * graph input of the model (or one with a default) and holds files[i]'s
+ * tensor; .pb data lives in graph's arena. */
+typedef struct InputValues {
+  Graph *graph;
+  HeldTensor *held;
+  loom_input_value *vals;
+  const char **files;
+  int n;
+} InputValues;
+
 typedef struct RunArgs {
   const char *model;
   const char **named_names, **named_files; /* --input NAME=FILE */
@@ -257,11 +271,8 @@ typedef struct RunArgs {
   bool output_pb; /* --output-format pb */
   bool specialized; /* an .onnx model compiled for these inputs: some may be compiled in */
   /* The input files specialize_onnx read, kept to bind them without reading
-   * them again (named held_names; .pb data in held_graph's arena). */
-  HeldTensor *held;
-  const char **held_names;
-  int num_held;
-  Graph *held_graph;
+   * them again. */
+  InputValues given;
   long repeat, threads;
   bool json, profile;
 } RunArgs;
@@ -313,13 +324,10 @@ static int parse_run_args(int argc, char **argv, RunArgs *a) {
   return 0;
 }
 
-static void held_free(HeldTensor *h);
+static void input_values_free(InputValues *iv);
 
 static void free_run_args(RunArgs *a) {
-  for (int i = 0; i < a->num_held; i++) held_free(&a->held[i]);
-  free(a->held);
-  free(a->held_names);
-  if (a->held_graph) graph_free(a->held_graph);
+  input_values_free(&a->given);
   for (int i = 0; i < a->num_named; i++) free((char *)a->named_names[i]);
   free(a->named_names);
   free(a->named_files);
@@ -373,12 +381,13 @@ static loom_status read_pb_input(Graph *g, const char *file, DLTensor *t, int64_
   return LOOM_OK;
 }
 
-static int hold_tensor(Graph *g, const char *file, HeldTensor *h) {
+/* what: the message's prefix (the command, and the input when known). */
+static int hold_tensor(const char *what, Graph *g, const char *file, HeldTensor *h) {
   LoomError err = {0};
   if (ends_with(file, ".pb")) {
-    if (read_pb_input(g, file, &h->t, h->shape, &err)) return fail(1, "run: %s", err.msg);
+    if (read_pb_input(g, file, &h->t, h->shape, &err)) return fail(1, "%s: %s", what, err.msg);
   } else {
-    if (npy_read(file, &h->npy, &err)) return fail(1, "run: %s", err.msg);
+    if (npy_read(file, &h->npy, &err)) return fail(1, "%s: %s", what, err.msg);
     h->is_npy = true;
     h->t = npy_as_tensor(&h->npy);
   }
@@ -393,7 +402,7 @@ static void held_free(HeldTensor *h) {
 static int bind_input(loom_model *m, int32_t index, const char *file) {
   Graph *g = graph_new("input");
   HeldTensor h = {0};
-  int rc = hold_tensor(g, file, &h);
+  int rc = hold_tensor("run", g, file, &h);
   if (!rc && loom_model_set_input(m, index, &h.t)) rc = fail(1, "run: %s (from \"%s\")", loom_model_error(m), file);
   held_free(&h);
   graph_free(g);
@@ -453,10 +462,10 @@ static int bind_inputs(loom_model *m, const RunArgs *a) {
                 dl_dtype_name(info.dtype), dl_shape_str(info.shape, info.ndim, sh, sizeof sh), info.name);
     } else {
       int h = -1;
-      for (int j = 0; j < a->num_held && h < 0; j++)
-        if (!strcmp(a->held_names[j], info.name)) h = j;
+      for (int j = 0; j < a->given.n && h < 0; j++)
+        if (!strcmp(a->given.vals[j].name, info.name)) h = j;
       if (h < 0) rc = bind_input(m, k, file[k]);
-      else if (loom_model_set_input(m, k, &a->held[h].t))
+      else if (loom_model_set_input(m, k, &a->given.held[h].t))
         rc = fail(1, "run: %s (from \"%s\")", loom_model_error(m), file[k]);
     }
   }
@@ -614,47 +623,80 @@ static cJSON *profile_report(loom_model *m, double run_ms_total, bool print, Tar
   return arr;
 }
 
+static void input_values_free(InputValues *iv) {
+  for (int i = 0; iv->held && i < iv->n; i++) held_free(&iv->held[i]);
+  free(iv->held);
+  free(iv->vals);
+  free(iv->files);
+  if (iv->graph) graph_free(iv->graph);
+  memset(iv, 0, sizeof *iv);
+}
+
+/* Reads the files given for model's inputs: positional ones take the
+ * model's inputs in order, then --input NAME=FILE ones. Each name must be
+ * an input of the model (or have a default there) and be given once; the
+ * messages (prefixed cmd) name the input and the file. */
+static int read_input_values(const char *cmd, const char *model, const char *const *positional, int num_positional,
+                             const char *const *named_names, const char *const *named_files, int num_named,
+                             InputValues *iv) {
+  LoomError err = {0};
+  memset(iv, 0, sizeof *iv);
+  if (!(iv->graph = graph_new("inputs"))) return fail(1, "out of memory");
+  Arena *arena = iv->graph->arena;
+  /* Only the input names: the compiler imports the model itself. */
+  const char **model_inputs = NULL, **defaults = NULL;
+  int n_model_inputs = onnx_input_names(model, arena, &model_inputs, &defaults, &err);
+  if (n_model_inputs < 0) return fail(1, "%s: %s", cmd, err.msg);
+  int n = num_positional + num_named;
+  iv->held = calloc((size_t)n + 1, sizeof *iv->held);
+  iv->vals = calloc((size_t)n + 1, sizeof *iv->vals);
+  iv->files = calloc((size_t)n + 1, sizeof *iv->files);
+  if (!iv->held || !iv->vals || !iv->files) return fail(1, "out of memory");
+  if (num_positional > n_model_inputs)
+    return fail(1, "%s: %d positional input files, but the model has %d inputs", cmd, num_positional, n_model_inputs);
+  for (int i = 0; i < n; i++) {
+    bool pos = i < num_positional;
+    const char *name = pos ? model_inputs[i] : named_names[i - num_positional];
+    const char *file = pos ? positional[i] : named_files[i - num_positional];
+    bool known = false;
+    for (int k = 0; k < n_model_inputs; k++) known |= !strcmp(model_inputs[k], name);
+    /* An input with a default (an initializer) is fed by name only; the
+     * given value replaces the default. */
+    for (int k = 0; !pos && defaults[k]; k++) known |= !strcmp(defaults[k], name);
+    if (!known) {
+      StrBuf names;
+      sb_init(&names);
+      for (int k = 0; k < n_model_inputs; k++) sb_printf(&names, "%s\"%s\"", k ? ", " : "", model_inputs[k]);
+      int rc = fail(1, "%s: --input %s=%s: the model has no input named \"%s\" (its inputs: %s)", cmd, name, file,
+                    name, n_model_inputs ? sb_cstr(&names) : "none");
+      sb_free(&names);
+      return rc;
+    }
+    for (int k = 0; k < iv->n; k++)
+      if (!strcmp(iv->vals[k].name, name))
+        return fail(1, "%s: input \"%s\" is given twice (\"%s\" and \"%s\")", cmd, name, iv->files[k], file);
+    char what[512];
+    snprintf(what, sizeof what, "%s: input \"%s\"", cmd, name);
+    if (hold_tensor(what, iv->graph, file, &iv->held[i])) return 1;
+    iv->vals[i] = (loom_input_value){arena_strdup(arena, name), &iv->held[i].t};
+    iv->files[i] = file;
+    iv->n = i + 1;
+  }
+  return 0;
+}
+
 /* `loom run MODEL.onnx`: compiles the model specialized to these inputs
  * (their shapes, and the values of those that decide shapes; see
  * src/compile/specialize.c) into a temporary artifact at out, and turns
  * positional files into named ones (a compiled-in input leaves the
  * artifact, so positions would shift). */
 static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
-  LoomError err = {0};
-  Graph *hg = graph_new("inputs");
-  if (!hg) return fail(1, "out of memory");
-  /* Only the input names: the compiler imports the model itself. */
-  const char **model_inputs = NULL, **defaults = NULL;
-  int n_model_inputs = onnx_input_names(a->model, hg->arena, &model_inputs, &defaults, &err);
-  if (n_model_inputs < 0) {
-    graph_free(hg);
-    return fail(1, "run: %s", err.msg);
-  }
-  int rc = 0, n = a->num_positional + a->num_named;
-  HeldTensor *held = calloc((size_t)n + 1, sizeof *held);
-  loom_input_value *vals = calloc((size_t)n + 1, sizeof *vals);
-  const char **names = calloc((size_t)n + 1, sizeof *names);
-  if (!held || !vals || !names) rc = fail(1, "out of memory");
-  if (!rc && a->num_positional > n_model_inputs)
-    rc = fail(1, "run: %d positional input files, but the model has %d inputs", a->num_positional, n_model_inputs);
-  for (int i = 0; !rc && i < n; i++) {
-    bool pos = i < a->num_positional;
-    const char *name = pos ? model_inputs[i] : a->named_names[i - a->num_positional];
-    const char *file = pos ? a->positional[i] : a->named_files[i - a->num_positional];
-    bool known = false;
-    for (int k = 0; k < n_model_inputs; k++) known |= !strcmp(model_inputs[k], name);
-    /* An input with a default (an initializer) is fed by name only; the
-     * given value replaces the default. */
-    for (int k = 0; !pos && defaults[k]; k++) known |= !strcmp(defaults[k], name);
-    if (!known) rc = fail(1, "run: --input: the model has no input named \"%s\"", name);
-    if (!rc) rc = hold_tensor(hg, file, &held[i]);
-    if (!rc) a->num_held = i + 1;
-    names[i] = name = arena_strdup(hg->arena, name);
-    vals[i] = (loom_input_value){name, &held[i].t};
-    if (!rc && pos) { /* becomes --input NAME=FILE */
-      a->named_names[a->num_named] = strdup(name);
-      a->named_files[a->num_named++] = file;
-    }
+  InputValues *iv = &a->given;
+  int rc = read_input_values("run", a->model, a->positional, a->num_positional, a->named_names, a->named_files,
+                             a->num_named, iv);
+  for (int i = 0; !rc && i < a->num_positional; i++) { /* becomes --input NAME=FILE */
+    a->named_names[a->num_named] = strdup(iv->vals[i].name);
+    a->named_files[a->num_named++] = a->positional[i];
   }
   int fd = -1;
   if (!rc) {
@@ -665,16 +707,12 @@ static int specialize_onnx(RunArgs *a, char *out, size_t outlen) {
   if (!rc) {
     close(fd);
     char msg[2048];
-    loom_compile_options opt = {.opt_level = 2, .inputs = vals, .num_inputs = n};
+    loom_compile_options opt = {.opt_level = 2, .inputs = iv->vals, .num_inputs = iv->n};
     if (loom_compile_onnx(a->model, out, &opt, msg, sizeof msg)) rc = fail(1, "run: compile: %s", msg);
     if (rc) unlink(out);
   }
   a->num_positional = 0;
   a->specialized = true;
-  a->held = held;
-  a->held_names = names;
-  a->held_graph = hg;
-  free(vals);
   return rc;
 }
 
@@ -729,8 +767,9 @@ static int cmd_run(int argc, char **argv) {
   cJSON_AddStringToObject(report, "model", model_name);
   if (a.specialized) { /* which inputs' values were compiled in: the rest are read at run time */
     cJSON *in = cJSON_AddArrayToObject(report, "compiled_in");
-    for (int i = 0; i < a.num_held; i++)
-      if (loom_model_input_index(m, a.held_names[i]) < 0) cJSON_AddItemToArray(in, cJSON_CreateString(a.held_names[i]));
+    for (int i = 0; i < a.given.n; i++)
+      if (loom_model_input_index(m, a.given.vals[i].name) < 0)
+        cJSON_AddItemToArray(in, cJSON_CreateString(a.given.vals[i].name));
   }
   cJSON *outs = cJSON_AddArrayToObject(report, "outputs");
   for (int32_t i = 0; i < loom_model_num_outputs(m); i++) {
@@ -1095,10 +1134,23 @@ static int cmd_tune(int argc, char **argv) {
 static int cmd_export_c(int argc, char **argv) {
   const char *model = NULL;
   ExportOptions opt = {0};
-  for (int i = 0; i < argc; i++) {
+  /* --input NAME=FILE, as `loom run MODEL.onnx` takes them */
+  char **names = calloc((size_t)argc + 1, sizeof *names);
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  int num_named = 0, rc = names && files ? 0 : fail(1, "out of memory");
+  for (int i = 0; !rc && i < argc; i++) {
     bool missing = false;
     const char *v;
-    if ((v = flag_value(argc, argv, &i, "-o", &missing)) || (v = flag_value(argc, argv, &i, "--output", &missing))) {
+    if ((v = flag_value(argc, argv, &i, "--input", &missing))) {
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v || !eq[1])
+        rc = fail(EXIT_USAGE, "export-c: --input \"%s\": expected NAME=FILE (.npy or .pb)", v);
+      else if (!(names[num_named] = strndup(v, (size_t)(eq - v))))
+        rc = fail(1, "out of memory");
+      else
+        files[num_named++] = eq + 1;
+    } else if ((v = flag_value(argc, argv, &i, "-o", &missing)) ||
+               (v = flag_value(argc, argv, &i, "--output", &missing))) {
       opt.out_dir = v;
     } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
       opt.target_options = v;
@@ -1110,34 +1162,48 @@ static int cmd_export_c(int argc, char **argv) {
       opt.name = v;
     } else if ((v = flag_value(argc, argv, &i, "--weights", &missing))) {
       if (strcmp(v, "embed") && strcmp(v, "file"))
-        return fail(EXIT_USAGE, "export-c: --weights \"%s\": expected embed or file", v);
-      opt.weights = v;
+        rc = fail(EXIT_USAGE, "export-c: --weights \"%s\": expected embed or file", v);
+      else
+        opt.weights = v;
     } else if ((v = flag_value(argc, argv, &i, "--threads", &missing))) {
       long n;
       if (!parse_int(v, 1, EXPORT_MAX_THREADS, &n))
-        return fail(EXIT_USAGE, "export-c: --threads \"%s\": expected a count from 1 to %d", v, EXPORT_MAX_THREADS);
-      opt.threads = (int)n;
+        rc = fail(EXIT_USAGE, "export-c: --threads \"%s\": expected a count from 1 to %d", v, EXPORT_MAX_THREADS);
+      else
+        opt.threads = (int)n;
     } else if (missing) {
-      return fail(EXIT_USAGE, "export-c: %s needs a value", argv[i]);
+      rc = fail(EXIT_USAGE, "export-c: %s needs a value", argv[i]);
     } else if (!strcmp(argv[i], "--force")) {
       opt.force = true;
     } else if (!strcmp(argv[i], "--bench")) {
       opt.bench = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      return fail(EXIT_USAGE, "export-c: unknown flag \"%s\"", argv[i]);
+      rc = fail(EXIT_USAGE, "export-c: unknown flag \"%s\"", argv[i]);
     } else if (!model) {
       model = argv[i];
     } else {
-      return fail(EXIT_USAGE, "export-c: unexpected argument \"%s\" (one model only)", argv[i]);
+      rc = fail(EXIT_USAGE, "export-c: unexpected argument \"%s\" (one model only)", argv[i]);
     }
   }
-  if (!model) return fail(EXIT_USAGE, "export-c: missing MODEL.onnx\n%s", k_usage);
-  if (!opt.out_dir) return fail(EXIT_USAGE, "export-c: missing -o DIR");
-  if (!file_exists(model)) return fail(1, "export-c: cannot open \"%s\": %s", model, strerror(errno ? errno : ENOENT));
+  if (!rc && !model) rc = fail(EXIT_USAGE, "export-c: missing MODEL.onnx\n%s", k_usage);
+  if (!rc && !opt.out_dir) rc = fail(EXIT_USAGE, "export-c: missing -o DIR");
+  if (!rc && !file_exists(model))
+    rc = fail(1, "export-c: cannot open \"%s\": %s", model, strerror(errno ? errno : ENOENT));
+  InputValues given = {0};
+  if (!rc && num_named > 0 &&
+      !(rc = read_input_values("export-c", model, NULL, 0, (const char *const *)names, files, num_named, &given))) {
+    opt.inputs = given.vals;
+    opt.input_files = given.files;
+    opt.num_inputs = given.n;
+  }
   LoomError err = {0};
-  if (export_c_project(model, &opt, &err)) return fail(1, "%s", err.msg);
-  printf("wrote %s\n", opt.out_dir);
-  return 0;
+  if (!rc && export_c_project(model, &opt, &err)) rc = fail(1, "%s", err.msg);
+  if (!rc) printf("wrote %s\n", opt.out_dir);
+  input_values_free(&given);
+  for (int i = 0; i < num_named; i++) free(names[i]);
+  free(names);
+  free(files);
+  return rc;
 }
 
 int main(int argc, char **argv) {

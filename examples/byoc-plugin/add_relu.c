@@ -73,8 +73,8 @@ static int codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf,
     offsets[y] = workspace;
     workspace += ((long)loom_byoc_numel(&g->tensors[y]) * 4 + 63) / 64 * 64;
   }
-  fprintf(f, "static int32_t %s(void *const *data, void *workspace) {\n", r->symbol);
-  fprintf(f, "  char *ws = (char *)workspace;\n  (void)ws;\n");
+  fprintf(f, "static int32_t %s(void *const *data, void *workspace, int32_t num_threads) {\n", r->symbol);
+  fprintf(f, "  char *ws = (char *)workspace;\n  (void)ws, (void)num_threads; /* one thread: no library to tell */\n");
   for (int32_t c = 0; c < r->ncomposites; c++) {
     const loom_byoc_node *add = &g->nodes[r->composites[c].first_node];
     const loom_byoc_node *relu = &g->nodes[r->composites[c].first_node + 1];

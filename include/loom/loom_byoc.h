@@ -44,8 +44,11 @@
 extern "C" {
 #endif
 
-/* 1: the first version. Changes to any structure below bump it. */
-#define LOOM_BYOC_ABI_VERSION 1
+/* 1: the first version. 2: the model's thread count reaches the back end
+ * (the C form's third parameter, init's num_threads), so a vendor library
+ * runs on as many threads as the model was loaded with. Changes to any
+ * structure or callback below bump it. */
+#define LOOM_BYOC_ABI_VERSION 2
 #define LOOM_BYOC_REGISTER_SYMBOL "loom_byoc_register"
 
 /* ---- the graph as a plugin sees it (read only, valid during the call) ---- */
@@ -171,12 +174,14 @@ typedef struct loom_byoc_region {
  *
  * C source: c_source (allocated with malloc, freed by Loom) must define
  *
- *   int32_t SYMBOL(void *const *data, void *workspace);
+ *   int32_t SYMBOL(void *const *data, void *workspace, int32_t num_threads);
  *
  * (it may be static), where data[i] is parameter i's first element (dense,
- * row-major, the region's dtypes and shapes; outputs after inputs) and
+ * row-major, the region's dtypes and shapes; outputs after inputs),
  * workspace is workspace_bytes of 64-byte aligned scratch that Loom
- * allocates once per model (NULL when 0). It returns 0, or non-zero for a
+ * allocates once per model (NULL when 0) and num_threads (>= 1) the
+ * model's thread count (loom run --threads, loom_model_load), which a
+ * vendor library with its own threads should follow. It returns 0, or non-zero for a
  * failure (reported as the kernel's error). It must not keep state between
  * calls; it may call runtime_library. Loom adds the kernel around it that
  * checks every argument.
@@ -184,8 +189,9 @@ typedef struct loom_byoc_region {
  * A blob for the back end's runtime: c_source NULL, blob (malloc'ed, freed
  * by Loom; the artifact keeps it in its weights section) and runtime_entry,
  * a function of runtime_library returning its loom_byoc_runtime. At load the
- * runtime calls init(blob, weights) once, per call run(data, workspace)
- * with the same data and workspace as above, at unload release. */
+ * runtime calls init(blob, weights, num_threads) once, per call
+ * run(data, workspace) with the same data and workspace as above, at
+ * unload release. */
 typedef struct loom_byoc_code {
   char *c_source;
   size_t workspace_bytes;
@@ -201,9 +207,11 @@ typedef struct loom_byoc_runtime {
   /* Once per loaded artifact, before any run: the state run() needs, from
    * the blob and the region's constant parameters (weights[i] is parameter
    * i's bytes in the artifact, NULL for a runtime tensor; nparams counts
-   * inputs and outputs). It may allocate and reorder weights here, never
-   * in run. 0 on success. */
-  int (*init)(const void *blob, size_t blob_size, const void *const *weights, int32_t nparams, void **state);
+   * inputs and outputs; num_threads >= 1, the model's thread count, for
+   * run to use). It may allocate and reorder weights here, never in run.
+   * 0 on success. */
+  int (*init)(const void *blob, size_t blob_size, const void *const *weights, int32_t nparams, int32_t num_threads,
+              void **state);
   /* One call: as the C form's function, with init's state. Called from
    * one thread at a time per loaded artifact. 0 on success. */
   int (*run)(void *state, void *const *data, void *workspace);

@@ -40,10 +40,16 @@ loom_status loom_tune_onnx(const char *onnx_path, const char *records, const loo
  * "model"), records, weights ("embed", "file", or NULL: by size) may be
  * NULL; threads 0 or 1: single-threaded, up to 1024: a pthread pool; bench
  * adds PREFIX_bench.c; force replaces an existing non-empty out_dir.
- * Nothing is left at out_dir on failure. */
+ * inputs (NULL, or num_inputs values; read during the call only):
+ * specializes the model to them as loom_compile_options.inputs does (`loom
+ * export-c --input`): each fixes its input's shape, and an input whose
+ * value decides a shape or what runs is compiled in and is not among the
+ * project's inputs. An unknown input name, or a dtype or rank the model
+ * contradicts, is LOOM_ERR_INVALID_ARG naming the input. Nothing is left
+ * at out_dir on failure. */
 loom_status loom_export_c(const char *onnx_path, const char *out_dir, const char *target, const char *target_options,
                           const char *name, const char *records, const char *weights, int threads, bool bench,
-                          bool force, char *errbuf, size_t errlen);
+                          bool force, const loom_input_value *inputs, int num_inputs, char *errbuf, size_t errlen);
 
 /* The fp32 peak of one core of this machine in GFLOP/s, for kernels built
  * for artifact_target (loom_model_target's string; NULL: the host's widest

@@ -181,7 +181,7 @@ _PROTOTYPES = {
     "loom_tune_onnx": (st, [c_char_p, c_char_p, P(CompileOptions), c_int, c_double, c_int, c_uint64,
                             P(c_int), P(c_int), P(c_double), P(c_double), c_char_p, c_size_t]),
     "loom_export_c": (st, [c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_int,
-                           c_bool, c_bool, c_char_p, c_size_t]),
+                           c_bool, c_bool, P(InputValue), c_int, c_char_p, c_size_t]),
     "loom_peak_gflops_per_core": (c_double, [c_char_p]),
     # ---- loom_runtime.h ----
     "loom_model_load": (st, [c_char_p, P(ModelOptions), P(c_void_p), c_char_p, c_size_t]),

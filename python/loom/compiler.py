@@ -197,22 +197,26 @@ def tune(model: ModelLike, records: PathLike, *, trials: int = 0, time: Optional
 def export_c(model: ModelLike, out_dir: PathLike, *, target: Optional[str] = None,
              target_options: Optional[str] = None, name: Optional[str] = None, records: Optional[PathLike] = None,
              weights: Optional[str] = None, threads: Optional[int] = None, bench: bool = False,
-             force: bool = False) -> str:
+             force: bool = False, inputs: Optional[Mapping[str, Any]] = None) -> str:
     """Writes the model as a dependency-free C project into ``out_dir``, as
     ``loom export-c`` does (docs/export.md): target "generic" (default),
     "host", "x86_64...", "aarch64" or "riscv64"; name: the C prefix
     ("model"); weights "embed" or "file" (None: by size, as the CLI);
     threads: a pthread pool of that many (None: single-threaded); bench:
-    also write PREFIX_bench.c; force: replace a non-empty out_dir. Returns
-    out_dir. Nothing is left there on failure."""
+    also write PREFIX_bench.c; force: replace a non-empty out_dir; inputs:
+    {name: array} to specialize the model to, as ``loom export-c --input``
+    (each fixes its input's shape; one whose value decides a shape or what
+    runs is compiled in and leaves the project's inputs). Returns out_dir.
+    Nothing is left there on failure."""
     records = _records(records, True)
     nthreads = _threads_option(threads)
+    values = _Options(None, None, 2, None, inputs)  # only its input values
     lib = _lib.lib()
     with _model_file(model) as onnx_path:
         err = _lib.errbuf(16384)
         status = lib.loom_export_c(_c(onnx_path), _c(os.fspath(out_dir)), _c(target), _c(target_options), _c(name),
-                                   _c(records), _c(weights), nthreads, bool(bench), bool(force), err,
-                                   len(err))
+                                   _c(records), _c(weights), nthreads, bool(bench), bool(force),
+                                   values.c.inputs, values.c.num_inputs, err, len(err))
         if status:
             _raise(status, err, onnx_path, model)
     return os.fspath(out_dir)

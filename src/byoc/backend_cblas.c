@@ -4,12 +4,15 @@
  * artifact's weights blob) or a runtime tensor; batched MatMul with
  * broadcast batch dims loops over precomputed per-batch offsets. Nothing is
  * allocated per run: the bias is written into the output first and sgemm
- * accumulates onto it (beta 1), so no scratch is needed.
+ * accumulates onto it (beta 1), so no scratch is needed. OpenBLAS runs on
+ * as many threads as the model: each call sets OpenBLAS's (process-wide)
+ * thread count to the kernel env's when it differs.
  *
  * Written against the plugin API alone (loom/loom_byoc.h), as an
  * out-of-tree plugin would be; only its registration is built in. The
  * generated C declares cblas_sgemm itself (CBLAS enums are ints in its
- * ABI), so building the artifact needs no BLAS header. */
+ * ABI) and OpenBLAS's openblas_get/set_num_threads, so building the
+ * artifact needs no BLAS header. */
 #include "byoc/byoc.h"
 
 #include <inttypes.h>
@@ -163,7 +166,9 @@ static int cblas_codegen(const loom_byoc_region *r, loom_byoc_code *out, char *e
   fprintf(o.f,
           "void cblas_sgemm(int, int, int, int, int, int, float, const float *, int, const float *, int, float, float *, "
           "int);\n"
-          "static int32_t %s(void *const *data, void *workspace) {\n  (void)workspace;\n",
+          "int openblas_get_num_threads(void);\nvoid openblas_set_num_threads(int);\n"
+          "static int32_t %s(void *const *data, void *workspace, int32_t num_threads) {\n  (void)workspace;\n"
+          "  if (openblas_get_num_threads() != num_threads) openblas_set_num_threads(num_threads);\n",
           r->symbol);
   if (!strcmp(r->graph.nodes[0].op, "Gemm")) emit_gemm(o.f, r);
   else emit_matmul(o.f, r);

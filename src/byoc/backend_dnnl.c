@@ -1,21 +1,36 @@
 /* The oneDNN back end (`--byoc dnnl`), its build-time half: patterns and
- * codegen in the blob form (loom/loom_byoc.h). A region is one 2-D NCHW f32
- * convolution (groups, strides, dilations, pads; constant weights and
- * bias) with what oneDNN runs as post-ops, a residual Add (sum) then Relu
- * or Clip (eltwise), or one max/average/global-average pooling. codegen
- * writes a DnnlBlob (backends/dnnl_blob.h); the run-time half,
- * libloom_byoc_dnnl_rt.so (backends/dnnl_runtime.c), builds the primitive
- * and reorders the weights once at load. */
+ * codegen in the blob form (loom/loom_byoc.h). Each pattern match becomes
+ * one oneDNN primitive: a 2-D NCHW f32 convolution (groups, strides,
+ * dilations, pads; constant weights and bias) with what oneDNN runs as
+ * post-ops, a residual Add (sum) then Relu or Clip (eltwise); a
+ * max/average/global-average pooling; a MatMul with bias; a Gemm with
+ * constant B as an inner product with Relu/Clip. Matches that feed one
+ * another merge into one region (merge_regions), a chain of primitives
+ * whose intermediate tensors stay in oneDNN's blocked layouts. codegen
+ * writes the blob (backends/dnnl_blob.h) and asks the run-time half,
+ * libloom_byoc_dnnl_rt.so (backends/dnnl_runtime.c), loaded into the
+ * codegen child, how much workspace the primitives need; at load that
+ * library builds them and reorders the weights once. */
 #include "byoc/backends/dnnl_blob.h"
 #include "byoc/byoc.h"
+#include "runtime/byoc_library.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#ifndef LOOM_BYOC_DNNL_RUNTIME
-#define LOOM_BYOC_DNNL_RUNTIME "libloom_byoc_dnnl_rt.so"
-#endif
+/* What the artifact records: a bare file name that the runtime finds on
+ * the library path or next to Loom (runtime/byoc_library.h), so a moved
+ * or installed Loom runs it; $LOOM_BYOC_DNNL_RUNTIME (a path or a name)
+ * replaces it. */
+#define DNNL_RUNTIME_LIBRARY "libloom_byoc_dnnl_rt.so"
+
+static const char *runtime_library(void) {
+  const char *env = getenv("LOOM_BYOC_DNNL_RUNTIME");
+  return env && *env ? env : DNNL_RUNTIME_LIBRARY;
+}
 
 static const loom_byoc_tensor *out0(const loom_byoc_graph *g, const loom_byoc_node *n) {
   return &g->tensors[n->outputs[0]];
@@ -105,6 +120,28 @@ static int matmul_ok(const loom_byoc_graph *g, int32_t node, void *user) {
   return b->ndim == 2 || (a->ndim <= 4 && b->ndim <= 4);
 }
 
+/* Gemm as an inner product: A [M, K] at run time, B a constant (either
+ * transB), C absent or a constant bias over N ([N] or [1, N]); alpha and
+ * beta are folded into the weights and bias at init. */
+static int gemm_ok(const loom_byoc_graph *g, int32_t node, void *user) {
+  (void)user;
+  const loom_byoc_node *n = &g->nodes[node];
+  const loom_byoc_tensor *a = loom_byoc_input(g, n, 0), *b = loom_byoc_input(g, n, 1), *c = loom_byoc_input(g, n, 2);
+  const loom_byoc_tensor *y = out0(g, n);
+  if (!byoc_all_f32(g, n) || !a || !b || a->data || !b->data || a->ndim != 2 || b->ndim != 2 || y->ndim != 2 ||
+      loom_byoc_attr_int(n, "transA", 0))
+    return 0;
+  if (!c) return 1;
+  int64_t nn = y->shape[1];
+  return c->data && ((c->ndim == 1 && c->shape[0] == nn) || (c->ndim == 2 && c->shape[0] == 1 && c->shape[1] == nn));
+}
+
+static const loom_byoc_step k_gemm[] = {
+    {.ops = "Gemm", .where = gemm_ok},
+    {.ops = "Relu|Clip", .optional = 1, .where = activation_ok},
+    {0},
+};
+
 static const loom_byoc_step k_matmul[] = {
     {.ops = "MatMul", .where = matmul_ok},
     {.ops = "Add", .optional = 1, .commutative = 1, .operands = {LOOM_BYOC_PREV, LOOM_BYOC_CONST}, .where = byoc_bias_add_ok},
@@ -127,6 +164,7 @@ static const loom_byoc_pattern k_patterns[] = {
     {"dnnl.conv_sum_act", k_conv},
     {"dnnl.pool", k_pool},
     {"dnnl.matmul_bias", k_matmul},
+    {"dnnl.gemm_act", k_gemm},
     {NULL, NULL},
 };
 
@@ -135,8 +173,8 @@ static float scalar(const loom_byoc_graph *g, const loom_byoc_node *n, int32_t k
   return t && t->data ? *(const float *)t->data : dflt;
 }
 
-static void copy4(int64_t *dst, const loom_byoc_tensor *t) {
-  for (int d = 0; d < 4; d++) dst[d] = t->shape[d];
+static void copy_dims(int64_t *dst, const loom_byoc_tensor *t) {
+  for (int32_t d = 0; d < t->ndim && d < 4; d++) dst[d] = t->shape[d];
 }
 
 /* t's extents right-aligned in nd dims, 1s in front. */
@@ -144,107 +182,192 @@ static void copy_aligned(int64_t *dst, int nd, const loom_byoc_tensor *t) {
   for (int d = 0; d < nd; d++) dst[d] = d < nd - t->ndim ? 1 : t->shape[d - (nd - t->ndim)];
 }
 
-static void matmul_blob(DnnlBlob *b, const loom_byoc_region *r) {
-  const loom_byoc_graph *g = &r->graph;
-  const loom_byoc_node *n = &g->nodes[0];
+/* The blob being written: the values found so far (region tensor -> value). */
+typedef struct Blob {
+  const loom_byoc_region *r;
+  DnnlValue *values;
+  int32_t *value_of; /* per region tensor, -1 none */
+  int32_t nvalues;
+} Blob;
+
+static int32_t value(Blob *b, int32_t t) {
+  if (b->value_of[t] >= 0) return b->value_of[t];
+  const loom_byoc_tensor *x = &b->r->graph.tensors[t];
+  DnnlValue *v = &b->values[b->nvalues];
+  v->param = loom_byoc_param(b->r, t);
+  v->ndims = x->ndim;
+  copy_dims(v->dims, x);
+  return b->value_of[t] = b->nvalues++;
+}
+
+static int32_t other_operand(const loom_byoc_node *add, int32_t t) {
+  return add->inputs[0] == t ? add->inputs[1] : add->inputs[0];
+}
+
+static void activation(DnnlOp *op, const loom_byoc_graph *g, const loom_byoc_node *m) {
+  if (!strcmp(m->op, "Relu")) {
+    op->eltwise = DNNL_BLOB_ELTWISE_RELU;
+  } else { /* Clip: absent bounds are the float range's */
+    op->eltwise = DNNL_BLOB_ELTWISE_CLIP;
+    op->clip_lo = scalar(g, m, 1, -3.4028235e38f);
+    op->clip_hi = scalar(g, m, 2, 3.4028235e38f);
+  }
+}
+
+static void matmul_op(Blob *b, DnnlOp *op, const loom_byoc_node *n, const loom_byoc_node *add) {
+  const loom_byoc_graph *g = &b->r->graph;
   const loom_byoc_tensor *a = &g->tensors[n->inputs[0]], *w = &g->tensors[n->inputs[1]];
-  const loom_byoc_tensor *y = &g->tensors[r->outputs[0]];
-  b->kind = DNNL_BLOB_MATMUL;
-  b->p_weights = loom_byoc_param(r, n->inputs[1]);
-  b->weights_const = w->data != NULL;
+  const loom_byoc_tensor *y = &g->tensors[add ? add->outputs[0] : n->outputs[0]];
+  op->kind = DNNL_BLOB_MATMUL;
+  if (w->data) op->p_weights = loom_byoc_param(b->r, n->inputs[1]);
+  else op->rt_weights = value(b, n->inputs[1]);
   if (w->ndim == 2) { /* every row of A against one B */
     int64_t k = w->shape[0], nn = w->shape[1], rows = loom_byoc_numel(a) / k;
-    b->ndims = 2;
-    b->src[0] = rows, b->src[1] = k;
-    b->weights[0] = k, b->weights[1] = nn;
-    b->dst[0] = rows, b->dst[1] = nn;
+    op->ndims = 2;
+    op->src_dims[0] = rows, op->src_dims[1] = k;
+    op->weights[0] = k, op->weights[1] = nn;
+    op->dst_dims[0] = rows, op->dst_dims[1] = nn;
   } else {
-    b->ndims = y->ndim;
-    copy_aligned(b->src, y->ndim, a);
-    copy_aligned(b->weights, y->ndim, w);
-    copy_aligned(b->dst, y->ndim, y);
+    op->ndims = y->ndim;
+    copy_aligned(op->src_dims, y->ndim, a);
+    copy_aligned(op->weights, y->ndim, w);
+    copy_aligned(op->dst_dims, y->ndim, y);
   }
-  if (g->nnodes > 1) { /* the bias Add */
-    const loom_byoc_node *add = &g->nodes[1];
-    b->has_bias = 1;
-    b->p_bias = loom_byoc_param(r, add->inputs[0] == n->outputs[0] ? add->inputs[1] : add->inputs[0]);
+  if (add) op->p_bias = loom_byoc_param(b->r, other_operand(add, n->outputs[0]));
+}
+
+static void gemm_op(Blob *b, DnnlOp *op, const loom_byoc_node *n) {
+  const loom_byoc_graph *g = &b->r->graph;
+  const loom_byoc_tensor *w = &g->tensors[n->inputs[1]], *y = &g->tensors[n->outputs[0]];
+  op->kind = DNNL_BLOB_INNER_PRODUCT;
+  op->ndims = 2;
+  op->trans_b = (int32_t)loom_byoc_attr_int(n, "transB", 0);
+  op->alpha = (float)loom_byoc_attr_float(n, "alpha", 1.0);
+  op->beta = (float)loom_byoc_attr_float(n, "beta", 1.0);
+  op->weights[0] = y->shape[1];                              /* N */
+  op->weights[1] = op->trans_b ? w->shape[1] : w->shape[0]; /* K */
+  op->src_dims[0] = y->shape[0], op->src_dims[1] = op->weights[1];
+  op->dst_dims[0] = y->shape[0], op->dst_dims[1] = y->shape[1];
+  op->p_weights = loom_byoc_param(b->r, n->inputs[1]);
+  if (loom_byoc_input(g, n, 2)) op->p_bias = loom_byoc_param(b->r, n->inputs[2]);
+}
+
+/* One composite (a pattern match) as one primitive. */
+static void composite_op(Blob *b, const loom_byoc_composite *c, DnnlOp *op) {
+  const loom_byoc_graph *g = &b->r->graph;
+  const loom_byoc_node *n = &g->nodes[c->first_node], *last = &g->nodes[c->first_node + c->num_nodes - 1];
+  memset(op, 0, sizeof *op);
+  op->sum = op->rt_weights = op->p_weights = op->p_bias = -1;
+  op->src = value(b, n->inputs[0]);
+  if (!strcmp(n->op, "MatMul")) {
+    matmul_op(b, op, n, c->num_nodes > 1 ? &g->nodes[c->first_node + 1] : NULL);
+  } else if (!strcmp(n->op, "Gemm")) {
+    gemm_op(b, op, n);
+    if (c->num_nodes > 1) activation(op, g, last);
+  } else {
+    op->ndims = 4;
+    copy_dims(op->src_dims, &g->tensors[n->inputs[0]]);
+    copy_dims(op->dst_dims, &g->tensors[last->outputs[0]]);
+    ints2(n, "strides", 1, op->stride);
+    ints2(n, "dilations", 1, op->dilation);
+    pads4(n, op->pad_l, op->pad_r);
+    op->groups = 1;
+    if (!strcmp(n->op, "Conv")) {
+      const loom_byoc_tensor *w = &g->tensors[n->inputs[1]];
+      op->kind = DNNL_BLOB_CONV;
+      copy_dims(op->weights, w);
+      op->kernel[0] = w->shape[2], op->kernel[1] = w->shape[3];
+      op->groups = loom_byoc_attr_int(n, "group", 1);
+      op->p_weights = loom_byoc_param(b->r, n->inputs[1]);
+      if (loom_byoc_input(g, n, 2)) op->p_bias = loom_byoc_param(b->r, n->inputs[2]);
+      for (int32_t i = c->first_node + 1; i < c->first_node + c->num_nodes; i++) {
+        const loom_byoc_node *m = &g->nodes[i];
+        if (!strcmp(m->op, "Add")) op->sum = value(b, other_operand(m, g->nodes[i - 1].outputs[0]));
+        else activation(op, g, m);
+      }
+    } else if (!strcmp(n->op, "GlobalAveragePool")) {
+      op->kind = DNNL_BLOB_AVG_POOL;
+      op->kernel[0] = op->src_dims[2], op->kernel[1] = op->src_dims[3];
+    } else {
+      const loom_byoc_attr *k = loom_byoc_find_attr(n, "kernel_shape");
+      op->kind = strcmp(n->op, "MaxPool") ? DNNL_BLOB_AVG_POOL : DNNL_BLOB_MAX_POOL;
+      op->kernel[0] = k->ints[0], op->kernel[1] = k->ints[1];
+      op->count_include_pad = (int32_t)loom_byoc_attr_int(n, "count_include_pad", 0);
+    }
   }
+  op->dst = value(b, last->outputs[0]);
+}
+
+/* The workspace the region needs (scratchpads, internal tensors), from
+ * oneDNN itself: the runtime library's planner, in this child process,
+ * for as many threads as this host has (a model loaded with more gets a
+ * buffer of its own at init). */
+static int plan(void *blob, size_t size, char *errbuf, size_t errlen) {
+  char why[1024];
+  const char *lib = runtime_library();
+  void *h = byoc_library_open(lib, why, sizeof why);
+  if (!h) {
+    snprintf(errbuf, errlen, "cannot load the runtime library \"%s\" to plan the workspace: %s", lib, why);
+    return 1;
+  }
+  dnnl_plan_fn fn;
+  void *sym = dlsym(h, DNNL_PLAN_ENTRY);
+  if (!sym) {
+    snprintf(errbuf, errlen, "the runtime library \"%s\" lacks %s", lib, DNNL_PLAN_ENTRY);
+    return 1;
+  }
+  memcpy(&fn, &sym, sizeof fn);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return fn(blob, size, cpus >= 1 && cpus <= 1024 ? (int32_t)cpus : 1, errbuf, errlen);
 }
 
 static int dnnl_codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)user;
-  const loom_byoc_graph *g = &r->graph;
-  if (r->ncomposites != 1 || r->noutputs != 1) {
-    snprintf(errbuf, errlen, "one pattern match with one output per region expected");
-    return 1;
-  }
-  DnnlBlob *b = calloc(1, sizeof *b);
-  if (!b) {
+  int32_t nt = r->graph.ntensors, nops = r->ncomposites;
+  /* at most three values per op (src, dst, and a sum or a runtime B) */
+  size_t size = dnnl_blob_size(3 * nops, nops);
+  char *blob = calloc(1, size);
+  Blob b = {r, NULL, malloc(sizeof(int32_t) * (size_t)(nt > 0 ? nt : 1)), 0};
+  DnnlOp *ops = malloc(sizeof *ops * (size_t)(nops > 0 ? nops : 1));
+  if (!blob || !b.value_of || !ops) {
+    free(blob), free(b.value_of), free(ops);
     snprintf(errbuf, errlen, "out of memory");
     return 1;
   }
-  const loom_byoc_node *n = &g->nodes[0];
-  b->version = DNNL_BLOB_VERSION;
-  b->p_weights = b->p_bias = b->p_sum = -1;
-  b->p_src = loom_byoc_param(r, n->inputs[0]);
-  b->p_dst = loom_byoc_param(r, r->outputs[0]);
-  if (!strcmp(n->op, "MatMul")) {
-    matmul_blob(b, r);
-    goto done;
+  for (int32_t t = 0; t < nt; t++) b.value_of[t] = -1;
+  b.values = (DnnlValue *)(blob + sizeof(DnnlBlobHeader));
+  for (int32_t c = 0; c < nops; c++) composite_op(&b, &r->composites[c], &ops[c]);
+  /* the ops right after the values actually used */
+  size = dnnl_blob_size(b.nvalues, nops);
+  memcpy(blob + dnnl_blob_size(b.nvalues, 0), ops, sizeof *ops * (size_t)nops);
+  DnnlBlobHeader *h = (DnnlBlobHeader *)blob;
+  h->version = DNNL_BLOB_VERSION;
+  h->nvalues = b.nvalues;
+  h->nops = nops;
+  free(b.value_of), free(ops);
+  if (plan(blob, size, errbuf, errlen)) {
+    free(blob);
+    return 1;
   }
-  b->ndims = 4;
-  copy4(b->src, &g->tensors[n->inputs[0]]);
-  copy4(b->dst, &g->tensors[r->outputs[0]]);
-  ints2(n, "strides", 1, b->stride);
-  ints2(n, "dilations", 1, b->dilation);
-  pads4(n, b->pad_l, b->pad_r);
-  b->groups = 1;
-  if (!strcmp(n->op, "Conv")) {
-    const loom_byoc_tensor *w = &g->tensors[n->inputs[1]];
-    b->kind = DNNL_BLOB_CONV;
-    copy4(b->weights, w);
-    b->kernel[0] = w->shape[2], b->kernel[1] = w->shape[3];
-    b->groups = loom_byoc_attr_int(n, "group", 1);
-    b->p_weights = loom_byoc_param(r, n->inputs[1]);
-    if (loom_byoc_input(g, n, 2)) b->has_bias = 1, b->p_bias = loom_byoc_param(r, n->inputs[2]);
-    for (int32_t i = 1; i < g->nnodes; i++) {
-      const loom_byoc_node *m = &g->nodes[i];
-      if (!strcmp(m->op, "Add")) {
-        int32_t other = m->inputs[0] == n->outputs[0] ? m->inputs[1] : m->inputs[0];
-        b->has_sum = 1, b->p_sum = loom_byoc_param(r, other);
-      } else if (!strcmp(m->op, "Relu")) {
-        b->eltwise = DNNL_BLOB_ELTWISE_RELU;
-      } else { /* Clip: absent bounds are the float range's */
-        b->eltwise = DNNL_BLOB_ELTWISE_CLIP;
-        b->clip_lo = scalar(g, m, 1, -3.4028235e38f);
-        b->clip_hi = scalar(g, m, 2, 3.4028235e38f);
-      }
-    }
-  } else if (!strcmp(n->op, "GlobalAveragePool")) {
-    b->kind = DNNL_BLOB_AVG_POOL;
-    b->kernel[0] = b->src[2], b->kernel[1] = b->src[3];
-  } else {
-    const loom_byoc_attr *k = loom_byoc_find_attr(n, "kernel_shape");
-    b->kind = strcmp(n->op, "MaxPool") ? DNNL_BLOB_AVG_POOL : DNNL_BLOB_MAX_POOL;
-    b->kernel[0] = k->ints[0], b->kernel[1] = k->ints[1];
-    b->count_include_pad = (int32_t)loom_byoc_attr_int(n, "count_include_pad", 0);
-  }
-done:
-  out->blob = b;
-  out->blob_size = sizeof *b;
+  out->blob = blob;
+  out->blob_size = size;
+  out->workspace_bytes = (size_t)h->workspace_bytes;
   out->runtime_entry = DNNL_RUNTIME_ENTRY;
   return 0;
 }
 
-static const loom_byoc_plugin k_dnnl = {
+static loom_byoc_plugin k_dnnl = {
     .abi_version = LOOM_BYOC_ABI_VERSION,
     .name = "dnnl",
     .patterns = k_patterns,
     .supports = NULL,
-    .merge_regions = 0,
-    .runtime_library = LOOM_BYOC_DNNL_RUNTIME,
+    .merge_regions = 1,
+    .runtime_library = DNNL_RUNTIME_LIBRARY,
     .codegen = dnnl_codegen,
     .user = NULL,
 };
 
-const loom_byoc_plugin *byoc_dnnl_plugin(void) { return &k_dnnl; }
+const loom_byoc_plugin *byoc_dnnl_plugin(void) {
+  k_dnnl.runtime_library = runtime_library();
+  return &k_dnnl;
+}

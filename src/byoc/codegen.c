@@ -191,7 +191,8 @@ loom_status byoc_codegen(ByocSession *s, int region, const char *name, ByocKerne
   } else { /* the blob form: a call through the slot the loader fills (loom/loom_kernel.h) */
     sb_printf(&o,
               "loom_external_slot %s_external;\n"
-              "static int32_t %s(void *const *data, void *workspace) {\n"
+              "static int32_t %s(void *const *data, void *workspace, int32_t num_threads) {\n"
+              "  (void)num_threads; /* the runtime's init took the model's */\n"
               "  return %s_external.run ? %s_external.run(%s_external.state, data, workspace) : 1;\n"
               "}\n",
               name, r->view.symbol, name, name, name);

@@ -5,6 +5,7 @@
  * built against another layout of the structures must not be read past
  * that field), and each error names the back end and what was expected. */
 #include "byoc/byoc.h"
+#include "runtime/byoc_library.h"
 #include "support/alloc.h"
 
 #include <dlfcn.h>
@@ -168,12 +169,11 @@ loom_status byoc_session_load_runtimes(ByocSession *s, LoomError *err) {
   for (int b = 0; b < s->nbackends; b++) {
     const loom_byoc_plugin *p = s->backends[b].plugin;
     if (!p->runtime_library || !s->backends[b].claimed) continue;
-    void *h = dlopen(p->runtime_library, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
-    if (!h) {
-      const char *why = dlerror();
+    char why[1024];
+    void *h = byoc_library_open(p->runtime_library, why, sizeof why);
+    if (!h)
       return err_set(err, LOOM_ERR_IO, "BYOC back end \"%s\": cannot load its runtime library \"%s\": %s", p->name,
-                     p->runtime_library, why ? why : "unknown dlopen error");
-    }
+                     p->runtime_library, why);
     s->runtime_handles[s->nruntime_handles++] = h;
   }
   return LOOM_OK;

@@ -112,13 +112,19 @@ static loom_status step_pack_matmul(Compiled *c, LoomError *err) {
 
 /* BYOC (src/byoc): each --byoc back end claims the regions its patterns
  * match, before the layout passes rewrite the ops they name. A back end
- * that claims nothing was asked for in vain: an error naming it. */
+ * that claims nothing was asked for in vain: an error naming it, unless a
+ * back end listed before it claimed nodes (which it may have wanted too:
+ * `--byoc dnnl,cblas` leaves cblas nothing on a model dnnl covers). */
 static loom_status step_partition(Compiled *c, LoomError *err) {
   if (!c->byoc) return LOOM_OK;
   loom_status st = byoc_partition(c->byoc, c->graph, err);
+  bool earlier_claimed = false;
   for (int b = 0; !st && b < c->byoc->nbackends; b++) {
     const ByocBackend *be = &c->byoc->backends[b];
-    if (be->claimed) continue;
+    if (be->claimed || earlier_claimed) {
+      earlier_claimed |= be->claimed > 0;
+      continue;
+    }
     if (be->vetoed)
       return err_set(err, LOOM_ERR_UNSUPPORTED,
                      "BYOC back end \"%s\" claimed nothing: its supports() vetoed all %d node%s its patterns matched",

@@ -4,7 +4,7 @@
  * (loom/loom_kernel.h). This writes the one around the other: argument
  * count, every tensor checked against the region's dtype and static shape
  * with compact strides (the run entry's own check, compile_emit_tensor_check),
- * the workspace, then the call. So the run entry and the executor call an
+ * the workspace, then the call with the env's thread count. So the run entry and the executor call an
  * external kernel like any other, and a caller's mistake is a kernel error
  * code, never a back end reading the wrong memory. */
 #include "byoc/byoc.h"
@@ -48,8 +48,8 @@ void compile_external_kernel_source(const ByocKernel *k, const loom_byoc_region 
               "    return LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_WORKSPACE, 0);\n",
               ws);
   sb_printf(o,
-            "  (void)env;\n"
-            "  return %s(data, %s) ? LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_EXTERNAL, 0) : 0;\n"
+            "  int32_t threads = env && env->num_threads > 0 ? env->num_threads : 1;\n"
+            "  return %s(data, %s, threads) ? LOOM_KERNEL_ERR(LOOM_KERNEL_ERR_EXTERNAL, 0) : 0;\n"
             "}\n",
             r->symbol, ws ? "env->workspace" : "(void *)0");
 }

@@ -42,6 +42,31 @@ static const char k_abi[] =
     "#define LOOM_KERNEL_ERR_KIND(code) ((loom_kernel_err)((code) & 0xff))\n\n";
 
 static const char k_prelude_include[] = "#include \"loom/loom_kernel.h\"\n";
+static const char k_convert_include[] = "#include \"loom/loom_convert.h\"\n";
+
+#include "export_convert_text.h" /* k_convert_header: loom_convert.h's text (CMakeLists.txt) */
+
+/* Kernels with narrow types (bfloat16, float16 as uint16_t) include
+ * loom_convert.h for their conversions: the project gets its text at the
+ * first include, and the later ones go (it is one file). */
+static void inline_convert_header(StrBuf *src) {
+  const char *text = sb_cstr(src), *first = strstr(text, k_convert_include);
+  if (!first) return;
+  size_t n = strlen(k_convert_include);
+  StrBuf out;
+  sb_init(&out);
+  sb_printf(&out, "%.*s/* ---- Loom's loom/loom_convert.h ---- */\n", (int)(first - text), text);
+  sb_puts(&out, k_convert_header);
+  for (const char *p = first + n, *next;; p = next + n) {
+    if (!(next = strstr(p, k_convert_include))) {
+      sb_puts(&out, p);
+      break;
+    }
+    sb_printf(&out, "%.*s", (int)(next - p), p);
+  }
+  sb_free(src);
+  *src = out;
+}
 
 static bool is_c_identifier(const char *s) {
   if (!*s || (*s >= '0' && *s <= '9')) return false;
@@ -184,6 +209,7 @@ static loom_status model_source(Arena *a, const CompileModelParts *parts, Export
     uint64_t ws = declared_workspace(sb_cstr(out) + start, f->name);
     if (ws > m->scratch_bytes) m->scratch_bytes = ws;
   }
+  inline_convert_header(out);
   return compile_run_entry_source(m->spec, out, err);
 }
 
@@ -236,6 +262,45 @@ static loom_status check_options(const ExportOptions *o, LoomError *err) {
   return LOOM_OK;
 }
 
+/* Two tensors' C names clash: the same field, or one is the other's
+ * FIELD_shape (a dynamic output's real shape, export_api.c). */
+static bool fields_collide(const ExportTensor *t, const ExportTensor *u) {
+  if (!strcmp(t->field, u->field)) return true;
+  for (int k = 0; k < 2; k++) {
+    const ExportTensor *dyn = k ? u : t, *other = k ? t : u;
+    size_t n = strlen(dyn->field);
+    if (dyn->dynamic && !strncmp(other->field, dyn->field, n) && !strcmp(other->field + n, "_shape")) return true;
+  }
+  return false;
+}
+
+/* A refused input value (an unknown name, a dtype or rank the model
+ * contradicts: compile/specialize.c names the input) also names the file
+ * it came from. */
+static void name_input_file(const ExportOptions *o, LoomError *err) {
+  if (strncmp(err->msg, "specialize: ", 12) && strncmp(err->msg, "graph input ", 12)) return;
+  for (int i = 0; o->input_files && i < o->num_inputs; i++) {
+    char quoted[300];
+    snprintf(quoted, sizeof quoted, "\"%s\"", o->inputs[i].name ? o->inputs[i].name : "");
+    if (o->input_files[i] && strstr(err->msg, quoted)) {
+      err_prefix(err, "export-c: input \"%s\" from \"%s\"", o->inputs[i].name, o->input_files[i]);
+      return;
+    }
+  }
+}
+
+/* Per given input: its value was compiled in (the program no longer has
+ * the input) rather than only fixing its shape. */
+static const bool *compiled_in_inputs(Arena *a, const ExportOptions *o, const ArtifactSpec *spec) {
+  bool *in = ARENA_ARRAY(a, bool, o->num_inputs > 0 ? o->num_inputs : 1);
+  for (int i = 0; i < o->num_inputs; i++) {
+    in[i] = true;
+    for (int32_t k = 0; k < spec->num_inputs; k++)
+      if (!strcmp(spec->inputs[k].name, o->inputs[i].name)) in[i] = false;
+  }
+  return in;
+}
+
 loom_status export_c_project(const char *onnx_path, const ExportOptions *o, LoomError *err) {
   loom_status st = check_options(o, err);
   if (st) return st;
@@ -249,15 +314,18 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
   const char *topt = o->target_options && *o->target_options
                          ? arena_printf(a, "cores=%d,%s", threads, o->target_options)
                          : arena_printf(a, "cores=%d", threads);
-  loom_compile_options copt = {.target = target, .target_options = topt, .opt_level = 2, .records = o->records};
+  loom_compile_options copt = {.target = target, .target_options = topt, .opt_level = 2, .records = o->records,
+                               .inputs = o->inputs, .num_inputs = o->num_inputs};
   ExportModel m = {.prefix = o->name ? o->name : "model", .model_path = onnx_path, .target = target,
-                   .threads = threads, .bench = o->bench};
+                   .threads = threads, .bench = o->bench, .options = o};
   for (size_t i = 0; m.prefix[i] && i + 1 < sizeof m.upper; i++)
     m.upper[i] = (char)(m.prefix[i] >= 'a' && m.prefix[i] <= 'z' ? m.prefix[i] - 32 : m.prefix[i]);
   CompileModelParts parts;
   st = compile_model_parts(onnx_path, &copt, arena_printf(a, "%s_entry", m.prefix), &parts, err);
+  if (st) name_input_file(o, err);
   ArtifactSpec spec;
   if (!st) {
+    m.compiled_in = compiled_in_inputs(a, o, parts.spec);
     spec = *parts.spec;
     m.spec = &spec;
     /* The flags Loom's own build uses for the target (the host's: this
@@ -270,20 +338,14 @@ loom_status export_c_project(const char *onnx_path, const ExportOptions *o, Loom
     m.inputs = ARENA_ARRAY(a, ExportTensor, spec.num_inputs > 0 ? spec.num_inputs : 1);
     m.outputs = ARENA_ARRAY(a, ExportTensor, spec.num_outputs > 0 ? spec.num_outputs : 1);
     for (int32_t i = 0; i < spec.num_inputs && !st; i++) st = export_tensor_of(&spec.inputs[i], &m.inputs[i], err);
-    for (int32_t i = 0; i < spec.num_outputs && !st; i++) {
-      if (spec.outputs[i].dynamic)
-        st = err_set(err, LOOM_ERR_UNSUPPORTED,
-                     "export-c: output \"%s\" has a data-dependent shape: not yet supported by export",
-                     spec.outputs[i].name);
-      else
-        st = export_tensor_of(&spec.outputs[i], &m.outputs[i], err);
-    }
-    /* two names that differ only in characters C cannot spell: number the later one */
+    for (int32_t i = 0; i < spec.num_outputs && !st; i++) st = export_tensor_of(&spec.outputs[i], &m.outputs[i], err);
+    /* two names that differ only in characters C cannot spell (or one is a
+     * dynamic output's FIELD_shape): number the later one */
     for (int32_t i = 0; i < spec.num_inputs + spec.num_outputs && !st; i++) {
       ExportTensor *t = i < spec.num_inputs ? &m.inputs[i] : &m.outputs[i - spec.num_inputs];
       for (int32_t j = 0; j < i; j++) {
         const ExportTensor *u = j < spec.num_inputs ? &m.inputs[j] : &m.outputs[j - spec.num_inputs];
-        if (!strcmp(t->field, u->field)) {
+        if (fields_collide(t, u)) {
           size_t n = strlen(t->field);
           snprintf(t->field + (n < 52 ? n : 52), sizeof t->field - (n < 52 ? n : 52), "_%d", (int)i);
           break;

@@ -32,6 +32,14 @@ typedef struct ExportOptions {
   int threads;             /* 0 or 1: single-threaded; 2..EXPORT_MAX_THREADS: a pthread pool */
   bool bench;              /* also write PREFIX_bench.c */
   bool force;              /* replace an existing non-empty out_dir */
+  /* Values to specialize the model to, as `loom run MODEL.onnx --input`
+   * does (compile/specialize.c): each fixes its input's shape, and an input
+   * whose value decides a shape or what runs is compiled in and leaves
+   * PREFIX_inputs. input_files (NULL, or one per input, each may be NULL)
+   * names where each value came from, for PREFIX.h and error messages. */
+  const loom_input_value *inputs;
+  const char *const *input_files;
+  int num_inputs;
 } ExportOptions;
 
 /* The default --weights: embedded up to 4 MiB of weights, a file above.
@@ -45,10 +53,11 @@ enum { EXPORT_EMBED_MAX_BYTES = 4 << 20, EXPORT_MAX_THREADS = 1024 };
  * LOOM_ERR_UNSUPPORTED, the message naming the argument): an unknown
  * target, a name that is not a C identifier, --weights other than embed or
  * file, --threads outside 1..EXPORT_MAX_THREADS or a --target-opt cores=
- * that contradicts it, a model with data-dependent output shapes, an output
- * directory that exists and is not empty (without force) or cannot be
- * created; plus whatever compiling the model reports. Nothing is left
- * behind on error. */
+ * that contradicts it, an input value the model has no input for or whose
+ * dtype or rank contradicts it, an output directory that exists and is
+ * not empty (without force) or cannot be created; plus whatever compiling
+ * the model reports (a data-dependent output shape feeding another op).
+ * Nothing is left behind on error. */
 loom_status export_c_project(const char *onnx_path, const ExportOptions *opt, LoomError *err);
 
 /* ---- the files, each into a StrBuf (export_api.c, export_files.c) ---- */
@@ -64,6 +73,9 @@ typedef struct ExportTensor {
   const int64_t *shape;
   uint64_t numel;
   DLDataType dl;
+  bool dynamic;        /* an output with a data-dependent shape (graph/graph_dynamic.h): shape and
+                        * numel are its upper bound, the run writes the real shape into
+                        * PREFIX_outputs' FIELD_shape */
 } ExportTensor;
 
 typedef struct ExportModel {
@@ -82,6 +94,8 @@ typedef struct ExportModel {
   int threads;                /* 1, or the worker pool's threads (the caller's included) */
   bool bench;                 /* PREFIX_bench.c and its Makefile/CMake targets */
   uint64_t weights_layout;    /* FNV-1a 64 of the weights file's table (export_weights.c) */
+  const ExportOptions *options; /* the inputs given (bound or not) for PREFIX.h's comment */
+  const bool *compiled_in;    /* per options->inputs: its value was compiled in */
 } ExportModel;
 
 /* The model's tensors as the project sees them; LOOM_ERR_UNSUPPORTED naming

@@ -17,6 +17,9 @@ static const struct {
     {0, 16, "int16_t", "int16", "<i2"},   {0, 32, "int32_t", "int32", "<i4"},   {0, 64, "int64_t", "int64", "<i8"},
     {1, 8, "uint8_t", "uint8", "|u1"},    {1, 16, "uint16_t", "uint16", "<u2"}, {1, 32, "uint32_t", "uint32", "<u4"},
     {1, 64, "uint64_t", "uint64", "<u8"}, {6, 8, "uint8_t", "bool", "|b1"},
+    /* narrow floats as their storage bits, as the kernels hold them (loom_convert.h
+     * converts); .npy has no bfloat16: its files hold the bits as uint16 */
+    {2, 16, "uint16_t", "float16", "<f2"}, {4, 16, "uint16_t", "bfloat16", "<u2"},
 };
 
 loom_status export_tensor_of(const ArtifactTensor *t, ExportTensor *out, LoomError *err) {
@@ -39,6 +42,7 @@ loom_status export_tensor_of(const ArtifactTensor *t, ExportTensor *out, LoomErr
   out->ndim = t->ndim;
   out->shape = t->shape;
   out->dl = t->dtype;
+  out->dynamic = t->dynamic;
   out->numel = 1;
   for (int32_t d = 0; d < t->ndim; d++) out->numel *= (uint64_t)t->shape[d];
   /* The C field: the name with every other character as '_'. */
@@ -109,6 +113,46 @@ static void tensor_macros(StrBuf *o, const char *P, const char *kind, int i, con
   sb_printf(o, "#define %s_%s_%d_SHAPE {", P, kind, i);
   shape_list(o, t);
   sb_printf(o, "}\n#define %s_%s_%d_NUMEL %" PRIu64 "\n", P, kind, i, t->numel);
+  if (!strcmp(kind, "OUTPUT")) sb_printf(o, "#define %s_%s_%d_DYNAMIC %d\n", P, kind, i, t->dynamic ? 1 : 0);
+}
+
+static bool any_dynamic(const ExportModel *m) {
+  for (int32_t i = 0; i < m->spec->num_outputs; i++)
+    if (m->outputs[i].dynamic) return true;
+  return false;
+}
+
+/* s inside a C comment, where a star followed by a slash in a name or path would end it. */
+static void comment_text(StrBuf *o, const char *s) {
+  for (; s && *s; s++) {
+    sb_putc(o, *s);
+    if (s[0] == '*' && s[1] == '/') sb_putc(o, ' ');
+  }
+}
+
+/* Which inputs were given at export (--input): compiled in, or kept with
+ * their shape fixed. */
+static void bound_inputs_comment(const ExportModel *m, StrBuf *o) {
+  const ExportOptions *opt = m->options;
+  for (int kept = 0; opt && kept < 2; kept++) {
+    bool any = false;
+    for (int i = 0; i < opt->num_inputs; i++) {
+      if (m->compiled_in[i] == (bool)kept) continue;
+      if (!any)
+        sb_puts(o, kept ? " * Inputs whose shape a value given at export fixed (read at run time):\n"
+                        : " * Inputs compiled in at export (their values decide shapes or what runs,\n"
+                          " * so this code computes the model for these values only; not in the API):\n");
+      any = true;
+      sb_puts(o, " *   \"");
+      comment_text(o, opt->inputs[i].name);
+      sb_puts(o, "\"");
+      if (opt->input_files && opt->input_files[i]) {
+        sb_puts(o, " from ");
+        comment_text(o, opt->input_files[i]);
+      }
+      sb_puts(o, "\n");
+    }
+  }
 }
 
 void export_header(const ExportModel *m, StrBuf *o) {
@@ -126,6 +170,14 @@ void export_header(const ExportModel *m, StrBuf *o) {
             U);
   if (m->weights_file)
     sb_printf(o, " * weights: bound once by %s_weights_bind to the file %s.weights, read only.\n", P, P);
+  if (any_dynamic(m))
+    sb_puts(o,
+            " * An output with _DYNAMIC 1 has a data-dependent shape (NonZero, Unique...):\n"
+            " * its buffer holds _NUMEL elements of the upper-bound _SHAPE; the run writes\n"
+            " * the real shape into the struct's FIELD_shape and the tensor compactly,\n"
+            " * row-major for that shape, at the start of the buffer (the rest is\n"
+            " * unspecified). FIELD_shape is written only when the run returns OK.\n");
+  bound_inputs_comment(m, o);
   if (m->threads > 1)
     sb_printf(o,
               " * ctx: a %s_context started by %s_context_init: the kernels' parallel\n"
@@ -152,6 +204,11 @@ void export_header(const ExportModel *m, StrBuf *o) {
     sb_printf(o, "\ntypedef struct %s_%s {\n", P, k ? "outputs" : "inputs");
     for (int32_t i = 0; i < n; i++)
       sb_printf(o, "  %s%s *%s; /* \"%s\" */\n", k ? "" : "const ", ts[i].ctype, ts[i].field, ts[i].name);
+    /* after the pointers, so `PREFIX_outputs out = {a, b};` still sets them all */
+    for (int32_t i = 0; k && i < n; i++)
+      if (ts[i].dynamic)
+        sb_printf(o, "  int64_t %s_shape[%d]; /* \"%s\": its real shape, written by %s_run */\n", ts[i].field,
+                  (int)ts[i].ndim, ts[i].name, P);
     if (n == 0) sb_puts(o, "  int unused; /* the model has none */\n");
     sb_printf(o, "} %s_%s;\n", P, k ? "outputs" : "inputs");
   }
@@ -190,6 +247,28 @@ static void tensor_array(StrBuf *o, const char *var, int32_t n) {
   sb_puts(o, "};\n");
 }
 
+/* After the run entry: each dynamic output's real shape (the kernels wrote
+ * it over the bound tensor_init put in tout_shape_i), checked against its
+ * bound as the runtime does (outside it a kernel is wrong: INTERNAL), then
+ * given to the caller; nothing is written unless every one is in bounds. */
+static void dynamic_shapes(const ExportModel *m, StrBuf *o) {
+  sb_puts(o, "  if (rc == 0 && (");
+  bool first = true;
+  for (int32_t i = 0; i < m->spec->num_outputs; i++)
+    for (int32_t d = 0; m->outputs[i].dynamic && d < m->outputs[i].ndim; d++) {
+      sb_printf(o, "%s\n      tout_shape_%d[%d] < 0 || tout_shape_%d[%d] > %" PRId64, first ? "" : " ||", (int)i,
+                (int)d, (int)i, (int)d, m->outputs[i].shape[d]);
+      first = false;
+    }
+  sb_printf(o, "))\n    return %s_ERR_INTERNAL;\n", m->upper);
+  sb_puts(o, "  if (rc == 0) {\n");
+  for (int32_t i = 0; i < m->spec->num_outputs; i++)
+    if (m->outputs[i].dynamic)
+      sb_printf(o, "    for (int d = 0; d < %d; d++) out->%s_shape[d] = tout_shape_%d[d];\n", (int)m->outputs[i].ndim,
+                m->outputs[i].field, (int)i);
+  sb_puts(o, "  }\n");
+}
+
 void export_run_source(const ExportModel *m, StrBuf *o) {
   const char *P = m->prefix, *U = m->upper;
   const ArtifactSpec *s = m->spec;
@@ -221,6 +300,7 @@ void export_run_source(const ExportModel *m, StrBuf *o) {
     sb_printf(o, "  int32_t rc = %s(tin, tout, weights->payload, workspace, &env, NULL);\n", s->run_entry);
   else
     sb_printf(o, "  int32_t rc = %s(tin, tout, %s_embedded_weights, workspace, &env, NULL);\n", s->run_entry, P);
+  if (any_dynamic(m)) dynamic_shapes(m, o);
   sb_printf(o,
             "  switch (LOOM_KERNEL_ERR_KIND(rc)) {\n"
             "    case LOOM_KERNEL_OK: return %s_OK;\n"

@@ -240,9 +240,22 @@ void export_example_main(const ExportModel *m, StrBuf *o) {
   sb_printf(o,
             "  if (st != %s_OK) goto failed;\n"
             "  for (int i = 0; i < NO; i++) {\n"
+            "    ExampleTensor t = k_tensors[NI + i];\n",
+            U);
+  /* an output with a data-dependent shape: the run's real shape, not the bound */
+  for (int32_t i = 0; i < no; i++)
+    if (m->outputs[i].dynamic)
+      sb_printf(o,
+                "    if (i == %d) {\n"
+                "      t.numel = 1;\n"
+                "      for (int d = 0; d < t.ndim; d++)\n"
+                "        t.numel *= (unsigned long long)(t.shape[d] = out.%s_shape[d]);\n"
+                "    }\n",
+                (int)i, m->outputs[i].field);
+  sb_printf(o,
             "    char path[4096];\n"
-            "    snprintf(path, sizeof path, \"%%s/%%s.npy\", argv[FIRST + NI], k_tensors[NI + i].field);\n"
-            "    if (write_npy(path, &k_tensors[NI + i], data[NI + i])) goto done;\n"
+            "    snprintf(path, sizeof path, \"%%s/%%s.npy\", argv[FIRST + NI], t.field);\n"
+            "    if (write_npy(path, &t, data[NI + i])) goto done;\n"
             "  }\n"
             "  rc = 0;\n"
             "  goto done;\n"
@@ -253,5 +266,5 @@ void export_example_main(const ExportModel *m, StrBuf *o) {
             "  for (int i = 0; i < NI + NO + 2; i++) free(data[i]);\n"
             "  return rc;\n"
             "}\n",
-            U, P, P);
+            P, P);
 }

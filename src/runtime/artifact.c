@@ -5,6 +5,7 @@
 #include "runtime/artifact_checksum.h"
 #include "runtime/artifact_format.h"
 #include "runtime/dl_dtype.h"
+#include "runtime/threadpool.h"
 #include "support/alloc.h"
 #include "support/oom.h"
 
@@ -771,6 +772,10 @@ static loom_status resolve_run_entry(Artifact *art, const char *path, LoomError 
 }
 
 loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError *err) {
+  return artifact_load_threads(path, flags, 0, out, err);
+}
+
+loom_status artifact_load_threads(const char *path, int flags, int num_threads, Artifact **out, LoomError *err) {
   *out = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return err_set(err, LOOM_ERR_IO, "cannot open artifact \"%s\": %s", path, strerror(errno));
@@ -816,7 +821,8 @@ loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError
       return LOOM_ERR_PARSE;
     }
   }
-  if ((st = resolve_run_entry(art, path, err)) || (st = artifact_init_external_kernels(art, path, err))) {
+  if ((st = resolve_run_entry(art, path, err)) || (st = artifact_init_external_kernels(art, path, num_threads > 0 ? num_threads : threadpool_default_threads(),
+                                                                              err))) {
     artifact_free(art);
     return st;
   }

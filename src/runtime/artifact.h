@@ -221,6 +221,9 @@ loom_status artifact_parse(const void *image, size_t len, const char *what, int 
  * run on the blob and the kernel's weights, and NAME_external filled in
  * (failures name the back end and the kernel). */
 loom_status artifact_load(const char *path, int flags, Artifact **out, LoomError *err);
+/* artifact_load whose external kernels' init gets num_threads (a model's
+ * thread count; <= 0: threadpool_default_threads()). */
+loom_status artifact_load_threads(const char *path, int flags, int num_threads, Artifact **out, LoomError *err);
 void artifact_free(Artifact *a);
 
 /* "x86_64-avx2-fma-avx512" style: the arch and the known ISA features this
@@ -238,8 +241,9 @@ const char *artifact_arg_kind_name(ArtifactArgKind k);
 loom_status artifact_load_byoc_runtimes(Artifact *art, const char *what, LoomError *err);
 /* For every kernel with a runtime_entry: its back end's loom_byoc_runtime
  * (looked up in that back end's runtime library), init on the blob and the
- * weights of the kernel's call, NAME_external filled in. */
-loom_status artifact_init_external_kernels(Artifact *art, const char *what, LoomError *err);
+ * weights of the kernel's call and num_threads (>= 1), NAME_external
+ * filled in. */
+loom_status artifact_init_external_kernels(Artifact *art, const char *what, int num_threads, LoomError *err);
 /* release() of every state init returned; NULL-safe parts. */
 void artifact_release_external_kernels(Artifact *art);
 

@@ -11,6 +11,7 @@
  * lacked. */
 #include "loom/loom_byoc.h"
 #include "runtime/artifact.h"
+#include "runtime/byoc_library.h"
 #include "support/alloc.h"
 
 #include <dlfcn.h>
@@ -24,16 +25,13 @@ loom_status artifact_load_byoc_runtimes(Artifact *art, const char *what, LoomErr
   if (!art->byoc_handles) return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": out of memory", what);
   for (int32_t i = 0; i < n; i++) {
     const ArtifactByocRuntime *rt = &art->spec.byoc_runtimes[i];
-    /* RTLD_NODELETE: BLAS and oneDNN keep thread pools alive; unmapping
-     * their code when the artifact is freed would pull it from under them. */
-    void *h = dlopen(rt->library, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
-    if (!h) {
-      const char *why = dlerror();
+    char why[1024];
+    void *h = byoc_library_open(rt->library, why, sizeof why);
+    if (!h)
       return err_set(err, LOOM_ERR_IO,
                      "artifact \"%s\": its kernels from BYOC back end \"%s\" need the runtime library \"%s\", which "
                      "cannot be loaded: %s",
-                     what, rt->backend, rt->library, why ? why : "unknown dlopen error");
-    }
+                     what, rt->backend, rt->library, why);
     art->byoc_handles[art->num_byoc_handles++] = h;
   }
   return LOOM_OK;
@@ -67,7 +65,7 @@ static loom_status find_runtime(Artifact *art, const ArtifactKernel *k, const ch
                  what, k->name, k->backend);
 }
 
-loom_status artifact_init_external_kernels(Artifact *art, const char *what, LoomError *err) {
+loom_status artifact_init_external_kernels(Artifact *art, const char *what, int num_threads, LoomError *err) {
   const ArtifactSpec *s = &art->spec;
   int32_t n = s->num_kernels;
   bool any = false;
@@ -99,7 +97,7 @@ loom_status artifact_init_external_kernels(Artifact *art, const char *what, Loom
       if (call->args[j].kind == ARTIFACT_ARG_WEIGHT) weights[j] = s->weights[call->args[j].index].data;
     const ArtifactWeight *blob = &s->weights[kk->blob];
     void *state = NULL;
-    int rc = rt->init(blob->data, (size_t)blob->t.nbytes, weights, np, &state);
+    int rc = rt->init(blob->data, (size_t)blob->t.nbytes, weights, np, num_threads, &state);
     loom_free(weights);
     if (rc)
       return err_set(err, LOOM_ERR_RUNTIME, "artifact \"%s\": BYOC back end \"%s\": init of kernel %s failed (code %d)",

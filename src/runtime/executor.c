@@ -170,8 +170,9 @@ loom_status loom_model_load(const char *path, const loom_model_options *opt, loo
     st = err_set(&err, LOOM_ERR_OUT_OF_MEMORY, "out of memory");
   } else if (!path) {
     st = err_set(&err, LOOM_ERR_INVALID_ARG, "loom_model_load: NULL path");
-  } else if (!(st = artifact_load(path, 0, &m->art, &err)) &&
-             !(st = threadpool_create(opt ? opt->num_threads : 0, &m->pool, &err))) {
+  } else if (!(st = threadpool_create(opt ? opt->num_threads : 0, &m->pool, &err)) &&
+             /* the pool first: external back ends' init takes its thread count */
+             !(st = artifact_load_threads(path, 0, threadpool_num_threads(m->pool), &m->art, &err))) {
     st = model_setup(m, &err);
   }
   if (st) {

@@ -17,7 +17,7 @@
 
 /* Longest compiler output quoted in an error: enough for the first errors,
  * not a screenful of cascades. */
-enum { BUILD_STDERR_MAX = 700, BUILD_MAX_ARGS = 96 };
+enum { BUILD_STDERR_MAX = 700 };
 
 uint64_t build_fnv1a64(uint64_t h, const void *data, size_t n) {
   const unsigned char *p = data;
@@ -102,8 +102,8 @@ static loom_status write_file_atomic(const char *path, const char *data, LoomErr
 }
 
 /* Splits flags on spaces into argv (in place in `buf`). */
-static int split_flags(char *buf, char **argv, int argc, int max) {
-  for (char *tok = strtok(buf, " \t\n"); tok && argc < max; tok = strtok(NULL, " \t\n")) argv[argc++] = tok;
+static int split_flags(char *buf, char **argv, int argc) {
+  for (char *tok = strtok(buf, " \t\n"); tok; tok = strtok(NULL, " \t\n")) argv[argc++] = tok;
   return argc;
 }
 
@@ -137,8 +137,8 @@ const char *build_default_cc(void) {
 /* One run of the compiler: its arguments, the temporary file it writes
  * (renamed to `dest` when it succeeds) and the file its messages go to. */
 typedef struct CompileJob {
-  char *argv[BUILD_MAX_ARGS];
-  char *flags; /* storage of the split flags */
+  char **argv; /* as long as the flags and inputs need: a link takes every object of a model */
+  char *flags;  /* storage of the split flags */
   char source[PATH_MAX], dest[PATH_MAX], tmp[PATH_MAX + 64], log[PATH_MAX + 64];
   pid_t pid;
   bool started, finished;
@@ -165,6 +165,7 @@ static void job_free(CompileJob *j) {
     subprocess_untrack_file(j->log);
   }
   loom_free(j->flags);
+  loom_free(j->argv);
 }
 
 /* cc <cflags> <extra> [-I inc] <mode...> -o <tmp> <inputs...> [-lm]. */
@@ -179,17 +180,19 @@ static loom_status job_init(CompileJob *j, const BuildEnv *env, const char *dest
   size_t flen = strlen(env->cflags) + strlen(env->extra) + 2;
   if (!(j->flags = loom_malloc(flen))) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "build: out of memory");
   snprintf(j->flags, flen, "%s %s", env->cflags, env->extra);
-  int argc = 0, max = BUILD_MAX_ARGS - 1;
+  int nmode = 0;
+  while (mode[nmode]) nmode++;
+  /* a flag takes two characters of flen at least (itself and a space) */
+  if (!(j->argv = loom_calloc(flen / 2 + (size_t)nmode + (size_t)ninputs + 8, sizeof *j->argv)))
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "build: out of memory");
+  int argc = 0;
   j->argv[argc++] = (char *)env->cc;
-  argc = split_flags(j->flags, j->argv, argc, max - 8);
+  argc = split_flags(j->flags, j->argv, argc);
   if (env->inc_flag[0]) j->argv[argc++] = (char *)env->inc_flag;
   for (; *mode; mode++) j->argv[argc++] = (char *)*mode;
   j->argv[argc++] = "-o";
   j->argv[argc++] = j->tmp;
-  for (int i = 0; i < ninputs; i++) {
-    if (argc >= max - 1) return err_set(err, LOOM_ERR_INTERNAL, "build: too many inputs for one compiler command");
-    j->argv[argc++] = (char *)inputs[i];
-  }
+  for (int i = 0; i < ninputs; i++) j->argv[argc++] = (char *)inputs[i];
   if (link) j->argv[argc++] = "-lm"; /* generated code calls libm; the host may not link it */
   j->argv[argc] = NULL;
   return LOOM_OK;

@@ -2,7 +2,7 @@
  * tests/CMakeLists.txt), for tests/byoc/test_byoc.py: each must end in a
  * `loom: error:` naming the plugin, never a dead compiler.
  *
- *   abi      reports another ABI version
+ *   abi      reports the previous ABI version
  *   nosym    exports no loom_byoc_register
  *   crash    dies in codegen (a write through a null pointer)
  *   badc     returns text that is not C
@@ -12,7 +12,10 @@
  *   blob     a good one in the other form: a blob (the element count) and
  *            a runtime entry in this very library, whose init fails when
  *            $LOOM_TEST_BYOC_INIT_FAIL is set
- * Otherwise it claims Relu over f32 and emits a correct loop. */
+ * Otherwise it claims Relu over f32 and emits a correct loop. With
+ * $LOOM_TEST_BYOC_EXPECT_THREADS set (at codegen for the C form, at load
+ * for the blob form) the kernel fails unless the model runs on that many
+ * threads: the model's thread count must reach the back end. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr */
 #endif
@@ -59,13 +62,16 @@ static int codegen(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf,
 #ifdef BAD_MODE_badc
   snprintf(text, 512, "this is not C { %s %ld", r->symbol, count);
 #else
+  const char *expect = getenv("LOOM_TEST_BYOC_EXPECT_THREADS");
   snprintf(text, 512,
-           "static int32_t %s(void *const *data, void *workspace) {\n"
+           "static int32_t %s(void *const *data, void *workspace, int32_t num_threads) {\n"
            "  (void)workspace;\n"
+           "  if (num_threads %s %d) return 1;\n"
            "  const float *x = data[%d];\n  float *y = data[%d];\n"
            "  for (long i = 0; i < %ldL; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;\n"
            "  return 0;\n}\n",
-           r->symbol, (int)loom_byoc_param(r, n->inputs[0]), (int)loom_byoc_param(r, n->outputs[0]), count);
+           r->symbol, expect ? "!=" : "<", expect ? atoi(expect) : 1, (int)loom_byoc_param(r, n->inputs[0]),
+           (int)loom_byoc_param(r, n->outputs[0]), count);
 #endif
   out->c_source = text;
   return 0;
@@ -76,7 +82,7 @@ static const loom_byoc_pattern k_patterns[] = {{"bad.relu", k_relu}, {NULL, NULL
 
 static loom_byoc_plugin k_plugin = {
 #ifdef BAD_MODE_abi
-    .abi_version = LOOM_BYOC_ABI_VERSION + 1,
+    .abi_version = LOOM_BYOC_ABI_VERSION - 1, /* built against the previous version */
 #else
     .abi_version = LOOM_BYOC_ABI_VERSION,
 #endif
@@ -88,8 +94,11 @@ static loom_byoc_plugin k_plugin = {
 
 #ifdef BAD_MODE_blob
 /* The run-time half: state = the element count from the blob. */
-static int rt_init(const void *blob, size_t size, const void *const *weights, int32_t nparams, void **state) {
+static int rt_init(const void *blob, size_t size, const void *const *weights, int32_t nparams, int32_t num_threads,
+                   void **state) {
   (void)weights;
+  const char *expect = getenv("LOOM_TEST_BYOC_EXPECT_THREADS");
+  if (num_threads < 1 || (expect && num_threads != atoi(expect))) return 9;
   if (size != sizeof(int64_t) || nparams != 2 || getenv("LOOM_TEST_BYOC_INIT_FAIL")) return 7;
   int64_t *count = malloc(sizeof *count);
   if (!count) return 1;

@@ -5,9 +5,11 @@ CMake project), mixed artifacts run and checked against numpy, the profile
 marks external kernels, `inspect --dump partitioned`; and every kind of bad
 plugin is a `loom: error:` naming it.
 
-Environment (tests/CMakeLists.txt): LOOM_BIN, LOOM_SOURCE_DIR and
-LOOM_BYOC_BAD_DIR (where libbyoc_bad_<mode>.so were built).
+Environment (tests/CMakeLists.txt): LOOM_BIN, LOOM_SOURCE_DIR,
+LOOM_BYOC_BAD_DIR (where libbyoc_bad_<mode>.so were built) and LOOM_BYOC_RUN_ALLOC
+(the allocation counter, tests/byoc/run_alloc.c; unset in a sanitizer build).
 """
+import json
 import os
 import shutil
 import subprocess
@@ -21,13 +23,17 @@ import onnx
 import onnxruntime as ort
 
 # oneDNN (--byoc dnnl) runs on libgomp's worker threads, which crash
-# LeakSanitizer's tracer at exit in the sanitizer build; on one thread the
-# leak check stays on and the results are the same.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# LeakSanitizer's tracer at exit in the sanitizer build; on one thread (the
+# model's: oneDNN follows it) the leak check stays on and the results are
+# the same.
+SANITIZED = os.environ.get("LOOM_TEST_SANITIZED") == "1"
+if SANITIZED:
+    os.environ.setdefault("LOOM_NUM_THREADS", "1")
 
 LOOM = os.environ.get("LOOM_BIN", "loom")
 SRC = os.environ.get("LOOM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BAD = os.environ.get("LOOM_BYOC_BAD_DIR", ".")
+RUN_ALLOC = os.environ.get("LOOM_BYOC_RUN_ALLOC")  # tests/byoc/run_alloc.c, not in a sanitizer build
 
 
 def save_model(path, nodes, inputs, outputs, inits):
@@ -90,6 +96,17 @@ class Byoc(unittest.TestCase):
             helper.make_node("GlobalAveragePool", ["a2"], ["y"], name="gap"),
         ], [("x", [1, 3, 12, 12]), ("res", [1, 8, 12, 12])], ["y"],
             dict(cls.convs, lo=np.array(0, np.float32), hi=np.array(6, np.float32)))
+        # Gemms: transB with alpha, beta and a [1, N] C, then Relu (dnnl.gemm_act); transA (cblas only); plain B.
+        cls.gemms = {"gw1": rng.standard_normal((32, 16)).astype(np.float32) * 0.3,
+                     "gc1": rng.standard_normal((1, 32)).astype(np.float32),
+                     "gw2": rng.standard_normal((4, 6)).astype(np.float32),
+                     "gw3": rng.standard_normal((16, 8)).astype(np.float32)}
+        save_model(os.path.join(d, "gemms.onnx"), [
+            helper.make_node("Gemm", ["x", "gw1", "gc1"], ["h"], name="g1", transB=1, alpha=0.5, beta=2.0),
+            helper.make_node("Relu", ["h"], ["r"], name="relu1"),
+            helper.make_node("Gemm", ["r", "gw2"], ["y1"], name="g2", transA=1),
+            helper.make_node("Gemm", ["x", "gw3"], ["y2"], name="g3"),
+        ], [("x", [4, 16])], ["y1", "y2"], cls.gemms)
         # Nothing for the example plugin to claim.
         save_model(os.path.join(d, "sigmoid.onnx"), [helper.make_node("Sigmoid", ["a"], ["y"], name="sig")],
                    [("a", [4])], ["y"], {})
@@ -165,24 +182,63 @@ class Byoc(unittest.TestCase):
             None, {"x": self.inputs["cx"], "res": self.inputs["res"]})[0]
         np.testing.assert_allclose(np.load(os.path.join(self.path("out_dnnl"), "y.npy")), ref, rtol=1e-4, atol=1e-4)
         r = self.ok("inspect", self.path("convnet.onnx"), "--byoc", "dnnl", "--dump", "partitioned").stdout
-        self.assertIn("(dnnl.conv_sum_act) 3 nodes", r)  # conv + residual Add + Relu: one primitive
+        # conv + residual Add + Relu is one primitive; the chain of primitives that feed one another is one region
+        self.assertIn("region 0 backend dnnl (dnnl.conv_sum_act, dnnl.pool, dnnl.conv_sum_act, dnnl.pool, dnnl.pool) "
+                      "8 nodes", r)
+        self.assertNotIn("region 1", r)
         self.assertIn("backend dnnl: 8 nodes claimed", r)
+        # as many threads as the model: the same results on 1 and 2
+        for threads in ("1",) if SANITIZED else ("1", "2"):
+            self.ok(*args, "--threads", threads)
+            np.testing.assert_allclose(np.load(os.path.join(self.path("out_dnnl"), "y.npy")), ref, rtol=1e-4,
+                                       atol=1e-4)
         prof = self.ok("run", art, "--input", f"x={self.path('cx.npy')}", "--input", f"res={self.path('res.npy')}",
                        "--profile").stdout
         self.assertIn("[dnnl]", prof)
 
-    def test_dnnl_then_cblas(self):
-        # dnnl claims the MatMuls (constant B with bias; runtime batched B), cblas what is left (the Gemm)
-        art = self.path("mlp_both.loom")
-        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "dnnl,cblas")
-        out = self.run_model(art, ["x", "p", "q"], "out_both")
+    def test_dnnl_mlp(self):
+        # dnnl alone: MatMul + bias, Gemm (transB, alpha, beta) as an inner product, the batched runtime MatMul
+        art = self.path("mlp_dnnl.loom")
+        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "dnnl")
+        out = self.run_model(art, ["x", "p", "q"], "out_mlp_dnnl")
         x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
         np.testing.assert_allclose(out("y"), 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2,
                                    rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
+        r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl", "--dump", "partitioned").stdout
+        self.assertIn("(dnnl.gemm_act) 1 node", r)
+        self.assertIn("backend dnnl: 4 nodes claimed", r)
+        # a back end listed after one that took everything it matches is no error
         r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl,cblas", "--dump", "partitioned").stdout
+        self.assertIn("backend cblas: 0 nodes claimed", r)
+
+    def test_dnnl_then_cblas(self):
+        # dnnl claims the Gemms with constant B (with the Relu after one), cblas what is left (transA)
+        art = self.path("gemms_both.loom")
+        self.ok("compile", self.path("gemms.onnx"), "-o", art, "--byoc", "dnnl,cblas")
+        out = self.run_model(art, ["x"], "out_both")
+        x, g = self.inputs["x"], self.gemms
+        r1 = relu(0.5 * x @ g["gw1"].T + 2.0 * g["gc1"])
+        np.testing.assert_allclose(out("y1"), r1.T @ g["gw2"], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out("y2"), x @ g["gw3"], rtol=1e-4, atol=1e-4)
+        r = self.ok("inspect", self.path("gemms.onnx"), "--byoc", "dnnl,cblas", "--dump", "partitioned").stdout
+        self.assertIn("(dnnl.gemm_act) 2 nodes", r)
         self.assertIn("backend dnnl: 3 nodes claimed", r)
         self.assertIn("backend cblas: 1 node claimed", r)
+
+    @unittest.skipUnless(RUN_ALLOC, "no run_alloc (a sanitizer build owns malloc)")
+    def test_runs_allocate_nothing(self):
+        # Scratchpads and a region's intermediate tensors (kilobytes) come from the workspace Loom planned:
+        # no allocation of 1 KiB or more during a run, on 1 and 2 threads. (oneDNN's execute allocates its
+        # argument map, about a hundred bytes per primitive; OpenBLAS and Loom's own kernels nothing.)
+        cases = [("convnet.onnx", "dnnl"), ("mlp.onnx", "dnnl"), ("mlp.onnx", "cblas"), ("gemms.onnx", "dnnl,cblas")]
+        for model, byoc in cases:
+            art = self.path(f"alloc_{byoc}_{model}.loom")
+            self.ok("compile", self.path(model), "-o", art, "--byoc", byoc)
+            for threads in ("1", "2"):
+                r = subprocess.run([RUN_ALLOC, art, threads, "1024"], capture_output=True, text=True, timeout=300)
+                self.assertEqual(r.returncode, 0, f"{model} --byoc {byoc}, {threads} threads: {r.stdout}{r.stderr}")
+                self.assertIn("run_alloc: 5 runs", r.stdout)
 
     def test_inspect_partitioned(self):
         r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "cblas", "--dump", "partitioned").stdout
@@ -214,7 +270,7 @@ class Byoc(unittest.TestCase):
         lib = lambda mode: os.path.join(BAD, f"libbyoc_bad_{mode}.so")
         self.err("compile", m, "-o", o, "--byoc", self.path("missing.so"), expect=["missing.so", "cannot load"])
         self.err("compile", m, "-o", o, "--byoc", "nope", expect=["nope", "built in: cblas"])
-        self.err("compile", m, "-o", o, "--byoc", lib("abi"), expect=["libbyoc_bad_abi.so", "ABI version 2, expected 1"])
+        self.err("compile", m, "-o", o, "--byoc", lib("abi"), expect=["libbyoc_bad_abi.so", "ABI version 1, expected 2"])
         self.err("compile", m, "-o", o, "--byoc", lib("nosym"), expect=["libbyoc_bad_nosym.so", "loom_byoc_register"])
         # A sanitizer build reports the child's crash on stderr first: the error comes after it.
         r = self.loom("compile", m, "-o", o, "--byoc", lib("crash"))
@@ -242,6 +298,52 @@ class Byoc(unittest.TestCase):
         env = dict(os.environ, LOOM_TEST_BYOC_INIT_FAIL="1")
         self.err("run", art, "--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}", env=env,
                  expect=['BYOC back end "bad": init of kernel', "code 7"])
+
+    def test_threads_reach_back_ends(self):
+        # the model's thread count (loom run --threads) reaches the C form's function and the blob form's init
+        rt = self.path("libthreads_runtime.so")
+        shutil.copy(self.example, rt)
+        ins = ["--input", f"a={self.path('a.npy')}", "--input", f"b={self.path('b.npy')}"]
+        env = dict(os.environ, LOOM_TEST_BYOC_RUNTIME=rt, LOOM_TEST_BYOC_EXPECT_THREADS="3")
+        c_art, blob_art = self.path("threads_c.loom"), self.path("threads_blob.loom")
+        self.ok("compile", self.path("addrelu.onnx"), "-o", c_art, "--byoc", os.path.join(BAD, "libbyoc_bad_runtime.so"),
+                env=env)
+        self.ok("compile", self.path("addrelu.onnx"), "-o", blob_art, "--byoc",
+                os.path.join(BAD, "libbyoc_bad_blob.so"))
+        if SANITIZED:
+            return  # LOOM_NUM_THREADS=1 there; the kernels' checks still compiled and loaded above
+        self.ok("run", c_art, *ins, "--threads", "3")
+        self.err("run", c_art, *ins, "--threads", "2", expect=["external back end"])
+        self.ok("run", blob_art, *ins, "--threads", "3", env=env)
+        self.err("run", blob_art, *ins, "--threads", "2", env=env, expect=['BYOC back end "bad": init of kernel', "code 9"])
+
+    def test_relocated_loom_finds_dnnl_runtime(self):
+        # The artifact names libloom_byoc_dnnl_rt.so by file name, not by the build's path: a Loom moved
+        # elsewhere (bin/loom, lib/the runtime, as an install lays them out) compiles and runs it; without
+        # the library the run is an error naming it and where Loom looked.
+        lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(LOOM))), "libloom_byoc_dnnl_rt.so")
+        prefix = self.path("moved")
+        os.makedirs(os.path.join(prefix, "bin"), exist_ok=True)
+        os.makedirs(os.path.join(prefix, "lib"), exist_ok=True)
+        loom = shutil.copy(LOOM, os.path.join(prefix, "bin", "loom"))
+        moved_lib = shutil.copy(lib, os.path.join(prefix, "lib"))
+        art = self.path("moved_convnet.loom")
+        env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LOOM_BYOC_DNNL_RUNTIME")}
+        run = lambda *a: subprocess.run([loom, *a], capture_output=True, text=True, timeout=300, env=env)
+        r = run("compile", self.path("convnet.onnx"), "-o", art, "--byoc", "dnnl")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        meta = json.loads(run("inspect", art, "--dump", "json").stdout)
+        meta = meta.get("metadata", meta)
+        self.assertEqual([rt["library"] for rt in meta["byoc_runtimes"]], ["libloom_byoc_dnnl_rt.so"])
+        args = ["run", art, "--input", f"x={self.path('cx.npy')}", "--input", f"res={self.path('res.npy')}"]
+        r = run(*args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.remove(moved_lib)
+        r = run(*args)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(r.stderr.startswith("loom: error: "), r.stderr)
+        for e in ['BYOC back end "dnnl"', '"libloom_byoc_dnnl_rt.so"', "cannot be loaded", os.path.join(prefix, "bin")]:
+            self.assertIn(e, r.stderr)
 
     def test_missing_runtime_library(self):
         rt = self.path("libfake_runtime.so")

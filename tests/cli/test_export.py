@@ -337,6 +337,34 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(out)), ["CMakeLists.txt", "Makefile", "example_main.c", "m2.c", "m2.h",
                                                    "m2_weights.c"])
 
+    def test_bfloat16_and_float16_tensors(self):
+        # stored as their 16 bits (uint16_t) with loom_convert.h's conversions
+        # in the project; example_main's .npy of a bfloat16 holds its bits as uint16
+        path = os.path.join(self.dir, "narrow.onnx")
+        save(path, [helper.make_node("Cast", ["b"], ["bf"], to=TensorProto.FLOAT),
+                    helper.make_node("Cast", ["h"], ["hf"], to=TensorProto.FLOAT),
+                    helper.make_node("Add", ["bf", "hf"], ["s"]),
+                    helper.make_node("Cast", ["s"], ["y"], to=TensorProto.BFLOAT16)],
+             [helper.make_tensor_value_info("b", TensorProto.BFLOAT16, [6]),
+              helper.make_tensor_value_info("h", TensorProto.FLOAT16, [6])],
+             [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [6])], [])
+        proj = os.path.join(self.dir, "proj_narrow")
+        self.ok("export-c", path, "-o", proj, "--name", "narrow")
+        with open(os.path.join(proj, "narrow.h")) as f:
+            header = f.read()
+        self.assertIn('#define NARROW_INPUT_0_DTYPE "bfloat16"', header)
+        self.assertIn("const uint16_t *h;", header)
+        self.run_cmd(["make", "CC=" + CC], cwd=proj)
+        b = np.array([1.5, -2.25, 3.0, 0.125, 1024.0, -0.5], np.float32)
+        h = np.array([0.5, 0.25, -1.0, 2.0, 8.0, 0.75], np.float16)
+        np.save(os.path.join(proj, "b.npy"), (b.view(np.uint32) >> 16).astype(np.uint16))  # exact in bfloat16
+        np.save(os.path.join(proj, "h.npy"), h)
+        self.run_cmd([os.path.join(proj, "example_main"), "b.npy", "h.npy", "."], cwd=proj)
+        y = np.load(os.path.join(proj, "y.npy"))
+        self.assertEqual(y.dtype, np.uint16)
+        want = b + h.astype(np.float32)  # every sum exact in bfloat16
+        np.testing.assert_array_equal((y.astype(np.uint32) << 16).view(np.float32), want)
+
     def test_model_that_does_not_compile_leaves_nothing(self):
         bad = os.path.join(self.dir, "broken.onnx")
         with open(bad, "wb") as f:

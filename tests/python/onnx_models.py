@@ -88,4 +88,12 @@ def symbolic_batch():
                   [("two", np.array(2.0, dtype=np.float32))], "symbolic_batch")
 
 
-MODELS = {f.__name__: f for f in (mlp, conv, two_io, gather, logical, nonzero, symbolic_batch)}
+def reshape_input():
+    """x f32[2, 6], shape i64[2] -> Reshape -> y: y's shape is shape's value"""
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+                          helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])], name="reshape_input")
+
+
+MODELS = {f.__name__: f for f in (mlp, conv, two_io, gather, logical, nonzero, symbolic_batch, reshape_input)}

@@ -2,6 +2,7 @@
 a generated model; and their errors."""
 
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -64,6 +65,30 @@ def test_export_c_options(onnx_model, tmp_path):
     assert "mlpnet_context_init" in (out / "mlpnet.h").read_text()
     with pytest.raises(loom.LoomError, match="weights"):
         loom.export_c(onnx_model("mlp"), tmp_path / "bad", weights="nowhere")
+
+
+def test_export_c_inputs(onnx_model, tmp_path):
+    # inputs= as `loom export-c --input`: shape's value is compiled in, x stays
+    out = tmp_path / "bound"
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    loom.export_c(onnx_model("reshape_input"), out, name="rs", inputs={"x": x, "shape": np.array([3, 4])})
+    header = (out / "rs.h").read_text()
+    assert "#define RS_NUM_INPUTS 1\n" in header and '#define RS_INPUT_0_NAME "x"' in header
+    assert "#define RS_OUTPUT_0_SHAPE {3, 4}" in header and "*shape;" not in header
+    assert re.search(r'compiled in.*\n.*\n \*   "shape"\n', header)
+    if loom.find_c_compiler():
+        assert subprocess.run(["make", "-C", str(out)], capture_output=True).returncode == 0
+        np.save(tmp_path / "x.npy", x)
+        r = subprocess.run([str(out / "example_main"), str(tmp_path / "x.npy"), str(tmp_path)], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), x.reshape(3, 4))
+    # an input given for its shape only
+    loom.export_c(onnx_model("symbolic_batch"), tmp_path / "sym", inputs={"x": np.zeros((5, 8), np.float32)})
+    assert "#define MODEL_INPUT_0_SHAPE {5, 8}" in (tmp_path / "sym" / "model.h").read_text()
+    with pytest.raises(loom.LoomError, match='"nope"'):
+        loom.export_c(onnx_model("reshape_input"), tmp_path / "bad", inputs={"nope": np.array([3, 4])})
+    assert not (tmp_path / "bad").exists()
 
 
 def test_export_errors(onnx_model, tmp_path):

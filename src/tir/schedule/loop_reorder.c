@@ -5,8 +5,16 @@
  * the order iterations run in, never which iterations run or what code runs
  * between them. Loops of the chain that were not given keep their place;
  * the given ones fill their slots in the requested order. Block bindings are
- * unchanged: they name loop variables, which keep their identity. */
-#include "tir/schedule/schedule_internal.h"
+ * unchanged: they name loop variables, which keep their identity.
+ *
+ * A reduction's init runs at the iteration where every reduction iterator
+ * is at its start, which must come first among each output's iterations.
+ * Permuting loops that each carry only spatial or only reduction iterators
+ * keeps that; with a loop carrying both (a fused spatial x reduction loop,
+ * or a part of one) it holds only while the loops carrying the reduction
+ * keep their order: a fused loop's parts swapped visit an output first at a
+ * later reduction step than its init. */
+#include "tir/schedule/block_util.h"
 
 #include <string.h>
 
@@ -62,6 +70,28 @@ loom_status sch_reorder(Schedule *s, const SchRV *loop_rvs, int n) {
                      expr_uses_var(placed[d]->loop.extent, placed[e]->loop.var)))
         return sch_fail(s, "reorder: the range of loop %s depends on loop %s, which would be inside it",
                         sch_loop_name(placed[d]), sch_loop_name(placed[e]));
+
+  BlockOrder blocks = blocks_in_order(a, chain[len - 1]);
+  bool *spatial = ARENA_ARRAY(a, bool, len), *reduce = ARENA_ARRAY(a, bool, len);
+  for (int b = 0; b < blocks.n; b++) {
+    block_loop_kinds(blocks.items[b], chain, len, spatial, reduce);
+    int mixed = -1;
+    for (int d = 0; d < len; d++)
+      if (spatial[d] && reduce[d]) mixed = d;
+    if (mixed < 0) continue;
+    /* the loops carrying its reduction, in their old order, must keep it */
+    for (int d = 0, e = 0; d < len; d++) {
+      int old = -1;
+      for (int k = 0; k < len; k++)
+        if (chain[k] == placed[d]) old = k;
+      if (!reduce[old]) continue;
+      while (!reduce[e]) e++;
+      if (chain[e++] != placed[d])
+        return sch_fail(s, "reorder: loop %s carries both spatial and reduction iterators of block %s, so the "
+                           "loops carrying its reduction must keep their order",
+                        sch_loop_name(chain[mixed]), blocks.items[b]->realize.block->name);
+    }
+  }
 
   const Stmt *body = chain[len - 1]->loop.body;
   for (int d = len - 1; d >= 0; d--) {

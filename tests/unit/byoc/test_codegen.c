@@ -18,7 +18,8 @@
 static int cg_c(const loom_byoc_region *r, loom_byoc_code *out, char *errbuf, size_t errlen, void *user) {
   (void)errbuf, (void)errlen, (void)user;
   char *text = malloc(256);
-  snprintf(text, 256, "static int32_t %s(void *const *data, void *workspace) { return 0; }", r->symbol);
+  snprintf(text, 256, "static int32_t %s(void *const *data, void *workspace, int32_t num_threads) { return 0; }",
+           r->symbol);
   out->c_source = text;
   out->workspace_bytes = 128;
   return 0;
@@ -108,7 +109,7 @@ static void test_c_source(void **state) {
   assert_int_equal(generate(cg_c, NULL, &k, &err, &s), LOOM_OK);
   assert_string_equal(k.name, "k0_t");
   assert_string_equal(k.backend, "t");
-  assert_non_null(strstr(k.source, "static int32_t k0_t_body(void *const *data, void *workspace)"));
+  assert_non_null(strstr(k.source, "static int32_t k0_t_body(void *const *data, void *workspace, int32_t num_threads)"));
   assert_int_equal(k.workspace_bytes, 128);
   assert_null(k.runtime_entry);
   assert_int_equal(k.num_nodes, 1);

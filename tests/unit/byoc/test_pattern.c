@@ -196,7 +196,7 @@ static void test_plugin_checks(void **state) {
   assert_int_equal(byoc_plugin_check(&p, "plugin \"t\"", &err), LOOM_OK);
   p.abi_version = 99;
   assert_int_equal(byoc_plugin_check(&p, "plugin \"t\"", &err), LOOM_ERR_UNSUPPORTED);
-  assert_non_null(strstr(err.msg, "ABI version 99, expected 1"));
+  assert_non_null(strstr(err.msg, "ABI version 99, expected 2"));
   p = plugin_of(k_conv_patterns);
   p.name = "Bad Name";
   assert_int_equal(byoc_plugin_check(&p, "plugin \"t\"", &err), LOOM_ERR_INVALID_ARG);

@@ -22,11 +22,13 @@ static void assert_contains(const char *msg, const char *part) {
 
 static void test_bad_arguments(void **state) {
   char err[512];
-  assert_int_equal(loom_export_c(NULL, "/tmp/x", NULL, NULL, NULL, NULL, NULL, 0, false, false, err, sizeof err),
-                   LOOM_ERR_INVALID_ARG);
+  assert_int_equal(
+      loom_export_c(NULL, "/tmp/x", NULL, NULL, NULL, NULL, NULL, 0, false, false, NULL, 0, err, sizeof err),
+      LOOM_ERR_INVALID_ARG);
   assert_contains(err, "onnx_path is NULL");
-  assert_int_equal(loom_export_c("m.onnx", NULL, NULL, NULL, NULL, NULL, NULL, 0, false, false, err, sizeof err),
-                   LOOM_ERR_INVALID_ARG);
+  assert_int_equal(
+      loom_export_c("m.onnx", NULL, NULL, NULL, NULL, NULL, NULL, 0, false, false, NULL, 0, err, sizeof err),
+      LOOM_ERR_INVALID_ARG);
   assert_contains(err, "out_dir is NULL");
 }
 
@@ -34,8 +36,8 @@ static void test_missing_model_creates_nothing(void **state) {
   char dir[] = "/tmp/loom-export-entry-XXXXXX", out[sizeof dir + 16], err[512] = "";
   assert_non_null(mkdtemp(dir));
   snprintf(out, sizeof out, "%s/project", dir);
-  loom_status st = loom_export_c("/nonexistent/loom-export-entry.onnx", out, NULL, NULL, "m", NULL, NULL, 0, false, false,
-                                 err, sizeof err);
+  loom_status st = loom_export_c("/nonexistent/loom-export-entry.onnx", out, NULL, NULL, "m", NULL, NULL, 0, false,
+                                 false, NULL, 0, err, sizeof err);
   assert_int_not_equal(st, LOOM_OK);
   assert_contains(err, "/nonexistent/loom-export-entry.onnx");
   struct stat sb;

@@ -405,6 +405,9 @@ static void test_byoc_runtime_libraries(void **state) {
   assert_int_equal(artifact_load(p, 0, &a, &err), LOOM_ERR_IO);
   assert_contains(err.msg, "BYOC back end \"vendor\"");
   assert_contains(err.msg, "libloom_no_such_runtime.so");
+  /* a bare name: the library path, then next to the code loading it (this test program) */
+  assert_contains(err.msg, "looked on the library path, then in /");
+  assert_contains(err.msg, "/../lib)");
 }
 
 /* Two different shared objects loaded at the same time each get their own

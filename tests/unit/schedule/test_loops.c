@@ -304,6 +304,32 @@ static void test_reorder(void **state) {
   arena_free(a);
 }
 
+/* The layer_norm failure of the random-schedule harness (seed 1048):
+ * fuse(k, j) of a reduction, split, then its two parts swapped, so an
+ * output's first visit is no longer its init. The fused loop and its parts
+ * carry spatial and reduction iterators at once: reorder refuses them. */
+static void test_reorder_refuses_mixed_reduction_loops(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  PrimFunc *f = make_matmul(a, 4, 3, 8);
+  Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+  SchRV l[3], parts[2];
+  loops_of(s, "C", l); /* i, j, k */
+  assert_int_equal(sch_reorder(s, (SchRV[]){l[2], l[1]}, 2), LOOM_OK); /* i, k, j */
+  SchRV kj = sch_fuse(s, (SchRV[]){l[2], l[1]}, 2);
+  assert_true(kj >= 0);
+  assert_int_equal(sch_split(s, kj, (int64_t[]){6, 4}, 2, parts), 0);
+  check_same_results(f, sch_func(s), 11);
+  const PrimFunc *before = sch_func(s);
+  assert_refused(s, sch_reorder(s, (SchRV[]){parts[1], parts[0]}, 2), before,
+                 "carries both spatial and reduction iterators of block C, so the loops carrying its reduction must keep their order");
+  /* i carries only a spatial iterator: moving it outside stays legal */
+  assert_int_equal(sch_reorder(s, (SchRV[]){parts[0], l[0]}, 2), LOOM_OK);
+  check_same_results(f, sch_func(s), 12);
+  sch_free(s);
+  arena_free(a);
+}
+
 static void test_reorder_refusals(void **state) {
   (void)state;
   Arena *a = arena_new();
@@ -418,6 +444,7 @@ int main(void) {
       cmocka_unit_test(test_split_imperfect),     cmocka_unit_test(test_split_refusals),
       cmocka_unit_test(test_fuse),                cmocka_unit_test(test_fuse_refusals),
       cmocka_unit_test(test_reorder),             cmocka_unit_test(test_reorder_refusals),
+      cmocka_unit_test(test_reorder_refuses_mixed_reduction_loops),
       cmocka_unit_test(test_split_after_compute_at), cmocka_unit_test(test_tile),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
