@@ -906,7 +906,8 @@ static loom_status walk(Walk *w, const Stmt *s) {
       return st;
     }
     case STMT_EVALUATE: return LOOM_OK;
-    case STMT_DMA: return LOOM_OK; /* a call: scratchpad kernels are not tuned (docs/schedule.md) */
+    case STMT_DMA: /* calls: scratchpad kernels are not tuned (docs/schedule.md) */
+    case STMT_DMA_WAIT: return LOOM_OK;
     case STMT_BLOCK_REALIZE:
       return err_set(w->err, LOOM_ERR_UNSUPPORTED,
                      "features_extract: \"%s\" is not lowered (block \"%s\" remains); run tir_lower first",

@@ -412,8 +412,8 @@ static const struct {
     {"matmul", topi_schedule_matmul_cpu, NULL, true, true, true},
     {"conv2d_nchwc", topi_schedule_conv2d_nchwc_cpu, "pad", false, true, true},
     {"conv2d_winograd", schedule_winograd, "conv2d_winograd_transform", false, false, false},
-    {"depthwise_conv2d_nchwc", topi_schedule_depthwise_conv2d_nchwc_cpu, "pad", false, false, false},
-    {"pool2d", topi_schedule_pool2d_cpu, "pad", false, false, false},
+    {"depthwise_conv2d_nchwc", topi_schedule_depthwise_conv2d_nchwc_cpu, "pad", false, false, true},
+    {"pool2d", topi_schedule_pool2d_cpu, "pad", false, false, true},
 };
 
 static int anchor_rule(const Block *b) {

@@ -15,7 +15,9 @@ static const char *const reserved_names[] = {
     "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
     "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "args",
     "num_args", "env", "closure_arg", "begin", "end", "memcpy", "floorf", "floor", "fmodf", "fmod", "INFINITY",
-    "NAN", "loom_dma_get", "loom_dma_put", "loom_dma_get2d", "loom_dma_put2d",
+    "NAN", "loom_dma_get", "loom_dma_put", "loom_dma_get2d", "loom_dma_put2d", "loom_dma_get_async",
+    "loom_dma_put_async", "loom_dma_get2d_async", "loom_dma_put2d_async", "loom_dma_wait", "loom_dma_ticket",
+    "loom_dma_tickets", "loom_local_mem", "LOOM_LOCAL_MEM_BASE",
 };
 
 /* The DMA hooks a scratchpad kernel calls (docs/export.md "Scratchpad
@@ -37,6 +39,27 @@ static const char k_dma_default[] =
     "  for (size_t r = 0; r < rows; ++r)\n"
     "    memcpy((char *)dst + r * dst_stride, (const char *)src + r * src_stride, row_bytes);\n"
     "}\n"
+    "#endif\n";
+
+/* The asynchronous hooks (a kernel with PrimFunc.dma_tickets): a start
+ * takes the ticket the kernel keeps for the copy, whose wait comes later
+ * (docs/export.md "Scratchpad targets"). The defaults copy at the start
+ * and wait for nothing; a project that defines LOOM_DMA_HOOKS defines
+ * the type loom_dma_ticket and these functions. */
+static const char k_dma_async_default[] =
+    "#ifndef LOOM_DMA_HOOKS\n"
+    "typedef struct loom_dma_ticket { char unused; } loom_dma_ticket;\n"
+    "LOOM_HELPER void loom_dma_get_async(loom_dma_ticket *t, void *dst, const void *src, size_t bytes) {\n"
+    "  (void)t;\n  loom_dma_get(dst, src, bytes);\n}\n"
+    "LOOM_HELPER void loom_dma_put_async(loom_dma_ticket *t, void *dst, const void *src, size_t bytes) {\n"
+    "  (void)t;\n  loom_dma_put(dst, src, bytes);\n}\n"
+    "LOOM_HELPER void loom_dma_get2d_async(loom_dma_ticket *t, void *dst, const void *src, size_t row_bytes,\n"
+    "                                      size_t rows, size_t dst_stride, size_t src_stride) {\n"
+    "  (void)t;\n  loom_dma_get2d(dst, src, row_bytes, rows, dst_stride, src_stride);\n}\n"
+    "LOOM_HELPER void loom_dma_put2d_async(loom_dma_ticket *t, void *dst, const void *src, size_t row_bytes,\n"
+    "                                      size_t rows, size_t dst_stride, size_t src_stride) {\n"
+    "  (void)t;\n  loom_dma_put2d(dst, src, row_bytes, rows, dst_stride, src_stride);\n}\n"
+    "LOOM_HELPER void loom_dma_wait(loom_dma_ticket *t) { (void)t; }\n"
     "#endif\n";
 
 void codegen_c_prelude(StrBuf *out) {
@@ -274,15 +297,19 @@ static bool alloc_elems(CodegenC *cg, const Buffer *b, int64_t *out) {
   return true;
 }
 
-/* Declares allocation b: promoted to registers, a stack array, or a slice
- * of the workspace. */
-static void declare_allocation(CodegenC *cg, StrBuf *sb, const Buffer *b, int64_t n, const Stmt *body, int ind) {
+/* Declares allocation b: promoted to registers, a stack array, a slice
+ * of the workspace, or (offset >= 0, tir_plan_local_mem) its place in the
+ * kernel's local memory. */
+static void declare_allocation(CodegenC *cg, StrBuf *sb, const Buffer *b, int64_t n, const Stmt *body, int64_t offset,
+                               int ind) {
   if (cg_promote_alloc(cg, sb, b, n, body, ind)) return;
   const char *ty = cg_scalar_type(cg, b->dtype, b->name);
   size_t bytes = (size_t)n * (size_t)dtype_bytes(dtype_element(b->dtype));
   const char *name = cg_name_of(cg, b, b->name);
   sb_indent(sb, ind);
-  if (bytes <= CODEGEN_C_STACK_LIMIT) {
+  if (offset >= 0) {
+    sb_printf(sb, "%s *restrict %s = (%s *)(loom_local_mem + %lld);\n", ty, name, ty, (long long)offset);
+  } else if (bytes <= CODEGEN_C_STACK_LIMIT) {
     sb_printf(sb, "%s %s[%lld] __attribute__((aligned(64)));\n", ty, name, (long long)(n > 0 ? n : 1));
   } else if (cg->parallel_depth > 0) {
     /* One workspace slice would be shared by all threads of the loop. */
@@ -305,7 +332,7 @@ static void emit_allocate(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
   if (!alloc_elems(cg, b, &n)) return;
   sb_indent(sb, ind);
   sb_puts(sb, "{\n");
-  declare_allocation(cg, sb, b, n, s->alloc.body, ind + 1);
+  declare_allocation(cg, sb, b, n, s->alloc.body, s->alloc.offset, ind + 1);
   int saved = cg->scope.n;
   scope_push(cg, b);
   emit_stmt(cg, sb, s->alloc.body, ind + 1);
@@ -340,22 +367,42 @@ static const char *dma_bytes(CodegenC *cg, const Expr *elems, int64_t elem_bytes
   return text;
 }
 
-/* A call of the DMA hooks: contiguous when there is one row. */
+/* `&loom_dma_tickets[T]`: the kernel's ticket of an asynchronous copy. */
+static const char *dma_ticket(CodegenC *cg, const Expr *ticket) {
+  if (cg->parallel_depth > 0 || cg->func->dma_tickets <= 0) {
+    cg_fail(cg, LOOM_ERR_UNSUPPORTED, "C codegen of \"%s\": asynchronous DMA %s", cg->func_name,
+            cg->parallel_depth > 0 ? "inside a parallel loop (the tickets are the kernel's)" : "in a kernel of no dma_tickets");
+    return "0";
+  }
+  StrBuf t;
+  sb_init(&t);
+  cg_emit_expr(cg, &t, ticket);
+  const char *text = arena_printf(cg->arena, "&loom_dma_tickets[%s]", sb_cstr(&t));
+  sb_free(&t);
+  return text;
+}
+
+/* A call of the DMA hooks: contiguous when there is one row; an
+ * asynchronous start takes its ticket first. */
 static void emit_dma(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
   cg_put_helper(cg, "loom_dma", k_dma_default);
   const char *dir = s->dma.dir == DMA_GET ? "get" : "put";
+  const char *async = s->dma.ticket ? "_async" : "";
+  const char *ticket = s->dma.ticket ? arena_printf(cg->arena, "%s, ", dma_ticket(cg, s->dma.ticket)) : "";
+  if (s->dma.ticket) cg_put_helper(cg, "loom_dma_async", k_dma_async_default);
   int64_t eb = dtype_bytes(dtype_element(s->dma.dst->load.buffer->dtype)), rows;
   const char *dst = dma_address(cg, s->dma.dst), *src = dma_address(cg, s->dma.src);
   sb_indent(sb, ind);
   if (expr_as_int(s->dma.rows, &rows) && rows == 1) {
-    sb_printf(sb, "loom_dma_%s(%s, %s, %s);\n", dir, dst, src, dma_bytes(cg, s->dma.row_elems, eb));
+    sb_printf(sb, "loom_dma_%s%s(%s%s, %s, %s);\n", dir, async, ticket, dst, src, dma_bytes(cg, s->dma.row_elems, eb));
     return;
   }
   StrBuf r;
   sb_init(&r);
   cg_emit_expr(cg, &r, s->dma.rows);
-  sb_printf(sb, "loom_dma_%s2d(%s, %s, %s, (size_t)(%s), %s, %s);\n", dir, dst, src, dma_bytes(cg, s->dma.row_elems, eb),
-            sb_cstr(&r), dma_bytes(cg, s->dma.dst_stride, eb), dma_bytes(cg, s->dma.src_stride, eb));
+  sb_printf(sb, "loom_dma_%s2d%s(%s%s, %s, %s, (size_t)(%s), %s, %s);\n", dir, async, ticket, dst, src,
+            dma_bytes(cg, s->dma.row_elems, eb), sb_cstr(&r), dma_bytes(cg, s->dma.dst_stride, eb),
+            dma_bytes(cg, s->dma.src_stride, eb));
   sb_free(&r);
 }
 
@@ -394,6 +441,12 @@ static void emit_stmt(CodegenC *cg, StrBuf *sb, const Stmt *s, int ind) {
     case STMT_EVALUATE: return; /* no side effects in our expressions */
     case STMT_ALLOCATE: emit_allocate(cg, sb, s, ind); return;
     case STMT_DMA: emit_dma(cg, sb, s, ind); return;
+    case STMT_DMA_WAIT: {
+      const char *t = dma_ticket(cg, s->dma_wait.ticket);
+      sb_indent(sb, ind);
+      sb_printf(sb, "loom_dma_wait(%s);\n", t);
+      return;
+    }
     case STMT_BLOCK_REALIZE:
       cg_fail(cg, LOOM_ERR_INVALID_ARG, "C codegen of \"%s\": block \"%s\" was not lowered (run the lowering passes first)",
               cg->func_name, s->realize.block->name);
@@ -539,6 +592,23 @@ loom_status codegen_c_func(StrBuf *out, const PrimFunc *f, LoomError *err) {
   for (int i = 0; i < f->n_params && cg.status == LOOM_OK; i++) {
     emit_param(&cg, &params, i);
     scope_push(&cg, f->params[i]);
+  }
+  int64_t local_bytes = tir_local_plan_bytes(f);
+  if (local_bytes > 0) { /* its local memory (tir_plan_local_mem): the project's, or a slice of the workspace */
+    sb_printf(&body,
+              "  /* local memory plan: %lld of local_mem=%lld bytes */\n"
+              "#ifdef LOOM_LOCAL_MEM_BASE\n"
+              "  char *const loom_local_mem = (char *)(LOOM_LOCAL_MEM_BASE);\n"
+              "#else\n"
+              "  char *const loom_local_mem = (char *)env->workspace + %zu;\n"
+              "#endif\n",
+              (long long)local_bytes, (long long)f->local_mem_bytes, cg.workspace_bytes);
+    cg.workspace_bytes += ((size_t)local_bytes + 63) / 64 * 64;
+  }
+  if (f->dma_tickets > 0) { /* the tickets of its copies in flight (PrimFunc.dma_tickets) */
+    cg_put_helper(&cg, "loom_dma", k_dma_default);
+    cg_put_helper(&cg, "loom_dma_async", k_dma_async_default);
+    sb_printf(&body, "  loom_dma_ticket loom_dma_tickets[%d];\n", f->dma_tickets);
   }
   emit_stmt(&cg, &body, f->body, 1);
 

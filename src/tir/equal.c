@@ -191,11 +191,14 @@ static bool eq_stmt(Eq *q, const Stmt *x, const Stmt *y) {
              eq_stmt(q, x->if_.else_s, y->if_.else_s);
     case STMT_EVALUATE: return eq_expr(q, x->eval.value, y->eval.value);
     case STMT_ALLOCATE:
-      return eq_buffer_decl(q, x->alloc.buffer, y->alloc.buffer) && eq_stmt(q, x->alloc.body, y->alloc.body);
+      return x->alloc.offset == y->alloc.offset && eq_buffer_decl(q, x->alloc.buffer, y->alloc.buffer) &&
+             eq_stmt(q, x->alloc.body, y->alloc.body);
     case STMT_DMA:
       return x->dma.dir == y->dma.dir && eq_expr(q, x->dma.dst, y->dma.dst) && eq_expr(q, x->dma.src, y->dma.src) &&
              eq_expr(q, x->dma.row_elems, y->dma.row_elems) && eq_expr(q, x->dma.rows, y->dma.rows) &&
-             eq_expr(q, x->dma.dst_stride, y->dma.dst_stride) && eq_expr(q, x->dma.src_stride, y->dma.src_stride);
+             eq_expr(q, x->dma.dst_stride, y->dma.dst_stride) && eq_expr(q, x->dma.src_stride, y->dma.src_stride) &&
+             (x->dma.ticket ? y->dma.ticket && eq_expr(q, x->dma.ticket, y->dma.ticket) : !y->dma.ticket);
+    case STMT_DMA_WAIT: return eq_expr(q, x->dma_wait.ticket, y->dma_wait.ticket);
     case STMT_KIND_COUNT: break;
   }
   return false;

@@ -32,12 +32,21 @@ typedef struct BufState {
   bool owned;
 } BufState;
 
+/* An asynchronous DMA copy in flight (below). */
+typedef struct DmaCopy {
+  const Stmt *s;
+  BufState *dst, *src;
+  int64_t d0, s0, row_elems, rows, dst_stride, src_stride;
+} DmaCopy;
+
 typedef struct Interp {
   Arena *a;
   LoomError *err;
   TirInterpOptions opts;
   PtrMap vars; /* Var -> Slot* */
   PtrMap bufs; /* Buffer -> BufState* (NULL = not live) */
+  DmaCopy *pending; /* per DMA ticket: the asynchronous copy in flight (s NULL: none) */
+  int n_tickets;
   bool failed;
   loom_status status;
 } Interp;
@@ -694,9 +703,8 @@ static bool exec_for(Interp *in, const Stmt *s) {
   return ok;
 }
 
-/* rows x row_elems elements, element by element through the same checks
- * as loads and stores (bounds; a temporary's never-written elements). */
-static bool exec_dma(Interp *in, const Stmt *s) {
+/* A DMA statement's copy with its arguments evaluated (when it starts). */
+static bool dma_eval(Interp *in, const Stmt *s, DmaCopy *c) {
   const Expr *d = s->dma.dst, *r = s->dma.src;
   BufState *dst = buf_lookup(in, d->load.buffer, "DMA to"), *src = dst ? buf_lookup(in, r->load.buffer, "DMA from") : NULL;
   Scalar d0 = {0}, s0 = {0}, re = {0}, rows = {0}, ds = {0}, ss = {0};
@@ -709,22 +717,78 @@ static bool exec_dma(Interp *in, const Stmt *s) {
   if (re.i < 0 || rows.i < 0 || (re.i > 0 && rows.i > dst->n_elems / re.i))
     return fail(in, LOOM_ERR_RUNTIME, "interpreter: DMA of %lld rows of %lld elements into \"%s\" of %lld elements",
                 (long long)rows.i, (long long)re.i, dst->buffer->name, (long long)dst->n_elems);
-  for (int64_t row = 0; row < rows.i; row++)
-    for (int64_t e = 0; e < re.i; e++) {
-      int64_t di = d0.i + row * ds.i + e, si = s0.i + row * ss.i + e, dk, sk;
-      if (!buf_offset(in, src, &si, 1, "DMA read", &sk) || !buf_offset(in, dst, &di, 1, "DMA write", &dk)) return false;
-      if (src->written && !src->written[sk])
+  *c = (DmaCopy){s, dst, src, d0.i, s0.i, re.i, rows.i, ds.i, ss.i};
+  return true;
+}
+
+/* rows x row_elems elements, element by element through the same checks
+ * as loads and stores (bounds; a temporary's never-written elements). */
+static bool dma_copy(Interp *in, const DmaCopy *c) {
+  for (int64_t row = 0; row < c->rows; row++)
+    for (int64_t e = 0; e < c->row_elems; e++) {
+      int64_t di = c->d0 + row * c->dst_stride + e, si = c->s0 + row * c->src_stride + e, dk, sk;
+      if (!buf_offset(in, c->src, &si, 1, "DMA read", &sk) || !buf_offset(in, c->dst, &di, 1, "DMA write", &dk))
+        return false;
+      if (c->src->written && !c->src->written[sk])
         return fail(in, LOOM_ERR_RUNTIME, "interpreter: DMA from %s[%lld] reads an element that was never written",
-                    src->buffer->name, (long long)si);
-      elem_write(dst, dk, elem_read(src, sk));
+                    c->src->buffer->name, (long long)si);
+      elem_write(c->dst, dk, elem_read(c->src, sk));
     }
   TirDmaStats *st = in->opts.dma_stats;
   if (st) {
-    int64_t bytes = rows.i * re.i * dst->elem_bytes;
-    if (s->dma.dir == DMA_GET) st->gets++, st->get_bytes += bytes;
+    int64_t bytes = c->rows * c->row_elems * c->dst->elem_bytes;
+    if (c->s->dma.dir == DMA_GET) st->gets++, st->get_bytes += bytes;
     else st->puts++, st->put_bytes += bytes;
   }
   return true;
+}
+
+static bool dma_ticket(Interp *in, const Expr *e, const char *what, int64_t *t) {
+  Scalar v = {0};
+  if (!eval(in, e, 0, &v)) return false;
+  if (v.i < 0 || v.i >= in->n_tickets)
+    return fail(in, LOOM_ERR_RUNTIME, "interpreter: DMA %s with ticket %lld, outside the kernel's %d tickets", what,
+                (long long)v.i, in->n_tickets);
+  *t = v.i;
+  return true;
+}
+
+/* A blocking copy runs now. An asynchronous start runs as the slowest
+ * legal engine would: the copy is deferred to its wait, and the
+ * destination is poisoned until then (every element unwritten, its bytes
+ * all ones: NaN for floats), so a read before the wait is reported (or,
+ * without the uninit check, reads garbage). */
+static bool exec_dma(Interp *in, const Stmt *s) {
+  DmaCopy c;
+  if (!dma_eval(in, s, &c)) return false;
+  if (!s->dma.ticket) return dma_copy(in, &c);
+  int64_t t;
+  if (!dma_ticket(in, s->dma.ticket, "start", &t)) return false;
+  if (in->pending[t].s)
+    return fail(in, LOOM_ERR_RUNTIME, "interpreter: DMA into \"%s\" started with ticket %lld, whose copy into \"%s\" "
+                "was never waited for", c.dst->buffer->name, (long long)t, in->pending[t].dst->buffer->name);
+  for (int64_t row = 0; row < c.rows; row++)
+    for (int64_t e = 0; e < c.row_elems; e++) {
+      int64_t di = c.d0 + row * c.dst_stride + e, dk;
+      if (!buf_offset(in, c.dst, &di, 1, "DMA write", &dk)) return false;
+      memset(c.dst->data + dk * c.dst->elem_bytes, 0xff, (size_t)c.dst->elem_bytes);
+      if (c.dst->written) c.dst->written[dk] = false;
+    }
+  in->pending[t] = c;
+  return true;
+}
+
+static bool exec_dma_wait(Interp *in, const Stmt *s) {
+  int64_t t;
+  if (!dma_ticket(in, s->dma_wait.ticket, "wait", &t)) return false;
+  DmaCopy c = in->pending[t];
+  if (!c.s) return fail(in, LOOM_ERR_RUNTIME, "interpreter: DMA wait for ticket %lld, which has no copy in flight", (long long)t);
+  in->pending[t].s = NULL;
+  if (buf_lookup(in, c.dst->buffer, "DMA to") != c.dst || buf_lookup(in, c.src->buffer, "DMA from") != c.src)
+    return fail(in, LOOM_ERR_RUNTIME, "interpreter: DMA wait for ticket %lld after the scope of \"%s\" ended", (long long)t,
+                c.dst->buffer->name);
+  if (in->opts.dma_stats) in->opts.dma_stats->waits++;
+  return dma_copy(in, &c);
 }
 
 /* Makes buffers live for the duration of a scope; restores the outer state. */
@@ -823,6 +887,7 @@ static bool exec(Interp *in, const Stmt *s) {
       return ok;
     }
     case STMT_DMA: return exec_dma(in, s);
+    case STMT_DMA_WAIT: return exec_dma_wait(in, s);
     default: return fail(in, LOOM_ERR_INTERNAL, "interpreter: unknown statement kind %d", s->kind);
   }
 }
@@ -843,7 +908,13 @@ loom_status tir_interpret_opts(const PrimFunc *f, void *const *param_data,
     BufState *st = bufstate_new(&in, f->params[i], param_data[i]);
     if (st) ptrmap_put(&in.bufs, f->params[i], st);
   }
+  in.n_tickets = f->dma_tickets;
+  if (f->dma_tickets > 0) in.pending = ARENA_ARRAY(in.a, DmaCopy, f->dma_tickets);
   if (!in.failed) exec(&in, f->body);
+  for (int t = 0; t < in.n_tickets && !in.failed; t++)
+    if (in.pending[t].s)
+      fail(&in, LOOM_ERR_RUNTIME, "interpreter: the DMA into \"%s\" started with ticket %d is never waited for",
+           in.pending[t].dst->buffer->name, t);
   if (in.failed && err) err_prefix(err, "in function \"%s\": ", f->name);
   arena_free(in.a);
   return in.failed ? in.status : LOOM_OK;

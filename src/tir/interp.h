@@ -33,7 +33,8 @@ typedef struct TirInterpOptions {
   /* Report block iterators whose binding falls outside the iterator domain
    * (with a true predicate). */
   bool check_iter_domain;
-  /* When not NULL, every DMA statement executed adds one call and its
+  /* When not NULL, every DMA copy executed (a blocking one at its
+   * statement, an asynchronous one at its wait) adds one call and its
    * bytes here (the tests count them against the tiling). */
   struct TirDmaStats *dma_stats;
 } TirInterpOptions;
@@ -42,6 +43,7 @@ typedef struct TirInterpOptions {
 typedef struct TirDmaStats {
   int64_t gets, puts;             /* statements executed */
   int64_t get_bytes, put_bytes;   /* elements x element size */
+  int64_t waits;                  /* waits for asynchronous copies */
 } TirDmaStats;
 
 /* Both checks on, no DMA counting. */

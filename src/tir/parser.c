@@ -247,23 +247,38 @@ static const Stmt *parse_store(TextParser *p) {
 
 /* `dma_get(dst[i], src[j], row_elems, rows, dst_stride, src_stride)`, or
  * dma_put: dst and src are element accesses of flat (1-d) buffers of one
- * dtype. */
+ * dtype; `dma_get_async(ticket, ...)` / dma_put_async: the same started
+ * asynchronously; `dma_wait(ticket)`. */
 static const Stmt *parse_dma(TextParser *p) {
   const TextToken *t = parse_advance(p);
   DmaDir dir = t->start[4] == 'g' ? DMA_GET : DMA_PUT;
+  bool async = t->len > 7;
+  const char *what = async ? (dir == DMA_GET ? "dma_get_async" : "dma_put_async") : (dir == DMA_GET ? "dma_get" : "dma_put");
   const Expr **args;
   if (!parse_expect(p, "(")) return NULL;
   int n = parse_expr_list(p, ")", &args);
   if (n < 0) return NULL;
-  if (n != 6) return parse_fail_count(p, t, n, "6 arguments of %s (dst, src, row_elems, rows, dst_stride, src_stride)",
-                                      dir == DMA_GET ? "dma_get" : "dma_put");
+  const Expr *ticket = NULL;
+  if (async && n > 0) ticket = args[0], args++, n--;
+  if (n != 6)
+    return parse_fail_count(p, t, n, async ? "7 arguments of %s (ticket, dst, src, row_elems, rows, dst_stride, src_stride)"
+                                           : "6 arguments of %s (dst, src, row_elems, rows, dst_stride, src_stride)",
+                            what);
   for (int i = 0; i < 2; i++)
     if (args[i]->kind != EXPR_LOAD || args[i]->load.n != 1 || args[i]->load.buffer->ndim != 1 ||
         args[i]->dtype.lanes != 1)
       return parse_fail(p, t, i == 0 ? "a first argument (dst) that is an element of a 1-d buffer, such as A_local[0]"
                                      : "a second argument (src) that is an element of a 1-d buffer, such as A[i * 64]");
   if (!dtype_eq(args[0]->dtype, args[1]->dtype)) return parse_fail(p, t, "dst and src of one dtype");
-  return stmt_dma(p->a, dir, args[0], args[1], args[2], args[3], args[4], args[5]);
+  const Stmt *copy = stmt_dma(p->a, dir, args[0], args[1], args[2], args[3], args[4], args[5]);
+  return ticket ? stmt_dma_async(p->a, copy, ticket) : copy;
+}
+
+static const Stmt *parse_dma_wait(TextParser *p) {
+  parse_advance(p);
+  const Expr *ticket;
+  if (!parse_expect(p, "(") || !(ticket = parse_expr(p)) || !parse_expect(p, ")")) return NULL;
+  return stmt_dma_wait(p->a, ticket);
 }
 
 static const Stmt *parse_stmt_inner(TextParser *p) {
@@ -304,15 +319,26 @@ static const Stmt *parse_stmt_inner(TextParser *p) {
     parse_advance(p);
     Buffer *b = parse_buffer_decl(p);
     if (!b) return NULL;
+    int64_t offset = -1;
+    if (parse_is_word(p, "at")) { /* `at(N)`: placed in the local memory (tir_plan_local_mem) */
+      parse_advance(p);
+      if (!parse_expect(p, "(") || !parse_small_int(p, 0, (int64_t)1 << 40, &offset) || !parse_expect(p, ")"))
+        return NULL;
+    }
     int saved = p->n_syms;
     parse_scope_push_buffer(p, b);
     const Stmt *body = parse_braced(p);
     p->n_syms = saved;
-    return body ? stmt_allocate(p->a, b, body) : NULL;
+    return body ? stmt_allocate_at(p->a, b, body, offset) : NULL;
   }
-  if (parse_is_word(p, "dma_get") || parse_is_word(p, "dma_put")) return parse_dma(p);
+  if (parse_is_word(p, "dma_get") || parse_is_word(p, "dma_put") || parse_is_word(p, "dma_get_async") ||
+      parse_is_word(p, "dma_put_async"))
+    return parse_dma(p);
+  if (parse_is_word(p, "dma_wait")) return parse_dma_wait(p);
   if (token_is(parse_peek_at(p, 1), TOK_PUNCT, "[")) return parse_store(p);
-  return parse_fail(p, t, "a statement (for, block, if, nop, eval, allocate, dma_get, dma_put or a store A[...] = ...)");
+  return parse_fail(p, t,
+                    "a statement (for, block, if, nop, eval, allocate, dma_get, dma_put, dma_get_async, "
+                    "dma_put_async, dma_wait or a store A[...] = ...)");
 }
 
 static const Stmt *parse_stmt(TextParser *p) {
@@ -348,13 +374,20 @@ static PrimFunc *parse_func(TextParser *p) {
   }
   int64_t local_mem = 0;
   bool double_buffer = false;
-  if (parse_is_word(p, "local_mem")) { /* `local_mem(N)` or `local_mem(N, double_buffer)` */
+  int64_t tickets = 0;
+  if (parse_is_word(p, "local_mem")) { /* `local_mem(N[, double_buffer][, dma_tickets(K)])` */
     parse_advance(p);
     if (!parse_expect(p, "(") || !parse_small_int(p, 1, (int64_t)1 << 40, &local_mem)) return NULL;
-    if (parse_accept(p, ",")) {
-      if (!parse_is_word(p, "double_buffer")) return parse_fail(p, parse_peek(p), "double_buffer");
-      parse_advance(p);
-      double_buffer = true;
+    while (parse_accept(p, ",")) {
+      if (parse_is_word(p, "double_buffer") && !double_buffer) {
+        parse_advance(p);
+        double_buffer = true;
+      } else if (parse_is_word(p, "dma_tickets") && !tickets) {
+        parse_advance(p);
+        if (!parse_expect(p, "(") || !parse_small_int(p, 1, 1 << 20, &tickets) || !parse_expect(p, ")")) return NULL;
+      } else {
+        return parse_fail(p, parse_peek(p), "double_buffer or dma_tickets(K)");
+      }
     }
     if (!parse_expect(p, ")")) return NULL;
   }
@@ -364,6 +397,7 @@ static PrimFunc *parse_func(TextParser *p) {
   PrimFunc *f = primfunc_new(p->a, name, params.items, params.n, body);
   f->local_mem_bytes = local_mem;
   f->dma_double_buffer = double_buffer;
+  f->dma_tickets = (int)tickets;
   return f;
 }
 

@@ -431,6 +431,7 @@ static void print_stmt(Printer *p, const Stmt *s, int indent) {
       const char *name = fresh_name(p, s->alloc.buffer->name);
       sb_puts(sb, "allocate ");
       print_buffer_decl(p, s->alloc.buffer, name);
+      if (s->alloc.offset >= 0) sb_printf(sb, " at(%lld)", (long long)s->alloc.offset);
       sb_puts(sb, " {\n");
       const char *old = install(p, s->alloc.buffer, name);
       print_body(p, s->alloc.body, indent + 1);
@@ -441,11 +442,23 @@ static void print_stmt(Printer *p, const Stmt *s, int indent) {
     case STMT_DMA: {
       const Expr *args[6] = {s->dma.dst,  s->dma.src,        s->dma.row_elems,
                              s->dma.rows, s->dma.dst_stride, s->dma.src_stride};
-      sb_puts(sb, s->dma.dir == DMA_GET ? "dma_get(" : "dma_put(");
+      sb_puts(sb, s->dma.dir == DMA_GET ? "dma_get" : "dma_put");
+      if (s->dma.ticket) {
+        sb_puts(sb, "_async(");
+        print_list(p, &s->dma.ticket, 1);
+        sb_puts(sb, ", ");
+      } else {
+        sb_putc(sb, '(');
+      }
       print_list(p, args, 6);
       sb_puts(sb, ")\n");
       return;
     }
+    case STMT_DMA_WAIT:
+      sb_puts(sb, "dma_wait(");
+      print_list(p, &s->dma_wait.ticket, 1);
+      sb_puts(sb, ")\n");
+      return;
     case STMT_KIND_COUNT: break;
   }
   sb_puts(sb, "nop\n");
@@ -495,8 +508,11 @@ static char *print_func(const PrimFunc *f, bool anonymous) {
     sb_putc(&out, ']');
   }
   sb_printf(&out, "(%s)", sb_cstr(&params));
-  if (f->local_mem_bytes > 0)
-    sb_printf(&out, " local_mem(%lld%s)", (long long)f->local_mem_bytes, f->dma_double_buffer ? ", double_buffer" : "");
+  if (f->local_mem_bytes > 0) {
+    sb_printf(&out, " local_mem(%lld%s", (long long)f->local_mem_bytes, f->dma_double_buffer ? ", double_buffer" : "");
+    if (f->dma_tickets > 0) sb_printf(&out, ", dma_tickets(%d)", f->dma_tickets);
+    sb_putc(&out, ')');
+  }
   sb_printf(&out, " {\n%s}\n", sb_cstr(&body));
   sb_free(&params);
   sb_free(&body);

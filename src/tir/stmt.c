@@ -101,9 +101,14 @@ const Stmt *stmt_nop(Arena *a) {
 }
 
 const Stmt *stmt_allocate(Arena *a, const Buffer *b, const Stmt *body) {
+  return stmt_allocate_at(a, b, body, -1);
+}
+
+const Stmt *stmt_allocate_at(Arena *a, const Buffer *b, const Stmt *body, int64_t offset) {
   Stmt *s = stmt_node(a, STMT_ALLOCATE);
   s->alloc.buffer = b;
   s->alloc.body = body;
+  s->alloc.offset = offset;
   return s;
 }
 
@@ -118,6 +123,19 @@ const Stmt *stmt_dma(Arena *a, DmaDir dir, const Expr *dst, const Expr *src, con
   s->dma.rows = rows;
   s->dma.dst_stride = dst_stride;
   s->dma.src_stride = src_stride;
+  return s;
+}
+
+const Stmt *stmt_dma_async(Arena *a, const Stmt *dma, const Expr *ticket) {
+  LOOM_ASSERT(dma->kind == STMT_DMA && ticket);
+  Stmt *s = arena_memdup(a, dma, sizeof *s);
+  s->dma.ticket = ticket;
+  return s;
+}
+
+const Stmt *stmt_dma_wait(Arena *a, const Expr *ticket) {
+  Stmt *s = stmt_node(a, STMT_DMA_WAIT);
+  s->dma_wait.ticket = ticket;
   return s;
 }
 
@@ -343,16 +361,22 @@ const Stmt *mutate_stmt_children(Mutator *m, const Stmt *s) {
     case STMT_ALLOCATE: {
       const Stmt *body = mutate_stmt(m, s->alloc.body);
       if (body == s->alloc.body) return s;
-      return stmt_allocate(a, s->alloc.buffer, body);
+      return stmt_allocate_at(a, s->alloc.buffer, body, s->alloc.offset);
     }
     case STMT_DMA: {
       const Expr *dst = mutate_expr(m, s->dma.dst), *src = mutate_expr(m, s->dma.src);
       const Expr *re = mutate_expr(m, s->dma.row_elems), *rows = mutate_expr(m, s->dma.rows);
       const Expr *ds = mutate_expr(m, s->dma.dst_stride), *ss = mutate_expr(m, s->dma.src_stride);
+      const Expr *t = s->dma.ticket ? mutate_expr(m, s->dma.ticket) : NULL;
       if (dst == s->dma.dst && src == s->dma.src && re == s->dma.row_elems && rows == s->dma.rows &&
-          ds == s->dma.dst_stride && ss == s->dma.src_stride)
+          ds == s->dma.dst_stride && ss == s->dma.src_stride && t == s->dma.ticket)
         return s;
-      return stmt_dma(a, s->dma.dir, dst, src, re, rows, ds, ss);
+      const Stmt *copy = stmt_dma(a, s->dma.dir, dst, src, re, rows, ds, ss);
+      return t ? stmt_dma_async(a, copy, t) : copy;
+    }
+    case STMT_DMA_WAIT: {
+      const Expr *t = mutate_expr(m, s->dma_wait.ticket);
+      return t == s->dma_wait.ticket ? s : stmt_dma_wait(a, t);
     }
     case STMT_KIND_COUNT: break;
   }
@@ -450,7 +474,9 @@ void visit_stmt(Visitor *v, const Stmt *s) {
       visit_expr(v, s->dma.rows);
       visit_expr(v, s->dma.dst_stride);
       visit_expr(v, s->dma.src_stride);
+      if (s->dma.ticket) visit_expr(v, s->dma.ticket);
       return;
+    case STMT_DMA_WAIT: visit_expr(v, s->dma_wait.ticket); return;
     case STMT_KIND_COUNT: return;
   }
 }

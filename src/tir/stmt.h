@@ -28,6 +28,7 @@ typedef enum StmtKind {
   STMT_EVALUATE, /* no-op placeholder (empty body) */
   STMT_ALLOCATE, /* alloc.buffer lives for alloc.body (after block lowering) */
   STMT_DMA,      /* a copy between global and local memory (tir_inject_dma) */
+  STMT_DMA_WAIT, /* waits until the asynchronous DMA of a ticket is complete */
   STMT_KIND_COUNT
 } StmtKind;
 
@@ -105,6 +106,10 @@ struct Stmt {
     struct {
       const Buffer *buffer;
       const Stmt *body;
+      /* A `local` buffer of a scratchpad kernel placed by
+       * tir_plan_local_mem: its byte offset in the kernel's local memory
+       * (text `allocate T: f32[8] local at(64) {`); -1 otherwise. */
+      int64_t offset;
     } alloc;
     /* rows x row_elems elements from src to dst: row r starts at
      * src + r * src_stride and dst + r * dst_stride (elements). dst and src
@@ -112,12 +117,22 @@ struct Stmt {
      * buffer and index are the first element's address, and a loads as an
      * access so generic walks (buffer uses, captures, renames) see the
      * copy's buffers. rows == 1 is a contiguous copy. Emitted as a call of
-     * loom_dma_get / loom_dma_put (_2d when rows may exceed 1). */
+     * loom_dma_get / loom_dma_put (_2d when rows may exceed 1).
+     * ticket NULL: a blocking copy, complete when the statement ends.
+     * Otherwise an asynchronous start (text `dma_get_async(T, ...)`, the
+     * call loom_dma_get_async(&tickets[T], ...)): the copy may happen at any
+     * time until the STMT_DMA_WAIT of the same ticket, so until then the
+     * destination holds no defined value and the source must not change.
+     * T is an int index into the kernel's PrimFunc.dma_tickets tickets. */
     struct {
       DmaDir dir;
       const Expr *dst, *src;
       const Expr *row_elems, *rows, *dst_stride, *src_stride;
+      const Expr *ticket;
     } dma;
+    struct {
+      const Expr *ticket; /* the ticket of the start it completes */
+    } dma_wait;
   };
 };
 
@@ -141,6 +156,11 @@ typedef struct PrimFunc {
    * with DMA copies into its local buffers two of each, fetching tile i+1
    * while tile i is computed. Text form: `local_mem(N, double_buffer)`. */
   bool dma_double_buffer;
+  /* How many DMA tickets its asynchronous starts use (tickets 0 ..
+   * dma_tickets - 1, one per copy in flight; tir_inject_dma with
+   * dma_double_buffer); 0 when every copy is blocking. Text form:
+   * `local_mem(N, double_buffer, dma_tickets(K))`. */
+  int dma_tickets;
 } PrimFunc;
 
 /* ---- constructors (arrays are copied into the arena) ---- */
@@ -157,9 +177,14 @@ const Stmt *stmt_seq2(Arena *a, const Stmt *x, const Stmt *y);
 const Stmt *stmt_if(Arena *a, const Expr *cond, const Stmt *then_s, const Stmt *else_s);
 const Stmt *stmt_nop(Arena *a);
 const Stmt *stmt_allocate(Arena *a, const Buffer *b, const Stmt *body);
+/* An allocation placed at byte `offset` of the local memory (-1: none). */
+const Stmt *stmt_allocate_at(Arena *a, const Buffer *b, const Stmt *body, int64_t offset);
 /* dst and src: scalar loads of 1-d buffers (the first elements copied). */
 const Stmt *stmt_dma(Arena *a, DmaDir dir, const Expr *dst, const Expr *src, const Expr *row_elems, const Expr *rows,
                      const Expr *dst_stride, const Expr *src_stride);
+/* The asynchronous start of the blocking copy `dma` (a STMT_DMA) with ticket. */
+const Stmt *stmt_dma_async(Arena *a, const Stmt *dma, const Expr *ticket);
+const Stmt *stmt_dma_wait(Arena *a, const Expr *ticket);
 /* Shallow copy of a block so a caller can change fields before freezing it. */
 Block *block_copy(Arena *a, const Block *b);
 BufferRegion region_full(Arena *a, const Buffer *b); /* the whole buffer */

@@ -96,5 +96,13 @@ loom_status tir_verify(const PrimFunc *f, LoomError *err);
  * (verify_scratchpad.c). LOOM_ERR_INVALID_ARG naming the kernel and the
  * buffer otherwise. tir_lower runs it last on such kernels. */
 loom_status tir_verify_scratchpad(const PrimFunc *f, LoomError *err);
+/* Every asynchronous DMA's tickets are within f->dma_tickets, and every
+ * access to a local buffer, by loads, stores and other copies, is
+ * dominated by the wait of each copy in flight on the elements it touches;
+ * every copy is waited for before its buffer's scope ends
+ * (verify_dma_wait.c). LOOM_OK for kernels without asynchronous DMA;
+ * LOOM_ERR_INVALID_ARG naming the kernel, buffer and ticket otherwise.
+ * Part of tir_verify_scratchpad. */
+loom_status tir_verify_dma_waits(const PrimFunc *f, LoomError *err);
 
 #endif

@@ -270,8 +270,10 @@ static bool check_stmt(Verifier *v, const Stmt *s) {
       return check_expr(v, s->dma.dst) && check_expr(v, s->dma.src) &&
              check_index_expr(v, s->dma.row_elems, "DMA row length") && check_index_expr(v, s->dma.rows, "DMA rows") &&
              check_index_expr(v, s->dma.dst_stride, "DMA destination stride") &&
-             check_index_expr(v, s->dma.src_stride, "DMA source stride");
+             check_index_expr(v, s->dma.src_stride, "DMA source stride") &&
+             (!s->dma.ticket || check_index_expr(v, s->dma.ticket, "DMA ticket"));
     }
+    case STMT_DMA_WAIT: return check_index_expr(v, s->dma_wait.ticket, "DMA ticket");
     case STMT_KIND_COUNT: break;
   }
   return vfail(v, "unknown statement kind %d", (int)s->kind);

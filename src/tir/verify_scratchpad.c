@@ -8,7 +8,9 @@
  *   3. inside every such nest (the compute loops) only DMA statements touch
  *      global memory: every other load and store is of a `local` buffer,
  *      and every DMA moves between a global and a local buffer in its
- *      direction.
+ *      direction;
+ *   4. its asynchronous copies are waited for before any access to what
+ *      they copy (tir_verify_dma_waits, verify_dma_wait.c).
  *
  * Top-level statements are the function body's, under its allocations and
  * sequences: the stages a scratchpad schedule leaves outside (a conv's
@@ -137,6 +139,7 @@ loom_status tir_verify_scratchpad(const PrimFunc *f, LoomError *err) {
                    "more than local_mem=%lld",
                    f->name, (long long)peak, big.buffer ? big.buffer->name : "?", (long long)big.bytes,
                    (long long)f->local_mem_bytes);
+  if (tir_verify_dma_waits(f, err)) return LOOM_ERR_INVALID_ARG;
   SpCheck c = {f, err, NULL, false};
   int staged = check_staged(f->body, &c);
   if (c.failed) return LOOM_ERR_INVALID_ARG;

@@ -459,8 +459,8 @@ class LoomCli(unittest.TestCase):
         passes = self.pass_list()
         names = [n for _, n in passes]
         self.assertEqual(names[:3], ["fold_empty", "fold_batchnorm", "canonicalize"])
-        # the last two run on scratchpad kernels only (docs/schedule.md "Scratchpad targets")
-        self.assertEqual(names[-4:], ["storage_rewrite", "simplify", "inject_dma", "verify_scratchpad"])
+        # the last three run on scratchpad kernels only (docs/schedule.md "Scratchpad targets")
+        self.assertEqual(names[-5:], ["storage_rewrite", "simplify", "inject_dma", "verify_scratchpad", "plan_local_mem"])
         self.assertEqual(names.index("fuse") + 2, names.index("simplify"))
         self.assertEqual(passes[names.index("fuse")][0], "graph")
         self.assertEqual(passes[names.index("vectorize")][0], "lowering")
@@ -489,8 +489,9 @@ class LoomCli(unittest.TestCase):
         m = self.conv_bn_model()
         passes = self.pass_list()
         graph = [n for lvl, n in passes if lvl == "graph"]
-        # the scratchpad steps (the last two) run on kernels marked local_mem only
-        lowering = [n for lvl, n in passes if lvl == "lowering" and n not in ("inject_dma", "verify_scratchpad")]
+        # the scratchpad steps (the last three) run on kernels marked local_mem only
+        lowering = [n for lvl, n in passes
+                    if lvl == "lowering" and n not in ("inject_dma", "verify_scratchpad", "plan_local_mem")]
         secs = self.dump_sections(self.ok("inspect", m, "--dump-after=all").stdout)
         self.assertTrue(all(s[0] == "after" for s in secs))
         # opt level 2: every graph step runs, once, in the listed order

@@ -5,8 +5,10 @@
 for the host with a 16 KiB local memory (sync and double-buffered DMA)
 give the results of the normal artifact; their C calls the DMA hooks;
 exported, the project runs with the default hooks and with counting hooks
-of its own (-DPREFIX_DMA_EXTERNAL), and under qemu-aarch64 when the cross
-toolchain is installed; bad values are `loom: error:`.
+of its own (-DPREFIX_DMA_EXTERNAL), and at dma=double with a deferred-copy
+engine (every asynchronous copy happens at its wait, the tile NaN until
+then), and under qemu-aarch64 when the cross toolchain is installed; bad
+values are `loom: error:`.
 
 Metric: max |scratchpad - normal| / max |normal| over each output (<= 1e-5).
 Environment: LOOM_BIN (CTest sets it), CC. python3 with numpy and onnx.
@@ -35,17 +37,21 @@ def save(path, nodes, inputs, outputs, inits):
 
 
 def make_conv(path, rng):
-    """Two 3x3 convs (bias, Relu; the second strided) and a residual-free MaxPool."""
+    """Two 3x3 convs (bias, Relu; the second strided) around a depthwise 3x3 conv, and a MaxPool: every
+    kernel but the layout transforms staged through the local memory."""
     w1 = rng.standard_normal((16, 8, 3, 3)).astype(np.float32) * 0.2
     b1 = rng.standard_normal((16,)).astype(np.float32) * 0.1
+    wd = rng.standard_normal((16, 1, 3, 3)).astype(np.float32) * 0.3
     w2 = rng.standard_normal((16, 16, 3, 3)).astype(np.float32) * 0.1
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),
-             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Conv", ["r1", "wd"], ["d1"], pads=[1, 1, 1, 1], group=16),
+             helper.make_node("Conv", ["d1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
              helper.make_node("MaxPool", ["c2"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
     save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 20, 20])],
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 5, 5])],
-         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(w2, "w2")])
+         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(wd, "wd"),
+          numpy_helper.from_array(w2, "w2")])
     return {"x": rng.standard_normal((1, 8, 20, 20)).astype(np.float32)}
 
 
@@ -80,6 +86,85 @@ void conv_dma_get2d(void *dst, const void *src, size_t row, size_t rows, size_t 
 void conv_dma_put2d(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
   count(row * rows);
   for (size_t r = 0; r < rows; ++r) memcpy((char *)dst + r * ds, (const char *)src + r * ss, row);
+}
+"""
+
+
+# A DMA engine as slow as the ABI allows, for a project built with
+# -DPREFIX_DMA_EXTERNAL at dma=double: an asynchronous start only records
+# the copy in its ticket and fills the destination with NaN; the copy
+# happens at the wait. A kernel that read a tile before waiting for it
+# would compute with NaN. Blocking copies are memcpy. Counts at exit.
+DEFERRED_HEADER = r"""
+#include <stddef.h>
+typedef struct PREFIX_dma_ticket {
+  void *dst;
+  const void *src;
+  size_t row_bytes, rows, dst_stride, src_stride;
+  int in_flight;
+} PREFIX_dma_ticket;
+"""
+
+DEFERRED_HOOKS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "PREFIX_dma.h"
+static long long starts, waits, bytes;
+static void report(void) { fprintf(stderr, "dma starts %lld waits %lld bytes %lld\n", starts, waits, bytes); }
+#ifdef SPM_BYTES
+/* The board's local memory (-DPREFIX_LOCAL_MEM_BASE=PREFIX_spm): every
+ * local end of a copy must lie in it. */
+char PREFIX_spm[SPM_BYTES] __attribute__((aligned(64)));
+static const void *local_end(const void *p, size_t extent) {
+  if ((const char *)p < PREFIX_spm || (const char *)p + extent > PREFIX_spm + SPM_BYTES) {
+    fprintf(stderr, "local end %p outside the local memory\n", p);
+    exit(4);
+  }
+  return p;
+}
+#else
+static const void *local_end(const void *p, size_t extent) { (void)extent; return p; }
+#endif
+static void copy_rows(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
+  for (size_t r = 0; r < rows; ++r) memcpy((char *)dst + r * ds, (const char *)src + r * ss, row);
+}
+static void start(PREFIX_dma_ticket *t, void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
+  /* the ticket's contents before a start are undefined: the start sets them all */
+  if (!starts++) atexit(report);
+  *t = (PREFIX_dma_ticket){dst, src, row, rows, ds, ss, 1};
+  for (size_t r = 0; r < rows; ++r) /* poison: all-ones bytes are a NaN */
+    memset((char *)dst + r * ds, 0xff, row);
+}
+#define EXTENT(row, rows, stride) ((rows) ? ((rows) - 1) * (stride) + (row) : 0)
+void PREFIX_dma_get(void *dst, const void *src, size_t n) { memcpy((void *)local_end(dst, n), src, n); }
+void PREFIX_dma_put(void *dst, const void *src, size_t n) { memcpy(dst, local_end(src, n), n); }
+void PREFIX_dma_get2d(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
+  copy_rows((void *)local_end(dst, EXTENT(row, rows, ds)), src, row, rows, ds, ss);
+}
+void PREFIX_dma_put2d(void *dst, const void *src, size_t row, size_t rows, size_t ds, size_t ss) {
+  copy_rows(dst, local_end(src, EXTENT(row, rows, ss)), row, rows, ds, ss);
+}
+void PREFIX_dma_get_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t n) {
+  start(t, (void *)local_end(dst, n), src, n, 1, n, n);
+}
+void PREFIX_dma_put_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t n) {
+  start(t, dst, local_end(src, n), n, 1, n, n);
+}
+void PREFIX_dma_get2d_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t row, size_t rows, size_t ds,
+                            size_t ss) {
+  start(t, (void *)local_end(dst, EXTENT(row, rows, ds)), src, row, rows, ds, ss);
+}
+void PREFIX_dma_put2d_async(PREFIX_dma_ticket *t, void *dst, const void *src, size_t row, size_t rows, size_t ds,
+                            size_t ss) {
+  start(t, dst, local_end(src, EXTENT(row, rows, ss)), row, rows, ds, ss);
+}
+void PREFIX_dma_wait(PREFIX_dma_ticket *t) {
+  if (!t->in_flight) { fprintf(stderr, "wait without a copy in flight\n"); exit(3); }
+  copy_rows(t->dst, t->src, t->row_bytes, t->rows, t->dst_stride, t->src_stride);
+  bytes += (long long)(t->row_bytes * t->rows);
+  t->in_flight = 0;
+  waits++;
 }
 """
 
@@ -169,6 +254,12 @@ class ScratchpadTest(unittest.TestCase):
         c = self.ok("inspect", self.models["conv"][0], "--dump", "c", "--target-opt", LOCAL_MEM).stdout
         self.assertIn("loom_dma_get", c)
         self.assertIn("loom_dma_put", c)
+        self.assertIn("local memory plan: ", c)
+        self.assertIn("(loom_local_mem + ", c)
+        # the convs, the depthwise conv and the pooling each stage their tiles (not the layout transforms)
+        kernels = c.split("\nint32_t k")[1:]
+        staged = sorted(k.split("(")[0].split("_", 1)[1] for k in kernels if "local memory plan" in k)
+        self.assertEqual(staged, ["convnchwc", "convnchwc", "convnchwc", "maxpoolnchwc"])
         self.assertNotIn("loom_dma_get", self.ok("inspect", self.models["conv"][0], "--dump", "c").stdout)
 
     # ---- loom export-c ----
@@ -217,6 +308,48 @@ class ScratchpadTest(unittest.TestCase):
         self.assertGreater(calls, 2)
         self.assertGreaterEqual(nbytes, 4 * (16 * 20 * 20 + 16 * 10 * 10))
 
+    def build_deferred(self, model, cc=CC, spm=False):
+        """The dma=double project of `model` built with the deferred-copy engine (-DMODEL_DMA_EXTERNAL);
+        with spm, its local buffers placed in a 16 KiB array of the test's (-DMODEL_LOCAL_MEM_BASE),
+        which every copy's local end must lie in."""
+        proj = self.export(model, "--target-opt", LOCAL_MEM + ",dma=double")
+        for name, text in ((model + "_dma.h", DEFERRED_HEADER), ("deferred_hooks.c", DEFERRED_HOOKS),
+                           ("spm.h", "extern char PREFIX_spm[];" + chr(10))):
+            with open(os.path.join(proj, name), "w") as f:
+                f.write(text.replace("PREFIX", model))
+        exe = "deferred_main_" + os.path.basename(cc) + ("_spm" if spm else "")
+        flags = ["-DSPM_BYTES=16384", f"-D{model.upper()}_LOCAL_MEM_BASE={model}_spm", "-include", "spm.h"] if spm else []
+        self.run_cmd([cc, "-std=c11", "-O2", f"-D{model.upper()}_DMA_EXTERNAL", "-I.", *flags, "-o", exe,
+                      "example_main.c", model + ".c", model + "_weights.c", "deferred_hooks.c", "-lm"], cwd=proj)
+        return proj, exe
+
+    def test_export_deferred_async_dma(self):
+        """dma=double against an engine that copies only at the wait and poisons the tile at the start."""
+        for model in self.models:
+            proj, exe = self.build_deferred(model)
+            with open(os.path.join(proj, model + ".c")) as f:
+                src = f.read()
+            self.assertIn(f"#include \"{model}_dma.h\"", src)
+            self.assertIn("loom_dma_wait(&loom_dma_tickets[", src)
+            r = self.check_project_output(proj, model, exe=exe)
+            fields = r.stderr.split()
+            self.assertIn("starts", fields, r.stderr)
+            starts, waits = int(fields[fields.index("starts") + 1]), int(fields[fields.index("waits") + 1])
+            self.assertGreater(starts, 2)
+            self.assertEqual(starts, waits)
+
+    def test_export_local_memory_base(self):
+        """-DPREFIX_LOCAL_MEM_BASE places every local buffer in the project's local memory."""
+        for model in self.models:
+            proj, exe = self.build_deferred(model, spm=True)
+            with open(os.path.join(proj, model + ".c")) as f:
+                src = f.read()
+            self.assertIn(f"#define LOOM_LOCAL_MEM_BASE {model.upper()}_LOCAL_MEM_BASE", src)
+            plans = [int(x.split()[0]) for x in src.split("local memory plan: ")[1:]]
+            self.assertTrue(plans, "no kernel has a local memory plan")
+            self.assertTrue(all(0 < p <= 16384 for p in plans), plans)
+            self.check_project_output(proj, model, exe=exe)
+
     def test_export_aarch64_under_qemu(self):
         cc, qemu = "aarch64-linux-gnu-gcc", "qemu-aarch64"
         for tool, pkg in ((cc, "gcc-aarch64-linux-gnu"), (qemu, "qemu-user")):
@@ -225,6 +358,9 @@ class ScratchpadTest(unittest.TestCase):
         proj = self.export("conv", "--target", "aarch64", "--target-opt", LOCAL_MEM + ",dma=double")
         self.run_cmd(["make"], cwd=proj)
         self.check_project_output(proj, "conv", runner=[qemu, "-L", "/usr/aarch64-linux-gnu"])
+        # the deferred-copy engine too (its project exported for this host: the kernels are the same C)
+        proj, exe = self.build_deferred("conv", cc=cc)
+        self.check_project_output(proj, "conv", runner=[qemu, "-L", "/usr/aarch64-linux-gnu"], exe=exe)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,12 @@ for scripts/test-long:
      outputs as the normal artifact;
   2. `loom export-c --target aarch64 --target-opt local_mem=SIZE`, built
      with the Debian cross compiler and run under qemu-aarch64: the same
-     outputs as the normal host artifact.
+     outputs as the normal host artifact;
+  3. `loom export-c --target-opt local_mem=SIZE,dma=double` for this host,
+     built with tests/cli/test_scratchpad.py's deferred-copy DMA engine
+     (every asynchronous copy happens at its wait, the tile NaN from its
+     start) and -DPREFIX_LOCAL_MEM_BASE naming an array of SIZE bytes that
+     every copy's local end must lie in: the same outputs again.
 
 Metric: max |x - normal| / max |normal| over the output, <= 1e-5.
 
@@ -20,6 +25,9 @@ import subprocess
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import test_scratchpad  # noqa: E402  (its deferred-copy DMA engine)
 
 REL_TOL = 1e-5
 
@@ -47,6 +55,13 @@ def compare(what, got, want):
     print(f"scratchpad_model: {what}: max rel err {worst:.2e} (<= {REL_TOL:g})")
     if worst > REL_TOL:
         sys.exit(f"scratchpad_model: {what}: rel err {worst:.2e} over {REL_TOL:g}")
+
+
+def weights_file(proj, name):
+    """example_main's first argument when the export wrote its weights to a file (--weights file, the
+    default for large models)."""
+    path = os.path.join(proj, name + ".weights")
+    return [path] if os.path.exists(path) else []
 
 
 def main():
@@ -81,8 +96,28 @@ def main():
     outdir = os.path.join(a.workdir, f"{name}_aarch64_out")
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
-    run([qemu, "-L", "/usr/aarch64-linux-gnu", os.path.join(proj, "example_main"), a.input, outdir])
+    run([qemu, "-L", "/usr/aarch64-linux-gnu", os.path.join(proj, "example_main"), *weights_file(proj, name), a.input,
+         outdir])
     compare(f"{name} exported aarch64 {opt} under qemu", outputs(outdir), results["normal"])
+
+    proj = os.path.join(a.workdir, f"{name}_deferred")
+    run([a.loom, "export-c", a.model, "-o", proj, "--target-opt", opt + ",dma=double", "--name", name, "--force"])
+    for fname, text in ((name + "_dma.h", test_scratchpad.DEFERRED_HEADER),
+                        ("deferred_hooks.c", test_scratchpad.DEFERRED_HOOKS), ("spm.h", "extern char PREFIX_spm[];\n")):
+        with open(os.path.join(proj, fname), "w") as f:
+            f.write(text.replace("PREFIX", name))
+    spm_bytes = int(run([a.loom, "target", "--target-opt", opt]).stdout.split("local memory: ")[1].split()[0]) * 1024
+    sources = [f for f in (name + ".c", name + "_weights.c") if os.path.exists(os.path.join(proj, f))]
+    run([os.environ.get("CC", "cc"), "-std=c11", "-O2", f"-D{name.upper()}_DMA_EXTERNAL", "-I.",
+         f"-DSPM_BYTES={spm_bytes}", f"-D{name.upper()}_LOCAL_MEM_BASE={name}_spm", "-include", "spm.h", "-o",
+         "deferred_main", "example_main.c", *sources, "deferred_hooks.c", "-lm"], cwd=proj)
+    outdir = os.path.join(a.workdir, f"{name}_deferred_out")
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    r = run([os.path.join(proj, "deferred_main"), *weights_file(proj, name), a.input, outdir])
+    print(f"scratchpad_model: {name} dma=double deferred engine: {r.stderr.strip()}")
+    compare(f"{name} exported {opt},dma=double, deferred-copy DMA, local memory at PREFIX_LOCAL_MEM_BASE",
+            outputs(outdir), results["normal"])
 
 
 if __name__ == "__main__":

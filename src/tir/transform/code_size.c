@@ -125,6 +125,7 @@ int64_t tir_code_size(const Stmt *s) {
     case STMT_EVALUATE: return tir_expr_code_size(s->eval.value);
     case STMT_ALLOCATE: return tir_code_size(s->alloc.body);
     case STMT_DMA: return 1; /* one call */
+    case STMT_DMA_WAIT: return 1;
     default: return 1;
   }
 }

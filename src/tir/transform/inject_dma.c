@@ -24,6 +24,7 @@
  * targets use `local` buffers for register tiles and packed panels, which
  * must stay loops. */
 #include "tir/transform/transform.h"
+#include "tir/transform/transform_util.h"
 
 #include "arith/arith.h"
 #include "support/ptrmap.h"
@@ -36,6 +37,7 @@ enum { MAX_NEST = 16 };
 typedef struct DmaCtx {
   Arena *a;
   Analyzer *az;
+  int tickets; /* handed out so far (PrimFunc.dma_tickets) */
 } DmaCtx;
 
 /* The nest under s: its loops (outermost first; none for a copy of one
@@ -146,18 +148,22 @@ static const Expr *keep_expr_cb(Mutator *m, const Expr *e) {
 /* ---- double buffering (PrimFunc.dma_double_buffer; TVM's
  * InjectDoubleBuffer) ----
  *
- *   for v in m:n {                          allocate T2[2 x size] {
- *     allocate T[size] {                      GET(T2[0..], tile m)
- *       GET(T[0..], tile v)          ->       for v in m:n {
- *       compute(T)                              if v + 1 < m + n: GET(T2[slot(v + 1)..], tile v + 1)
- *     }                                         compute(T2[slot(v)..])
- *   }                                         }
- *                                           }
+ *   for v in m:n {                  allocate T2[2 x size] {
+ *     allocate T[size] {              GET_ASYNC(t0, T2[0..], tile m)
+ *       GET(T[0..], tile v)   ->      for v in m:n {
+ *       compute(T)                      if v + 1 < m + n: GET_ASYNC(t(v + 1), T2[slot(v + 1)..], tile v + 1)
+ *     }                                 WAIT(t(v))
+ *   }                                   compute(T2[slot(v)..])
+ *                                     }
+ *                                   }
  *
- * slot(v) = floormod(v - m, 2) x size. Tile i+1's copy is issued before
- * tile i is computed, into the other half, so a DMA engine that copies
- * while the core computes overlaps them; with synchronous hooks the
- * result is the same. Applies to a serial loop of constant extent >= 2
+ * slot(v) = floormod(v - m, 2) x size, t(v) = t0 + slot(v) x per_slot.
+ * Tile i+1's copy is started before tile i is computed, into the other
+ * half, and tile i's is waited for right before the first statement that
+ * uses it, so a DMA engine copies while the core computes. Every start
+ * has its own ticket (PrimFunc.dma_tickets): a get inside loops takes one
+ * per iteration, each slot its own. Applies to a serial loop of constant
+ * extent >= 2
  * whose body, under local allocations (wherever compaction nested them),
  * is a sequence that starts with DMA gets (each maybe inside loops) into
  * those allocations, and whose other statements only read them. */
@@ -206,10 +212,37 @@ static const Stmt *rebase(DmaCtx *c, const Stmt *s, Rebase *r, const int64_t *si
   return mutate_stmt(&m, s);
 }
 
-/* The DMA get at the bottom of s (s itself or a loop nest around it). */
+/* The blocking DMA get at the bottom of s (s itself or a loop nest of
+ * constant bounds around it; an asynchronous one is some inner loop's
+ * double buffering already). */
 static const Stmt *leading_get(const Stmt *s) {
-  while (s->kind == STMT_FOR && (s->loop.kind == FOR_SERIAL || s->loop.kind == FOR_UNROLLED)) s = s->loop.body;
-  return s->kind == STMT_DMA && s->dma.dir == DMA_GET ? s : NULL;
+  int64_t c;
+  while (s->kind == STMT_FOR && (s->loop.kind == FOR_SERIAL || s->loop.kind == FOR_UNROLLED) &&
+         expr_as_int(s->loop.min, &c) && expr_as_int(s->loop.extent, &c))
+    s = s->loop.body;
+  return s->kind == STMT_DMA && s->dma.dir == DMA_GET && !s->dma.ticket ? s : NULL;
+}
+
+/* Tickets a leading get takes per slot: one per iteration of its loops. */
+static int64_t tickets_of(const Stmt *s) {
+  int64_t n = 1, e;
+  for (; s->kind == STMT_FOR; s = s->loop.body) n *= expr_as_int(s->loop.extent, &e) ? e : 1;
+  return n;
+}
+
+/* The leading get `s` (a loop nest around a DMA) as its asynchronous start
+ * (wait false) or its wait (true): each iteration of its loops gets the
+ * ticket first + the iteration's row-major number. */
+static const Stmt *with_ticket(DmaCtx *c, const Stmt *s, const Expr *first, bool wait) {
+  if (s->kind == STMT_FOR) {
+    int64_t per = tickets_of(s->loop.body);
+    const Expr *iter = expr_sub(c->a, s->loop.var, s->loop.min);
+    const Expr *at = expr_add(c->a, first, expr_mul(c->a, iter, expr_i64(c->a, per)));
+    const Stmt *body = with_ticket(c, s->loop.body, at, wait);
+    return stmt_for(c->a, s->loop.var, s->loop.min, s->loop.extent, s->loop.kind, body);
+  }
+  const Expr *t = arith_simplify(c->az, first);
+  return wait ? stmt_dma_wait(c->a, t) : stmt_dma_async(c->a, s, t);
 }
 
 typedef struct WritesCtx {
@@ -288,7 +321,6 @@ static const Stmt *double_buffer_loop(DmaCtx *c, const Stmt *loop) {
 
   Arena *a = c->a;
   const Expr *var = loop->loop.var, *first = expr_i64(a, mn);
-  const Stmt *head = stmt_seq(a, items, lead), *rest = stmt_seq(a, items + lead, n_items - lead);
   PtrMap at_first, at_next;
   ptrmap_init(&at_first, a);
   ptrmap_init(&at_next, a);
@@ -296,13 +328,44 @@ static const Stmt *double_buffer_loop(DmaCtx *c, const Stmt *loop) {
   ptrmap_put(&at_next, var, (void *)expr_add(a, var, expr_i64(a, 1)));
   const Expr *slot_next = expr_binary(a, EXPR_FLOORMOD, expr_sub(a, expr_add(a, var, expr_i64(a, 1)), first), expr_i64(a, 2));
   const Expr *slot_now = expr_binary(a, EXPR_FLOORMOD, expr_sub(a, var, first), expr_i64(a, 2));
-  const Stmt *prologue = rebase(c, stmt_substitute(a, head, &at_first), &r, sizes, expr_i64(a, 0));
-  const Stmt *prefetch = stmt_if(a, expr_lt(a, var, expr_i64(a, mn + ext - 1)),
-                                 rebase(c, stmt_substitute(a, head, &at_next), &r, sizes, slot_next), NULL);
-  const Stmt *body = stmt_seq2(a, prefetch, rebase(c, rest, &r, sizes, slot_now));
+  /* Tickets: slot s of leading get i takes base + s x per_slot + its
+   * offset + the iteration of its loops. */
+  int64_t offset[MAX_DB * 4], per_slot = 0;
+  if (lead > MAX_DB * 4) return NULL;
+  for (int i = 0; i < lead; i++) offset[i] = per_slot, per_slot += tickets_of(items[i]);
+  if (c->tickets + 2 * per_slot > (1 << 20)) return NULL; /* absurd: stay blocking */
+  int64_t base = c->tickets;
+  c->tickets += (int)(2 * per_slot);
+  VEC(const Stmt *) prologue = {0}, body = {0};
+  VEC(const Stmt *) prefetch = {0};
+  for (int i = 0; i < lead; i++) {
+    const Expr *t0 = expr_i64(a, base + offset[i]);
+    const Expr *t_next = expr_add(a, t0, expr_mul(a, slot_next, expr_i64(a, per_slot)));
+    const Stmt *tile_first = rebase(c, stmt_substitute(a, items[i], &at_first), &r, sizes, expr_i64(a, 0));
+    const Stmt *tile_next = rebase(c, stmt_substitute(a, items[i], &at_next), &r, sizes, slot_next);
+    VEC_PUSH(a, prologue, with_ticket(c, tile_first, t0, false));
+    VEC_PUSH(a, prefetch, with_ticket(c, tile_next, t_next, false));
+  }
+  const Expr *not_last = expr_lt(a, var, expr_i64(a, mn + ext - 1));
+  VEC_PUSH(a, body, stmt_if(a, not_last, stmt_seq(a, prefetch.items, prefetch.n), NULL));
+  /* Each tile is waited for right before the first statement that uses
+   * its buffer (at the end when none does: its ticket is reused). */
+  bool waited[MAX_DB * 4] = {false};
+  for (int j = lead; j <= n_items; j++) {
+    for (int i = 0; i < lead; i++) {
+      const Buffer *tile = leading_get(items[i])->dma.dst->load.buffer;
+      if (waited[i] || (j < n_items && !transform_stmt_touches_buffer(items[j], tile))) continue;
+      const Expr *t_now = expr_add(a, expr_i64(a, base + offset[i]), expr_mul(a, slot_now, expr_i64(a, per_slot)));
+      VEC_PUSH(a, body, with_ticket(c, rebase(c, items[i], &r, sizes, slot_now), t_now, true));
+      waited[i] = true;
+    }
+    if (j < n_items) VEC_PUSH(a, body, rebase(c, items[j], &r, sizes, slot_now));
+  }
+  const Stmt *loop_body = stmt_seq(a, body.items, body.n);
   for (int i = na - 1; i >= 0; i--)
-    if (!doubled[i]) body = stmt_allocate(a, body_parts.allocs[i], body);
-  const Stmt *out = stmt_seq2(a, prologue, stmt_for(a, var, loop->loop.min, loop->loop.extent, FOR_SERIAL, body));
+    if (!doubled[i]) loop_body = stmt_allocate(a, body_parts.allocs[i], loop_body);
+  const Stmt *out = stmt_seq2(a, stmt_seq(a, prologue.items, prologue.n),
+                              stmt_for(a, var, loop->loop.min, loop->loop.extent, FOR_SERIAL, loop_body));
   for (int i = r.n - 1; i >= 0; i--) out = stmt_allocate(a, r.to[i], out);
   return out;
 }
@@ -315,7 +378,7 @@ static const Stmt *double_buffer_cb(Mutator *m, const Stmt *s) {
 
 const PrimFunc *tir_inject_dma(Arena *a, const PrimFunc *f) {
   if (f->local_mem_bytes <= 0) return f;
-  DmaCtx c = {a, arith_analyzer_new(a)};
+  DmaCtx c = {a, arith_analyzer_new(a), f->dma_tickets};
   Mutator m = {a, inject_stmt_cb, keep_expr_cb, &c};
   const Stmt *body = mutate_stmt(&m, f->body);
   if (f->dma_double_buffer) {
@@ -325,5 +388,6 @@ const PrimFunc *tir_inject_dma(Arena *a, const PrimFunc *f) {
   if (body == f->body) return f;
   PrimFunc *n = arena_memdup(a, f, sizeof *n);
   n->body = body;
+  n->dma_tickets = c.tickets;
   return n;
 }

@@ -71,6 +71,11 @@ static const PrimFunc *run_verify_scratchpad(Arena *a, const PrimFunc *f, const 
   return tir_verify_scratchpad(f, err) == LOOM_OK ? f : NULL;
 }
 
+static const PrimFunc *run_plan_local_mem(Arena *a, const PrimFunc *f, const LowerOptions *opt, LoomError *err) {
+  (void)opt;
+  return tir_plan_local_mem(a, f, err);
+}
+
 enum {
   PASS_SIMPLIFY,
   PASS_LOWER_BLOCKS,
@@ -83,6 +88,7 @@ enum {
   PASS_STORAGE_REWRITE,
   PASS_INJECT_DMA,
   PASS_VERIFY_SCRATCHPAD,
+  PASS_PLAN_LOCAL_MEM,
   PASS_COUNT
 };
 
@@ -99,6 +105,7 @@ static const TirPass k_passes[] = {
     [PASS_STORAGE_REWRITE] = {"storage_rewrite", run_storage_rewrite},
     [PASS_INJECT_DMA] = {"inject_dma", run_inject_dma},
     [PASS_VERIFY_SCRATCHPAD] = {"verify_scratchpad", run_verify_scratchpad},
+    [PASS_PLAN_LOCAL_MEM] = {"plan_local_mem", run_plan_local_mem},
 };
 _Static_assert(sizeof k_passes / sizeof k_passes[0] == PASS_COUNT, "one row per pass");
 
@@ -153,9 +160,11 @@ static const LowerStep k_pipeline[] = {
     {PASS_SIMPLIFY, ALWAYS},
     /* Scratchpad kernels: the copies are final loop nests by now (nothing
      * after this vectorizes or unrolls them), so each becomes a DMA call;
-     * then the kernel is checked against its local memory. */
+     * then the kernel is checked against its local memory, whose plan
+     * places its local buffers last (nothing after it rebuilds them). */
     {PASS_INJECT_DMA, IF_LOCAL_MEM},
     {PASS_VERIFY_SCRATCHPAD, IF_LOCAL_MEM},
+    {PASS_PLAN_LOCAL_MEM, IF_LOCAL_MEM},
 };
 
 enum { STEP_COUNT = (int)(sizeof k_pipeline / sizeof k_pipeline[0]) };

@@ -31,8 +31,11 @@
  *   inject_dma        scratchpad kernels only (PrimFunc.local_mem_bytes):
  *                     copy loops between local and global buffers -> DMA
  *   verify_scratchpad scratchpad kernels only: local buffers fit, compute
- *                     loops touch global memory through DMA only
+ *                     loops touch global memory through DMA only, every
+ *                     asynchronous copy waited for before use
  *                     (tir_verify_scratchpad, a check)
+ *   plan_local_mem    scratchpad kernels only: each local buffer's offset
+ *                     in the local memory
  * Pass NAME is the function tir_NAME. docs/transform.md has the details and
  * an example. */
 #ifndef LOOM_TIR_TRANSFORM_H
@@ -118,6 +121,13 @@ const PrimFunc *tir_legalize_narrow(Arena *a, const PrimFunc *f);
  * becomes a DMA statement, contiguous or 2-d strided, inside the loops it
  * cannot merge (inject_dma.c). */
 const PrimFunc *tir_inject_dma(Arena *a, const PrimFunc *f);
+/* Scratchpad kernels: every local allocation gets its byte offset in the
+ * kernel's local memory (Allocate.offset), siblings sharing, nested ones
+ * stacked; NULL with a message in err when the plan exceeds
+ * local_mem_bytes (plan_local_mem.c). */
+const PrimFunc *tir_plan_local_mem(Arena *a, const PrimFunc *f, LoomError *err);
+/* The bytes of local memory f's plan uses (0 before tir_plan_local_mem). */
+int64_t tir_local_plan_bytes(const PrimFunc *f);
 
 /* One lowering pass behind a uniform signature (lower.c's table). opt may
  * be NULL (lower_options_default); only unroll reads it. NULL with a message

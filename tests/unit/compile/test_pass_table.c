@@ -26,11 +26,12 @@ static const char *const k_lowering_steps[] = {
     "simplify",        "lower_blocks",    "simplify",        "loop_partition", "simplify",
     "compact_buffers", "flatten_buffers", "legalize_narrow", "simplify",       "vectorize",
     "unroll",          "storage_rewrite", "simplify",        "inject_dma",     "verify_scratchpad",
+    "plan_local_mem",
 };
 enum {
   NGRAPH = sizeof k_graph_steps / sizeof k_graph_steps[0],
   NLOWER = sizeof k_lowering_steps / sizeof k_lowering_steps[0],
-  NSCRATCHPAD = 2, /* the last steps run on scratchpad kernels only */
+  NSCRATCHPAD = 3, /* the last steps run on scratchpad kernels only */
 };
 
 static void test_pipeline_order(void **state) {
@@ -59,7 +60,7 @@ static void test_pipeline_order(void **state) {
   assert_true(loom_compile_pass_info(NGRAPH + 11, &info));
   assert_string_equal(info.condition, "storage_rewrite");
   assert_true(loom_compile_pass_info(NGRAPH + NLOWER - 1, &info));
-  assert_non_null(strstr(info.condition, "local_mem")); /* verify_scratchpad */
+  assert_non_null(strstr(info.condition, "local_mem")); /* plan_local_mem */
 }
 
 static void test_tir_pass_table(void **state) {
@@ -67,7 +68,7 @@ static void test_tir_pass_table(void **state) {
   static const char *const names[] = {"simplify",        "lower_blocks",    "loop_partition",
                                       "compact_buffers", "flatten_buffers", "legalize_narrow",
                                       "vectorize",       "unroll",          "storage_rewrite",
-                                      "inject_dma",      "verify_scratchpad"};
+                                      "inject_dma",      "verify_scratchpad", "plan_local_mem"};
   int n = -1;
   const TirPass *list = tir_pass_list(&n);
   assert_int_equal(n, (int)(sizeof names / sizeof names[0]));

@@ -347,7 +347,7 @@ static void test_parse_errors(void **state) {
       {"func f(A: f32[4]) {\n  A[0] = (1.0f32\n}", "line 3, column 1: expected ')', got '}'"},
       {"func f(A: f32[4]) {\n  A[0] = 1.0f32\n", "line 3, column 1: expected a statement, got end of input"},
       {"func f(A: f32[4]) {\n  while A[0] {}\n}", "line 2, column 3: expected a statement (for, block, if, nop, eval, "
-                                                   "allocate, dma_get, dma_put or a store A[...] = ...), got 'while'"},
+                                                   "allocate, dma_get, dma_put, dma_get_async, dma_put_async, dma_wait or a store A[...] = ...), got 'while'"},
       {"func f(A: f32[4]) {\n  for i in 0:4 sideways {}\n}", "line 2, column 16: expected '{', got 'sideways'"},
       {"func f(A: f32[4]) {\n  block b(v: sideways[0:4] = 0) {}\n}",
        "line 2, column 14: expected 'spatial' or 'reduce', got 'sideways'"},

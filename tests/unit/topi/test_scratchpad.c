@@ -4,7 +4,9 @@
  * (the DMA hooks' memcpy defaults) and on the reference interpreter, whose
  * DMA counter must show the calls and bytes the sampled tiling implies;
  * the local buffers fit the declared size, with and without double
- * buffering. */
+ * buffering (then every get is an asynchronous start and its wait, which
+ * the interpreter runs as the slowest engine would: the copy at the wait,
+ * the destination poisoned from the start). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,6 +151,11 @@ static void check_matmul(int64_t M, int64_t N, int64_t K, int64_t local_mem, boo
   int64_t tiles = (M / tm) * (N / tn) * (K / tk);
   assert_int_equal(st.gets, 2 * tiles);
   assert_int_equal(st.get_bytes, 4 * tiles * (tm * tk + tk * tn));
+  /* Double-buffered, every get is a start (a ticket per tile and slot)
+   * and its wait; the interpreter runs each copy at its wait. */
+  bool async = double_buffer && K / tk >= 2;
+  assert_int_equal(low->dma_tickets, async ? 4 : 0);
+  assert_int_equal(st.waits, async ? 2 * tiles : 0);
   assert_int_equal(st.puts, (M / tm) * (N / tn));
   assert_int_equal(st.put_bytes, 4 * M * N);
   compiled_matches(a, f, sch_func(s));
@@ -181,6 +188,7 @@ static void check_conv(const OpfuncConv2d *p, int64_t local_mem, bool double_buf
   interpret_both(f, low, &st);
   int64_t oh = opfunc_conv_out_extent(p->H, p->R, p->stride, p->pad), ow = opfunc_conv_out_extent(p->W, p->S, p->stride, p->pad);
   assert_true(st.gets > 0 && st.puts > 0);
+  assert_int_equal(st.waits, double_buffer ? st.gets : 0); /* double-buffered: every get started, then waited for */
   assert_int_equal(st.put_bytes, 4 * p->N * p->K * oh * ow); /* every output element leaves local memory once */
   assert_true(st.get_bytes >= 4 * p->K * p->C * p->R * p->S); /* every weight comes in at least once */
   compiled_matches(a, f, sch_func(s));
@@ -198,6 +206,41 @@ static void test_conv(void **state) {
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
     check_conv(&convs[i], 16 * 1024, false);
     check_conv(&convs[i], 16 * 1024, true);
+  }
+}
+
+/* A depthwise conv and a max pool (the depthwise_conv2d_nchwc and pool2d
+ * rules stage through local memory too), sync and double-buffered: the
+ * results, every output element out once, every get waited for. */
+static void check_staged(PrimFunc *f, const char *block, int64_t out_elems, bool double_buffer) {
+  Arena *a = arena_new();
+  Target t = scratchpad_target(4096, double_buffer);
+  Schedule *s;
+  const PrimFunc *low = schedule_and_lower(a, f, block, &t, &s);
+  TirDmaStats st;
+  interpret_both(f, low, &st);
+  assert_true(st.gets > 0);
+  assert_int_equal(st.put_bytes, 4 * out_elems);
+  assert_int_equal(st.waits, low->dma_tickets > 0 ? st.gets : 0);
+  assert_true(tir_local_plan_bytes(low) > 0 && tir_local_plan_bytes(low) <= 4096);
+  compiled_matches(a, f, sch_func(s));
+  sch_free(s);
+  arena_free(a);
+}
+
+static void test_depthwise_and_pool(void **state) {
+  (void)state;
+  for (int db = 0; db < 2; db++) {
+    Arena *a = arena_new();
+    LoomError err = {0};
+    OpfuncConv2d dw = {1, 16, 14, 14, 16, 3, 3, 1, 1};
+    PrimFunc *f = opfunc_depthwise_conv2d_nchw(a, &dw, &err);
+    if (!f) fail_msg("%s", err.msg);
+    check_staged(f, "depthwise_conv2d", 16 * 14 * 14, db);
+    PrimFunc *g = opfunc_pool2d(a, TOPI_POOL_MAX, 1, 16, 12, 12, 2, 2, 0, false, &err);
+    if (!g) fail_msg("%s", err.msg);
+    check_staged(g, "pool", 16 * 6 * 6, db);
+    arena_free(a);
   }
 }
 
@@ -243,6 +286,7 @@ int main(void) {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_matmul_double_buffered),
       cmocka_unit_test(test_conv),
+      cmocka_unit_test(test_depthwise_and_pool),
       cmocka_unit_test(test_too_small),
       cmocka_unit_test(test_random_decisions_fit),
   };
