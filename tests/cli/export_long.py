@@ -39,12 +39,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from export_fixtures import CROSS, cross_tools_missing, qemu_runner
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 ONNX_TESTS = os.path.join(os.path.dirname(ROOT), "shared", "onnx-tests")
 REL_TOL = 1e-5
 TIMEOUT = 1800
-CROSS = {"aarch64": "gcc-aarch64-linux-gnu", "riscv64": "gcc-riscv64-linux-gnu"}
 
 
 def make_bert_small(path, rng):
@@ -198,7 +199,7 @@ def one_case(job):
         weights = os.path.join(proj, "m.weights")
         odir = os.path.join(d, "out_" + target)
         os.makedirs(odir, exist_ok=True)
-        runner = [f"qemu-{target}", "-L", f"/usr/{target}-linux-gnu"] if target in CROSS else []
+        runner = qemu_runner(target) if target in CROSS else []
         rc, out = run([*runner, os.path.join(proj, "example_main"), *([weights] if os.path.exists(weights) else []),
                        *args, odir])
         if rc != 0:
@@ -267,10 +268,9 @@ def main():
     loom = os.path.abspath(a.loom)
     targets = a.targets.split(",")
     for t in targets:
-        if t in CROSS:
-            for tool, pkg in ((f"{t}-linux-gnu-gcc", CROSS[t]), (f"qemu-{t}", "qemu-user")):
-                if not shutil.which(tool):
-                    sys.exit(f"export_long: {tool} not found: install the Debian package {pkg} (scripts/setup does)")
+        missing = cross_tools_missing(t) if t in CROSS else None
+        if missing:
+            sys.exit(f"export_long: {missing}")
     os.makedirs(a.work, exist_ok=True)
     work = os.path.abspath(a.work)
     cases = []

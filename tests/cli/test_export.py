@@ -11,29 +11,20 @@ at that many threads) and --bench (builds and runs; no timing checked).
 Metric: max |export - host| / max |host| over each output (<= 1e-5).
 Environment: LOOM_BIN (CTest sets it). python3 with numpy and onnx.
 """
-import glob
 import os
 import re
 import shutil
 import sqlite3
 import struct
 import subprocess
-import tempfile
 import unittest
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-LOOM = os.environ.get("LOOM_BIN", "loom")
-CC = os.environ.get("CC", "cc")
+from export_fixtures import CC, ExportCase, cross_cc, read_outputs, rel_err, save
+
 REL_TOL = 1e-5
-ALLOC_SYMBOLS = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign"}
-
-
-def save(path, nodes, inputs, outputs, inits):
-    g = helper.make_graph(nodes, "export", inputs, outputs, inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
 def make_mlp(path, rng):
@@ -99,61 +90,19 @@ def embedded_words(source):
     return b"".join(struct.pack("<Q", w) for w in words)
 
 
-def rel_err(got, want):
-    scale = max(float(np.abs(want).max()), 1e-30)
-    return float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale
-
-
-class ExportTest(unittest.TestCase):
+class ExportTest(ExportCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="loom-export-")
-        rng = np.random.default_rng(7)
-        cls.models = {}
-        for name, make in (("mlp", make_mlp), ("conv", make_conv)):
-            path = os.path.join(cls.dir, name + ".onnx")
-            inputs = make(path, rng)
-            files = []
-            for k, v in inputs.items():
-                files.append(os.path.join(cls.dir, f"{name}_{k}.npy"))
-                np.save(files[-1], v)
-            cls.models[name] = (path, files)
+        super().setUpClass()
+        cls.models = cls.write_models((("mlp", make_mlp), ("conv", make_conv)), np.random.default_rng(7))
         cls.projects = {}
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
-
-    def loom(self, *args):
-        return subprocess.run([LOOM, *args], capture_output=True, text=True, timeout=300)
-
-    def ok(self, *args):
-        r = self.loom(*args)
-        self.assertEqual(r.returncode, 0, f"loom {args}: {r.stderr}")
-        return r
-
-    def err(self, *args, expect=()):
-        r = self.loom(*args)
-        self.assertNotEqual(r.returncode, 0, f"loom {args} succeeded: {r.stdout}")
-        self.assertTrue(r.stderr.startswith("loom: error: "), r.stderr)
-        for e in expect:
-            self.assertIn(e, r.stderr)
-        return r
-
-    def run_cmd(self, cmd, cwd=None):
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, f"{cmd}: {r.stdout}{r.stderr}")
-        return r
 
     def project(self, model, *extra):
         """The exported + built project of a model (built once per model and flags)."""
         key = (model,) + extra
         if key not in self.projects:
             out = os.path.join(self.dir, "proj_" + "_".join(k.strip("-") for k in key))
-            self.ok("export-c", self.models[model][0], "-o", out, "--name", model, *extra)
-            # a cross target's Makefile names its compiler; the host's takes CC
-            self.run_cmd(["make"] + ([] if "--target" in extra else ["CC=" + CC]), cwd=out)
-            self.projects[key] = out
+            self.projects[key] = self.export_and_make(self.models[model][0], out, "--name", model, *extra)
         return self.projects[key]
 
     def host_outputs(self, model):
@@ -163,16 +112,11 @@ class ExportTest(unittest.TestCase):
         if not os.path.isdir(outdir):
             self.ok("compile", path, "-o", art)
             self.ok("run", art, *inputs, "--output-dir", outdir)
-        return {os.path.basename(f): np.load(f) for f in glob.glob(os.path.join(outdir, "*.npy"))}
+        return read_outputs(outdir)
 
     def export_outputs(self, model, *extra, runner=()):
         """example_main's outputs of the built project (the weights file first when it has one)."""
-        proj = self.project(model, *extra)
-        outdir = tempfile.mkdtemp(dir=self.dir)
-        weights = os.path.join(proj, f"{model}.weights")
-        self.run_cmd([*runner, os.path.join(proj, "example_main"), *([weights] if os.path.exists(weights) else []),
-                      *self.models[model][1], outdir])
-        return {f: np.load(os.path.join(outdir, f)) for f in os.listdir(outdir)}
+        return self.run_example(self.project(model, *extra), self.models[model][1], runner)[0]
 
     def check_matches_host(self, model, *extra, runner=()):
         got = self.export_outputs(model, *extra, runner=runner)
@@ -205,28 +149,24 @@ class ExportTest(unittest.TestCase):
 
     # ---- cross targets, run under qemu-user ----
 
-    def check_cross(self, target, package):
-        cc, qemu = f"{target}-linux-gnu-gcc", f"qemu-{target}"
-        for tool, pkg in ((cc, package), (qemu, "qemu-user")):
-            if not shutil.which(tool):
-                self.skipTest(f"{tool} not found: install the Debian package {pkg} (scripts/setup does)")
+    def check_cross(self, target):
+        runner = self.require_cross(target)
         for model in self.models:
             proj = self.project(model, "--target", target)
             with open(os.path.join(proj, "Makefile")) as f:
-                self.assertIn(f"CC = {cc}", f.read())
-            self.check_matches_host(model, "--target", target,
-                                    runner=[qemu, "-L", f"/usr/{target}-linux-gnu"])
+                self.assertIn(f"CC = {cross_cc(target)}", f.read())
+            self.check_matches_host(model, "--target", target, runner=runner)
+        return runner
 
     def test_aarch64_under_qemu(self):
-        self.check_cross("aarch64", "gcc-aarch64-linux-gnu")
+        runner = self.check_cross("aarch64")
         # the pool and the weights file on another ISA (qemu-user runs the threads)
-        self.check_matches_host("mlp", "--target", "aarch64", "--threads", "2", "--weights", "file",
-                                runner=["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"])
+        self.check_matches_host("mlp", "--target", "aarch64", "--threads", "2", "--weights", "file", runner=runner)
         with open(os.path.join(self.project("conv", "--target", "aarch64"), "conv.c")) as f:
             self.assertIn("vector_size(16)", f.read())  # 128-bit NEON through GCC vector types
 
     def test_riscv64_under_qemu(self):
-        self.check_cross("riscv64", "gcc-riscv64-linux-gnu")
+        self.check_cross("riscv64")
 
     # ---- the generated code ----
 
@@ -234,15 +174,11 @@ class ExportTest(unittest.TestCase):
         for model in self.models:
             proj = self.project(model)
             for obj in (f"{model}.o", f"{model}_weights.o"):
-                syms = self.run_cmd(["nm", "-u", os.path.join(proj, obj)]).stdout.split()
-                self.assertFalse(ALLOC_SYMBOLS & set(syms), f"{obj} references {ALLOC_SYMBOLS & set(syms)}")
+                self.assert_allocates_nothing(os.path.join(proj, obj))
 
     def test_symbols_carry_the_prefix(self):
-        proj = self.project("conv")
-        out = self.run_cmd(["nm", "-g", "--defined-only", os.path.join(proj, "conv.o")]).stdout
-        names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+        names = self.assert_symbols_prefixed(os.path.join(self.project("conv"), "conv.o"), "conv_")
         self.assertIn("conv_run", names)
-        self.assertEqual([n for n in names if not n.startswith("conv_")], [])
 
     def test_generic_is_pedantic_c11_on_gcc_and_clang(self):
         compilers = [c for c in ("gcc", "clang") if shutil.which(c)]
@@ -394,8 +330,7 @@ class ExportTest(unittest.TestCase):
             self.check_matches_host(model, "--weights", "file")
             proj = self.project(model, "--weights", "file")
             self.assertFalse(os.path.exists(os.path.join(proj, f"{model}_weights.c")))
-            syms = self.run_cmd(["nm", "-u", os.path.join(proj, f"{model}.o")]).stdout.split()
-            self.assertFalse(ALLOC_SYMBOLS & set(syms))
+            self.assert_allocates_nothing(os.path.join(proj, f"{model}.o"))
 
     def test_weights_file_layout(self):
         """The file as docs/export.md describes it, its payload the embedded words' bytes."""
@@ -478,13 +413,9 @@ class ExportTest(unittest.TestCase):
             proj = self.project(model, "--threads", "2")
             with open(os.path.join(proj, f"{model}.c")) as f:
                 parallel |= "env->parallel_for(env->pool" in f.read()
-            syms = set(self.run_cmd(["nm", "-u", os.path.join(proj, f"{model}.o")]).stdout.split())
-            self.assertFalse(ALLOC_SYMBOLS & syms, f"{model}.o references {ALLOC_SYMBOLS & syms}")
-            self.assertIn("pthread_create", syms)
-            out = self.run_cmd(["nm", "-g", "--defined-only", os.path.join(proj, f"{model}.o")]).stdout
-            names = [line.split()[-1] for line in out.splitlines() if line.strip()]
-            self.assertEqual([n for n in names if not n.startswith(model + "_")], [])
-            self.assertIn(f"{model}_context_init", names)
+            obj = os.path.join(proj, f"{model}.o")
+            self.assertIn("pthread_create", self.assert_allocates_nothing(obj))
+            self.assertIn(f"{model}_context_init", self.assert_symbols_prefixed(obj, model + "_"))
         self.assertTrue(parallel, "no kernel has a parallel loop at 2 threads")
 
     def test_threads_two_instances_side_by_side(self):

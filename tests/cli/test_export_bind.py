@@ -13,22 +13,13 @@ Relu and Neg are exact). Environment: LOOM_BIN, CC (CTest sets them).
 """
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 import unittest
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
 
-LOOM = os.environ.get("LOOM_BIN", "loom")
-CC = os.environ.get("CC", "cc")
-
-
-def save(path, nodes, inputs, outputs):
-    g = helper.make_graph(nodes, "bind", inputs, outputs)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+from export_fixtures import ExportCase, save
 
 
 def make_reshape(path):
@@ -57,10 +48,12 @@ def make_symbolic(path):
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
 
 
-class ExportBindTest(unittest.TestCase):
+class ExportBindTest(ExportCase):
+    dir_prefix = "loom-export-bind-"
+
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="loom-export-bind-")
+        super().setUpClass()
         for make in (make_reshape, make_if, make_symbolic):
             make(os.path.join(cls.dir, make.__name__[len("make_"):] + ".onnx"))
         rng = np.random.default_rng(11)
@@ -77,33 +70,19 @@ class ExportBindTest(unittest.TestCase):
             np.save(cls.files[k], v)
         cls.arrays = arrays
 
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
-
     def model(self, name):
         return os.path.join(self.dir, name + ".onnx")
-
-    def loom(self, *args):
-        return subprocess.run([LOOM, *args], capture_output=True, text=True, timeout=300)
 
     def export_and_run(self, model, binds, runtime):
         """Exports with --input NAME=FILE per binds, builds, runs example_main on
         the runtime files; (PREFIX.h's text, {output file: array})."""
         proj = tempfile.mkdtemp(dir=self.dir)
         args = [a for name, key in binds for a in ("--input", f"{name}={self.files[key]}")]
-        r = self.loom("export-c", self.model(model), "-o", proj, "--name", "m", "--force", *args)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        r = subprocess.run(["make", "-s", "CC=" + CC], cwd=proj, capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        out = os.path.join(proj, "out")
-        os.makedirs(out)
-        r = subprocess.run([os.path.join(proj, "example_main"), *[self.files[k] for k in runtime], out],
-                           capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.export_and_make(self.model(model), proj, "--name", "m", "--force", *args, make_args=("-s",))
+        outs = self.run_example(proj, [self.files[k] for k in runtime])[0]
         with open(os.path.join(proj, "m.h")) as f:
             header = f.read()
-        return header, {f: np.load(os.path.join(out, f)) for f in os.listdir(out)}
+        return header, outs
 
     def assert_close(self, got, want):
         self.assertEqual(got.shape, want.shape)
@@ -155,11 +134,8 @@ class ExportBindTest(unittest.TestCase):
             f.write("not a npy file")
         cases.append((["--input", "x=" + bad], ['"x"', bad]))
         for args, expect in cases:
-            r = self.loom("export-c", self.model("reshape"), "-o", out, *args)
-            self.assertNotEqual(r.returncode, 0, args)
+            r = self.err("export-c", self.model("reshape"), "-o", out, *args, expect=expect)
             self.assertTrue(r.stderr.startswith("loom: error: export-c: "), r.stderr)
-            for e in expect:
-                self.assertIn(e, r.stderr, args)
             self.assertFalse(os.path.exists(out), args)
             self.assertEqual([f for f in os.listdir(self.dir) if re.match(r"never\.", f)], [])
 

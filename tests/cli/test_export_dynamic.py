@@ -13,24 +13,12 @@ allocates nothing; a C caller of PREFIX_run sees the shape array filled.
 Environment: LOOM_BIN, CC (CTest sets them). python3 with numpy and onnx.
 """
 import os
-import re
-import shutil
-import subprocess
-import tempfile
 import unittest
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
 
-LOOM = os.environ.get("LOOM_BIN", "loom")
-CC = os.environ.get("CC", "cc")
-ALLOC_SYMBOLS = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign"}
-
-
-def save(path, nodes, inputs, outputs):
-    g = helper.make_graph(nodes, "dynamic", inputs, outputs)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+from export_fixtures import CC, ExportCase, save
 
 
 def make_nonzero(path):
@@ -64,20 +52,13 @@ def numpy_unique(x):
             "counts": cnt.astype(np.int64)}
 
 
-class ExportDynamicTest(unittest.TestCase):
+class ExportDynamicTest(ExportCase):
+    dir_prefix = "loom-export-dyn-"
+
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="loom-export-dyn-")
+        super().setUpClass()
         cls.projects = {}
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
-
-    def run_cmd(self, cmd, cwd=None):
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, f"{cmd}: {r.stdout}{r.stderr}")
-        return r
 
     def project(self, name, make, *extra):
         """The model exported (name = PREFIX) with extra flags and built with pedantic warnings as errors."""
@@ -86,22 +67,17 @@ class ExportDynamicTest(unittest.TestCase):
             model = os.path.join(self.dir, name + ".onnx")
             make(model)
             proj = os.path.join(self.dir, "proj_" + "_".join(k.strip("-") for k in key))
-            self.run_cmd([LOOM, "export-c", model, "-o", proj, "--name", name, *extra])
-            # a cross target's Makefile names its compiler; the host's takes CC
-            self.run_cmd(["make", *([] if "--target" in extra else ["CC=" + CC]),
-                          "CFLAGS=-pedantic -Wall -Wextra -Werror"], cwd=proj)
-            self.projects[key] = proj
+            self.projects[key] = self.export_and_make(model, proj, "--name", name, *extra,
+                                                      make_args=("CFLAGS=-pedantic -Wall -Wextra -Werror",))
         return self.projects[key]
 
-    def run_example(self, proj, inputs, runner=()):
+    def run_arrays(self, proj, inputs, runner=()):
         """example_main's outputs {field: array} for inputs (arrays, in header order)."""
-        files = [os.path.join(proj, f) for f in os.listdir(proj) if f.endswith(".weights")]
+        files = []
         for k, arr in enumerate(inputs):
             files.append(os.path.join(self.dir, f"in_{os.path.basename(proj)}_{k}.npy"))
             np.save(files[-1], arr)
-        outdir = tempfile.mkdtemp(dir=self.dir)
-        self.run_cmd([*runner, os.path.join(proj, "example_main"), *files, outdir])
-        return {f[:-4]: np.load(os.path.join(outdir, f)) for f in os.listdir(outdir)}
+        return {f[:-4]: a for f, a in self.run_example(proj, files, runner)[0].items()}
 
     def assert_exact(self, got, want):
         self.assertEqual(sorted(got), sorted(want))
@@ -115,43 +91,36 @@ class ExportDynamicTest(unittest.TestCase):
         x = np.array([[0, 1.5, 0, -2], [3, 0, 0, 0], [0, 0, 4, 5]], np.float32)
         cases = [x, np.zeros((3, 4), np.float32), np.ones((3, 4), np.float32)]  # 5, 0 and all 12 nonzeros
         for xs in cases:
-            got = self.run_example(proj, [xs])
+            got = self.run_arrays(proj, [xs])
             self.assert_exact(got, {"idx": np.array(np.nonzero(xs), np.int64), "r": np.maximum(xs, 0)})
 
     def test_nonzero_weights_file_and_threads(self):
         proj = self.project("nz", make_nonzero, "--weights", "file", "--threads", "2")
         x = np.array([[0, 0, 0, 1], [0, 2, 0, 0], [0, 0, 0, 0]], np.float32)
-        self.assert_exact(self.run_example(proj, [x]), {"idx": np.array(np.nonzero(x), np.int64),
+        self.assert_exact(self.run_arrays(proj, [x]), {"idx": np.array(np.nonzero(x), np.int64),
                                                         "r": np.maximum(x, 0)})
 
     def check_unique(self, *extra, runner=()):
         proj = self.project("uq", make_unique, *extra)
         for x in (np.array([2, 1, 1, 3, 4, 3, 2, 2, 9, 1], np.float32), np.full(10, 7, np.float32),
                   np.arange(10, 0, -1).astype(np.float32)):
-            self.assert_exact(self.run_example(proj, [x], runner), numpy_unique(x))
+            self.assert_exact(self.run_arrays(proj, [x], runner), numpy_unique(x))
 
     def test_unique_four_outputs(self):
         self.check_unique()
 
-    def check_cross(self, target, package):
-        cc, qemu = f"{target}-linux-gnu-gcc", f"qemu-{target}"
-        for tool, pkg in ((cc, package), (qemu, "qemu-user")):
-            if not shutil.which(tool):
-                self.skipTest(f"{tool} not found: install the Debian package {pkg} (scripts/setup does)")
-        self.check_unique("--target", target, runner=(qemu, "-L", f"/usr/{target}-linux-gnu"))
-
     def test_unique_aarch64_under_qemu(self):
-        self.check_cross("aarch64", "gcc-aarch64-linux-gnu")
+        self.check_unique("--target", "aarch64", runner=self.require_cross("aarch64"))
 
     def test_unique_riscv64_under_qemu(self):
-        self.check_cross("riscv64", "gcc-riscv64-linux-gnu")
+        self.check_unique("--target", "riscv64", runner=self.require_cross("riscv64"))
 
     def test_compress_rows(self):
         proj = self.project("cp", make_compress)
         x = np.arange(12, dtype=np.float32).reshape(4, 3)
         for cond in ([True, False, True, True], [False] * 4, [True] * 4):
             cond = np.array(cond)
-            self.assert_exact(self.run_example(proj, [x, cond]), {"y": x[cond]})
+            self.assert_exact(self.run_arrays(proj, [x, cond]), {"y": x[cond]})
 
     def test_header_declares_bound_and_shape_array(self):
         proj = self.project("nz", make_nonzero)
@@ -165,8 +134,7 @@ class ExportDynamicTest(unittest.TestCase):
         self.assertRegex(h, r"int64_t \*idx;[^\n]*\n  float \*r;[^\n]*\n  int64_t idx_shape\[2\];")
         self.assertNotIn("r_shape", h)
         for obj in ("nz.o", "nz_weights.o"):
-            syms = self.run_cmd(["nm", "-u", os.path.join(proj, obj)]).stdout.split()
-            self.assertFalse(ALLOC_SYMBOLS & set(syms), f"{obj} references {ALLOC_SYMBOLS & set(syms)}")
+            self.assert_allocates_nothing(os.path.join(proj, obj))
 
     def test_output_named_like_a_shape_array_is_numbered(self):
         def make(path):
@@ -178,7 +146,7 @@ class ExportDynamicTest(unittest.TestCase):
         with open(os.path.join(proj, "clash.h")) as f:
             self.assertIn("float *idx_shape_2;", f.read())
         x = np.array([[0, 1], [2, 0]], np.float32)
-        self.assert_exact(self.run_example(proj, [x]), {"idx": np.array(np.nonzero(x), np.int64),
+        self.assert_exact(self.run_arrays(proj, [x]), {"idx": np.array(np.nonzero(x), np.int64),
                                                         "idx_shape_2": np.maximum(x, 0)})
 
     def test_c_caller_gets_the_shape(self):

@@ -14,26 +14,16 @@ Metric: max |scratchpad - normal| / max |normal| over each output (<= 1e-5).
 Environment: LOOM_BIN (CTest sets it), CC. python3 with numpy and onnx.
 (The ResNet-18 runs are in scripts/test-long.)
 """
-import glob
 import os
-import shutil
-import subprocess
-import tempfile
 import unittest
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-LOOM = os.environ.get("LOOM_BIN", "loom")
-CC = os.environ.get("CC", "cc")
+from export_fixtures import CC, ExportCase, cross_cc, make_cmd, read_outputs, rel_err, save
+
 REL_TOL = 1e-5
 LOCAL_MEM = "local_mem=16KiB"
-
-
-def save(path, nodes, inputs, outputs, inits):
-    g = helper.make_graph(nodes, "scratchpad", inputs, outputs, inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
 def make_conv(path, rng):
@@ -169,41 +159,14 @@ void PREFIX_dma_wait(PREFIX_dma_ticket *t) {
 """
 
 
-def rel_err(got, want):
-    scale = max(float(np.abs(want).max()), 1e-30)
-    return float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale
+class ScratchpadTest(ExportCase):
+    dir_prefix = "loom-scratchpad-"
 
-
-class ScratchpadTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="loom-scratchpad-")
-        rng = np.random.default_rng(3)
-        cls.models, cls.outputs = {}, {}
-        for name, make in (("conv", make_conv), ("mlp", make_mlp)):
-            path = os.path.join(cls.dir, name + ".onnx")
-            files = [os.path.join(cls.dir, f"{name}_{k}.npy") for k in ("x",)]
-            np.save(files[0], make(path, rng)["x"])
-            cls.models[name] = (path, files)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
-
-    def run_cmd(self, cmd, cwd=None, fails=False):
-        """cmd's result; it must succeed, or with fails=True fail."""
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode != 0, fails, f"{cmd}: {r.stdout}{r.stderr}")
-        return r
-
-    def ok(self, *args):
-        return self.run_cmd([LOOM, *args])
-
-    def err(self, *args, expect=()):
-        stderr = self.run_cmd([LOOM, *args], fails=True).stderr
-        self.assertTrue(stderr.startswith("loom: error: "), stderr)
-        for e in expect:
-            self.assertIn(e, stderr)
+        super().setUpClass()
+        cls.models = cls.write_models((("conv", make_conv), ("mlp", make_mlp)), np.random.default_rng(3))
+        cls.outputs = {}
 
     def compiled_outputs(self, model, *target_opt):
         """Outputs of `loom run` on the artifact compiled with --target-opt (none: the normal one)."""
@@ -215,7 +178,7 @@ class ScratchpadTest(unittest.TestCase):
             opts = ["--target-opt", ",".join(target_opt)] if target_opt else []
             self.ok("compile", path, "-o", art, *opts)
             self.ok("run", art, *inputs, "--output-dir", outdir)
-            self.outputs[key] = {os.path.basename(f): np.load(f) for f in glob.glob(os.path.join(outdir, "*.npy"))}
+            self.outputs[key] = read_outputs(outdir)
         return self.outputs[key]
 
     def assert_same(self, got, want, what):
@@ -265,15 +228,14 @@ class ScratchpadTest(unittest.TestCase):
     # ---- loom export-c ----
 
     def export(self, model, *extra):
+        """The project of model at LOCAL_MEM with extra flags (exported once, not built)."""
         out = os.path.join(self.dir, "proj_" + model + "_" + "_".join(e.strip("-").replace("=", "_") for e in extra))
         if not os.path.isdir(out):
             self.ok("export-c", self.models[model][0], "-o", out, "--name", model, "--target-opt", LOCAL_MEM, *extra)
         return out
 
     def check_project_output(self, proj, model, runner=(), exe="example_main"):
-        outdir = tempfile.mkdtemp(dir=self.dir)
-        r = self.run_cmd([*runner, os.path.join(proj, exe), *self.models[model][1], outdir])
-        got = {f: np.load(os.path.join(outdir, f)) for f in os.listdir(outdir)}
+        got, r = self.run_example(proj, self.models[model][1], runner, exe)
         self.assert_same(got, self.compiled_outputs(model), f"exported {model} {runner}")
         return r
 
@@ -284,12 +246,10 @@ class ScratchpadTest(unittest.TestCase):
                 src = f.read()
             self.assertIn(f"#define loom_dma_get {model}_dma_get", src)
             self.assertIn(f"#ifndef {model.upper()}_DMA_EXTERNAL", src)
-            self.run_cmd(["make", "CC=" + CC], cwd=proj)
+            self.run_cmd(make_cmd(()), cwd=proj)
             self.check_project_output(proj, model)
-            out = self.run_cmd(["nm", "-g", "--defined-only", os.path.join(proj, model + ".o")]).stdout
-            names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+            names = self.assert_symbols_prefixed(os.path.join(proj, model + ".o"), model + "_")
             self.assertIn(f"{model}_dma_get", names)
-            self.assertEqual([n for n in names if not n.startswith(model + "_")], [])
 
     def test_export_counting_hooks(self):
         """The project's own hooks (-DCONV_DMA_EXTERNAL) are the ones called."""
@@ -351,16 +311,14 @@ class ScratchpadTest(unittest.TestCase):
             self.check_project_output(proj, model, exe=exe)
 
     def test_export_aarch64_under_qemu(self):
-        cc, qemu = "aarch64-linux-gnu-gcc", "qemu-aarch64"
-        for tool, pkg in ((cc, "gcc-aarch64-linux-gnu"), (qemu, "qemu-user")):
-            if not shutil.which(tool):
-                self.skipTest(f"{tool} not found: install the Debian package {pkg} (scripts/setup does)")
-        proj = self.export("conv", "--target", "aarch64", "--target-opt", LOCAL_MEM + ",dma=double")
-        self.run_cmd(["make"], cwd=proj)
-        self.check_project_output(proj, "conv", runner=[qemu, "-L", "/usr/aarch64-linux-gnu"])
+        runner = self.require_cross("aarch64")
+        flags = ("--target", "aarch64", "--target-opt", LOCAL_MEM + ",dma=double")
+        proj = self.export("conv", *flags)
+        self.run_cmd(make_cmd(flags), cwd=proj)
+        self.check_project_output(proj, "conv", runner=runner)
         # the deferred-copy engine too (its project exported for this host: the kernels are the same C)
-        proj, exe = self.build_deferred("conv", cc=cc)
-        self.check_project_output(proj, "conv", runner=[qemu, "-L", "/usr/aarch64-linux-gnu"], exe=exe)
+        proj, exe = self.build_deferred("conv", cc=cross_cc("aarch64"))
+        self.check_project_output(proj, "conv", runner=runner, exe=exe)
 
 
 if __name__ == "__main__":

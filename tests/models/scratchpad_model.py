@@ -18,16 +18,15 @@ Metric: max |x - normal| / max |normal| over the output, <= 1e-5.
 usage: scratchpad_model.py LOOM MODEL.onnx INPUT.npy WORKDIR [--local-mem 64KiB]
 """
 import argparse
-import glob
 import os
 import shutil
 import subprocess
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
 import test_scratchpad  # noqa: E402  (its deferred-copy DMA engine)
+from export_fixtures import (CC, cross_tools_missing, qemu_runner, read_outputs, rel_err,  # noqa: E402
+                             weights_files)
 
 REL_TOL = 1e-5
 
@@ -39,15 +38,6 @@ def run(cmd, cwd=None):
     return r
 
 
-def outputs(outdir):
-    return {os.path.basename(f): np.load(f) for f in sorted(glob.glob(os.path.join(outdir, "*.npy")))}
-
-
-def rel_err(got, want):
-    scale = max(float(np.abs(want).max()), 1e-30)
-    return float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale
-
-
 def compare(what, got, want):
     if sorted(got) != sorted(want):
         sys.exit(f"scratchpad_model: {what}: outputs {sorted(got)}, expected {sorted(want)}")
@@ -55,13 +45,6 @@ def compare(what, got, want):
     print(f"scratchpad_model: {what}: max rel err {worst:.2e} (<= {REL_TOL:g})")
     if worst > REL_TOL:
         sys.exit(f"scratchpad_model: {what}: rel err {worst:.2e} over {REL_TOL:g}")
-
-
-def weights_file(proj, name):
-    """example_main's first argument when the export wrote its weights to a file (--weights file, the
-    default for large models)."""
-    path = os.path.join(proj, name + ".weights")
-    return [path] if os.path.exists(path) else []
 
 
 def main():
@@ -82,13 +65,12 @@ def main():
         shutil.rmtree(outdir, ignore_errors=True)
         run([a.loom, "compile", a.model, "-o", art, *extra])
         run([a.loom, "run", art, a.input, "--output-dir", outdir])
-        results[tag] = outputs(outdir)
+        results[tag] = read_outputs(outdir)
     compare(f"{name} host {opt}", results["scratchpad"], results["normal"])
 
-    cc, qemu = "aarch64-linux-gnu-gcc", "qemu-aarch64"
-    for tool, pkg in ((cc, "gcc-aarch64-linux-gnu"), (qemu, "qemu-user")):
-        if not shutil.which(tool):
-            sys.exit(f"scratchpad_model: {tool} not found: install the Debian package {pkg} (scripts/setup does)")
+    missing = cross_tools_missing("aarch64")
+    if missing:
+        sys.exit(f"scratchpad_model: {missing}")
     proj = os.path.join(a.workdir, f"{name}_aarch64")
     run([a.loom, "export-c", a.model, "-o", proj, "--target", "aarch64", "--target-opt", opt, "--name", name,
          "--force"])
@@ -96,9 +78,8 @@ def main():
     outdir = os.path.join(a.workdir, f"{name}_aarch64_out")
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
-    run([qemu, "-L", "/usr/aarch64-linux-gnu", os.path.join(proj, "example_main"), *weights_file(proj, name), a.input,
-         outdir])
-    compare(f"{name} exported aarch64 {opt} under qemu", outputs(outdir), results["normal"])
+    run([*qemu_runner("aarch64"), os.path.join(proj, "example_main"), *weights_files(proj), a.input, outdir])
+    compare(f"{name} exported aarch64 {opt} under qemu", read_outputs(outdir), results["normal"])
 
     proj = os.path.join(a.workdir, f"{name}_deferred")
     run([a.loom, "export-c", a.model, "-o", proj, "--target-opt", opt + ",dma=double", "--name", name, "--force"])
@@ -108,16 +89,16 @@ def main():
             f.write(text.replace("PREFIX", name))
     spm_bytes = int(run([a.loom, "target", "--target-opt", opt]).stdout.split("local memory: ")[1].split()[0]) * 1024
     sources = [f for f in (name + ".c", name + "_weights.c") if os.path.exists(os.path.join(proj, f))]
-    run([os.environ.get("CC", "cc"), "-std=c11", "-O2", f"-D{name.upper()}_DMA_EXTERNAL", "-I.",
+    run([CC, "-std=c11", "-O2", f"-D{name.upper()}_DMA_EXTERNAL", "-I.",
          f"-DSPM_BYTES={spm_bytes}", f"-D{name.upper()}_LOCAL_MEM_BASE={name}_spm", "-include", "spm.h", "-o",
          "deferred_main", "example_main.c", *sources, "deferred_hooks.c", "-lm"], cwd=proj)
     outdir = os.path.join(a.workdir, f"{name}_deferred_out")
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
-    r = run([os.path.join(proj, "deferred_main"), *weights_file(proj, name), a.input, outdir])
+    r = run([os.path.join(proj, "deferred_main"), *weights_files(proj), a.input, outdir])
     print(f"scratchpad_model: {name} dma=double deferred engine: {r.stderr.strip()}")
     compare(f"{name} exported {opt},dma=double, deferred-copy DMA, local memory at PREFIX_LOCAL_MEM_BASE",
-            outputs(outdir), results["normal"])
+            read_outputs(outdir), results["normal"])
 
 
 if __name__ == "__main__":
