@@ -55,6 +55,19 @@ static loom_status meta_fail(Reader *r, const char *where, const char *fmt, ...)
 
 static const cJSON *get(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key); }
 
+/* A member of a metadata object: its value (NULL when absent) and where it
+ * sits ("kernels[3].name"), so that every message names the field. */
+typedef struct Field {
+  const cJSON *v;
+  char at[160];
+} Field;
+
+static Field field(const cJSON *obj, const char *where, const char *key) {
+  Field f = {get(obj, key), ""};
+  snprintf(f.at, sizeof f.at, "%s.%s", where, key);
+  return f;
+}
+
 static loom_status read_uint(Reader *r, const cJSON *v, const char *where, uint64_t limit, uint64_t *out) {
   if (!cJSON_IsNumber(v)) return meta_fail(r, where, "expected a non-negative integer");
   double d = v->valuedouble;
@@ -83,72 +96,115 @@ static bool is_c_identifier(const char *s) {
   return true;
 }
 
+/* A name the loader looks up with dlsym; at most 100 bytes so that
+ * NAME_workspace_bytes fits too. */
+static loom_status read_symbol(Reader *r, const cJSON *v, const char *where, const char **out) {
+  loom_status st = read_name(r, v, where, out);
+  if (!st && (!is_c_identifier(*out) || strlen(*out) > 100))
+    return meta_fail(r, where, "\"%s\" is not a C identifier of at most 100 bytes", *out);
+  return st;
+}
+
 static loom_status read_dtype(Reader *r, const cJSON *v, const char *where, DLDataType *out) {
   if (!cJSON_IsString(v) || !dl_dtype_parse(v->valuestring, out))
     return meta_fail(r, where, "expected a dtype name (\"float32\", \"int64\", \"bool\", ...)");
   return LOOM_OK;
 }
 
-static loom_status read_shape(Reader *r, const cJSON *v, const char *where, DLDataType dtype, int32_t *ndim,
-                              const int64_t **shape, uint64_t *nbytes) {
-  if (!cJSON_IsArray(v)) return meta_fail(r, where, "expected an array of dimensions");
-  int n = cJSON_GetArraySize(v);
-  if (n > ARTIFACT_MAX_DIMS) return meta_fail(r, where, "%d dimensions, at most %d allowed", n, ARTIFACT_MAX_DIMS);
-  int64_t *dims = ARENA_ARRAY(r->a, int64_t, n);
+/* Reads one element of a metadata array into `elem`; `where` names it
+ * ("plan[2].args[0]"), `ctx` is what the array's reader passed. */
+typedef loom_status (*ReadElement)(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx);
+
+/* What one kind of metadata array holds. */
+typedef struct ArrayOf {
+  const char *noun; /* the elements, for messages ("dimensions") */
+  int max;          /* the file sets the count: allocations stay bounded */
+  size_t size;      /* bytes of one element read */
+  bool objects;     /* each element must be a JSON object */
+  ReadElement read;
+} ArrayOf;
+
+/* The array `v` (`where` in messages: "kernels", "plan[2].args"), read
+ * element by element into an arena array of `of->size`-byte slots. Every
+ * array of the metadata goes through here, so every message names the
+ * array, the index and, through Field, the member. */
+static loom_status read_array_of(Reader *r, const cJSON *v, const char *where, const ArrayOf *of, const void *ctx,
+                                 void **elems, int32_t *n) {
+  *elems = NULL;
+  if (!cJSON_IsArray(v)) return meta_fail(r, where, "missing, or not an array of %s", of->noun);
+  int count = cJSON_GetArraySize(v);
+  if (count > of->max) return meta_fail(r, where, "%d %s, at most %d allowed", count, of->noun, of->max);
+  char *out = arena_alloc(r->a, of->size * (size_t)(count > 0 ? count : 1));
   int i = 0;
-  const cJSON *d;
-  cJSON_ArrayForEach(d, v) {
-    uint64_t x;
-    char w[160];
-    snprintf(w, sizeof w, "%s[%d]", where, i);
-    loom_status st = read_uint(r, d, w, ARTIFACT_MAX_INT, &x);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, v) {
+    char at[160];
+    snprintf(at, sizeof at, "%s[%d]", where, i);
+    if (of->objects && !cJSON_IsObject(e)) return meta_fail(r, at, "expected an object");
+    loom_status st = of->read(r, e, at, out + (size_t)i * of->size, ctx);
     if (st) return st;
-    dims[i++] = (int64_t)x;
+    i++;
   }
-  if (!dl_shape_bytes(dims, n, dl_dtype_bytes(dtype), ARTIFACT_MAX_BYTES, nbytes))
-    return meta_fail(r, where, "tensor larger than %llu bytes", (unsigned long long)ARTIFACT_MAX_BYTES);
-  *ndim = n;
-  *shape = dims;
+  *elems = out;
+  *n = count;
   return LOOM_OK;
 }
 
-static loom_status read_tensor(Reader *r, const cJSON *v, const char *where, ArtifactTensor *t) {
-  char w[160];
-  if (!cJSON_IsObject(v)) return meta_fail(r, where, "expected an object");
-  snprintf(w, sizeof w, "%s.name", where);
-  loom_status st = read_name(r, get(v, "name"), w, &t->name);
-  snprintf(w, sizeof w, "%s.dtype", where);
-  if (!st) st = read_dtype(r, get(v, "dtype"), w, &t->dtype);
-  snprintf(w, sizeof w, "%s.shape", where);
-  if (!st) st = read_shape(r, get(v, "shape"), w, t->dtype, &t->ndim, &t->shape, &t->nbytes);
+static loom_status read_dim(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  (void)ctx;
+  uint64_t x = 0;
+  loom_status st = read_uint(r, v, where, ARTIFACT_MAX_INT, &x);
+  if (!st) *(int64_t *)elem = (int64_t)x;
   return st;
 }
 
-/* An array member of the top-level object, with at most `max` elements. */
-static loom_status read_array(Reader *r, const cJSON *root, const char *key, int max, const cJSON **arr, int *n) {
-  *arr = get(root, key);
-  if (!cJSON_IsArray(*arr)) return meta_fail(r, key, "missing, or not an array");
-  *n = cJSON_GetArraySize(*arr);
-  if (*n > max) return meta_fail(r, key, "%d entries, at most %d allowed", *n, max);
+static loom_status read_shape(Reader *r, const cJSON *v, const char *where, DLDataType dtype, int32_t *ndim,
+                              const int64_t **shape, uint64_t *nbytes) {
+  static const ArrayOf dims = {"dimensions", ARTIFACT_MAX_DIMS, sizeof(int64_t), false, read_dim};
+  void *elems;
+  int32_t n;
+  loom_status st = read_array_of(r, v, where, &dims, NULL, &elems, &n);
+  if (st) return st;
+  if (!dl_shape_bytes(elems, n, dl_dtype_bytes(dtype), ARTIFACT_MAX_BYTES, nbytes))
+    return meta_fail(r, where, "tensor larger than %llu bytes", (unsigned long long)ARTIFACT_MAX_BYTES);
+  *ndim = n;
+  *shape = elems;
+  return LOOM_OK;
+}
+
+/* The members every tensor has: name, dtype, shape. */
+static loom_status read_tensor(Reader *r, const cJSON *v, const char *where, ArtifactTensor *t) {
+  Field name = field(v, where, "name"), dtype = field(v, where, "dtype"), shape = field(v, where, "shape");
+  loom_status st = read_name(r, name.v, name.at, &t->name);
+  if (!st) st = read_dtype(r, dtype.v, dtype.at, &t->dtype);
+  if (!st) st = read_shape(r, shape.v, shape.at, t->dtype, &t->ndim, &t->shape, &t->nbytes);
+  return st;
+}
+
+/* An input or output. ctx: whether it is an output, the only kind that may
+ * have the optional "dynamic" flag (artifact.h), with rank >= 1. */
+static loom_status read_graph_tensor(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  ArtifactTensor *t = elem;
+  loom_status st = read_tensor(r, v, where, t);
+  Field dynamic = field(v, where, "dynamic");
+  if (st || !dynamic.v) return st;
+  if (!*(const bool *)ctx) return meta_fail(r, dynamic.at, "only outputs can have dynamic extents");
+  if (!cJSON_IsBool(dynamic.v)) return meta_fail(r, dynamic.at, "expected true or false");
+  t->dynamic = cJSON_IsTrue(dynamic.v);
+  if (t->dynamic && t->ndim < 1) return meta_fail(r, dynamic.at, "a dynamic output needs rank >= 1");
   return LOOM_OK;
 }
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-static loom_status read_tensors(Reader *r, const cJSON *root, const char *key, ArtifactTensor **out, int32_t *count) {
-  const cJSON *arr;
-  int n;
-  loom_status st = read_array(r, root, key, 1 << 20, &arr, &n);
+static loom_status read_graph_tensors(Reader *r, const cJSON *root, const char *key, bool outputs,
+                                      ArtifactTensor **out, int32_t *count) {
+  static const ArrayOf tensors = {"tensors", 1 << 20, sizeof(ArtifactTensor), true, read_graph_tensor};
+  void *elems;
+  int32_t n;
+  loom_status st = read_array_of(r, get(root, key), key, &tensors, &outputs, &elems, &n);
   if (st) return st;
-  ArtifactTensor *ts = ARENA_ARRAY(r->a, ArtifactTensor, n);
-  int i = 0;
-  const cJSON *v;
-  cJSON_ArrayForEach(v, arr) {
-    char w[64];
-    snprintf(w, sizeof w, "%s[%d]", key, i);
-    if ((st = read_tensor(r, v, w, &ts[i]))) return st;
-    i++;
-  }
+  ArtifactTensor *ts = elems;
   /* Duplicates by sorting names: a pairwise check is quadratic in a count
    * the file controls. */
   const char **names = ARENA_ARRAY(r->a, const char *, n);
@@ -161,94 +217,73 @@ static loom_status read_tensors(Reader *r, const cJSON *root, const char *key, A
   return LOOM_OK;
 }
 
-static loom_status read_weights(Reader *r, const cJSON *root, uint64_t blob_size, Artifact *art) {
-  const cJSON *arr;
-  int n;
-  loom_status st = read_array(r, root, "weights", 1 << 24, &arr, &n);
+/* ctx: the Artifact, whose weights section the weight must lie in. */
+static loom_status read_weight(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  const Artifact *art = ctx;
+  ArtifactWeight *w = elem;
+  Field offset = field(v, where, "offset");
+  loom_status st = read_tensor(r, v, where, &w->t);
+  if (!st) st = read_uint(r, offset.v, offset.at, ARTIFACT_MAX_INT, &w->offset);
   if (st) return st;
-  ArtifactWeight *ws = ARENA_ARRAY(r->a, ArtifactWeight, n);
-  int i = 0;
-  const cJSON *v;
-  cJSON_ArrayForEach(v, arr) {
-    char w[64], wo[80];
-    snprintf(w, sizeof w, "weights[%d]", i);
-    if ((st = read_tensor(r, v, w, &ws[i].t))) return st;
-    snprintf(wo, sizeof wo, "%s.offset", w);
-    if ((st = read_uint(r, get(v, "offset"), wo, ARTIFACT_MAX_INT, &ws[i].offset))) return st;
-    if (ws[i].offset % ARTIFACT_ALIGN)
-      return meta_fail(r, wo, "%llu is not a multiple of %d", (unsigned long long)ws[i].offset, ARTIFACT_ALIGN);
-    if (ws[i].offset > blob_size || ws[i].t.nbytes > blob_size - ws[i].offset)
-      return meta_fail(r, w, "\"%s\" (%llu bytes at offset %llu) lies outside the %llu-byte weights section",
-                       ws[i].t.name, (unsigned long long)ws[i].t.nbytes, (unsigned long long)ws[i].offset,
-                       (unsigned long long)blob_size);
-    ws[i].data = art->weights + ws[i].offset;
-    i++;
-  }
-  art->spec.weights = ws;
-  art->spec.num_weights = n;
+  if (w->offset % ARTIFACT_ALIGN)
+    return meta_fail(r, offset.at, "%llu is not a multiple of %d", (unsigned long long)w->offset, ARTIFACT_ALIGN);
+  if (w->offset > art->weights_size || w->t.nbytes > art->weights_size - w->offset)
+    return meta_fail(r, where, "\"%s\" (%llu bytes at offset %llu) lies outside the %llu-byte weights section",
+                     w->t.name, (unsigned long long)w->t.nbytes, (unsigned long long)w->offset,
+                     (unsigned long long)art->weights_size);
+  w->data = art->weights + w->offset;
+  return LOOM_OK;
+}
+
+static loom_status read_weights(Reader *r, const cJSON *root, Artifact *art) {
+  static const ArrayOf weights = {"weights", 1 << 24, sizeof(ArtifactWeight), true, read_weight};
+  void *elems;
+  loom_status st = read_array_of(r, get(root, "weights"), "weights", &weights, art, &elems, &art->spec.num_weights);
+  art->spec.weights = elems;
+  return st;
+}
+
+static loom_status read_node_name(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  (void)ctx;
+  return read_name(r, v, where, elem);
+}
+
+/* ctx: the ArtifactSpec, weights read (a blob is one of them). */
+static loom_status read_kernel(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  static const ArrayOf node_names = {"ONNX node names", 1 << 20, sizeof(const char *), false, read_node_name};
+  const ArtifactSpec *s = ctx;
+  ArtifactKernel *k = elem;
+  Field name = field(v, where, "name"), nodes = field(v, where, "nodes"), flops = field(v, where, "flops");
+  Field backend = field(v, where, "backend"), entry = field(v, where, "runtime_entry"), blob = field(v, where, "blob");
+  void *names = NULL;
+  loom_status st = read_symbol(r, name.v, name.at, &k->name);
+  if (!st) st = read_array_of(r, nodes.v, nodes.at, &node_names, NULL, &names, &k->num_nodes);
+  k->nodes = names;
+  if (st) return st;
+  /* Optional (older artifacts lack it): the FLOPs of one call. */
+  if (flops.v && (st = read_uint(r, flops.v, flops.at, ARTIFACT_MAX_INT, &k->flops))) return st;
+  /* Optional: the external (BYOC) back end that wrote the kernel. */
+  if (backend.v && (st = read_name(r, backend.v, backend.at, &k->backend))) return st;
+  /* Optional, the blob form (loom/loom_byoc.h): its runtime's entry and
+   * the weight that holds the blob. */
+  if (!entry.v) return LOOM_OK;
+  if ((st = read_symbol(r, entry.v, entry.at, &k->runtime_entry))) return st;
+  if (!backend.v) return meta_fail(r, entry.at, "an external kernel's runtime entry needs its \"backend\"");
+  uint64_t b;
+  if ((st = read_uint(r, blob.v, blob.at, ARTIFACT_MAX_INT, &b))) return st;
+  if (b >= (uint64_t)s->num_weights)
+    return meta_fail(r, blob.at, "weight %llu does not exist (%d weights)", (unsigned long long)b, (int)s->num_weights);
+  k->blob = (int32_t)b;
   return LOOM_OK;
 }
 
 static loom_status read_kernels(Reader *r, const cJSON *root, Artifact *art) {
-  const cJSON *arr;
-  int n;
-  loom_status st = read_array(r, root, "kernels", 1 << 20, &arr, &n);
-  if (st) return st;
-  ArtifactKernel *ks = ARENA_ARRAY(r->a, ArtifactKernel, n);
-  int i = 0;
-  const cJSON *v;
-  cJSON_ArrayForEach(v, arr) {
-    char w[64], wn[96];
-    snprintf(w, sizeof w, "kernels[%d]", i);
-    if (!cJSON_IsObject(v)) return meta_fail(r, w, "expected an object");
-    snprintf(wn, sizeof wn, "%s.name", w);
-    if ((st = read_name(r, get(v, "name"), wn, &ks[i].name))) return st;
-    /* The name is a dlsym symbol, and NAME_workspace_bytes must fit too. */
-    if (!is_c_identifier(ks[i].name) || strlen(ks[i].name) > 100)
-      return meta_fail(r, wn, "\"%s\" is not a C identifier of at most 100 bytes", ks[i].name);
-    const cJSON *nodes = get(v, "nodes");
-    snprintf(wn, sizeof wn, "%s.nodes", w);
-    if (!cJSON_IsArray(nodes)) return meta_fail(r, wn, "expected an array of ONNX node names");
-    int nn = cJSON_GetArraySize(nodes);
-    const char **names = ARENA_ARRAY(r->a, const char *, nn);
-    int j = 0;
-    const cJSON *nv;
-    cJSON_ArrayForEach(nv, nodes) {
-      char wj[128];
-      snprintf(wj, sizeof wj, "%s[%d]", wn, j);
-      if ((st = read_name(r, nv, wj, &names[j]))) return st;
-      j++;
-    }
-    ks[i].nodes = names;
-    ks[i].num_nodes = nn;
-    /* Optional (older artifacts lack it): the FLOPs of one call. */
-    const cJSON *flops = get(v, "flops");
-    snprintf(wn, sizeof wn, "%s.flops", w);
-    if (flops && (st = read_uint(r, flops, wn, ARTIFACT_MAX_INT, &ks[i].flops))) return st;
-    /* Optional: the external (BYOC) back end that wrote the kernel. */
-    const cJSON *backend = get(v, "backend");
-    snprintf(wn, sizeof wn, "%s.backend", w);
-    if (backend && (st = read_name(r, backend, wn, &ks[i].backend))) return st;
-    const cJSON *entry = get(v, "runtime_entry");
-    snprintf(wn, sizeof wn, "%s.runtime_entry", w);
-    if (entry) {
-      if ((st = read_name(r, entry, wn, &ks[i].runtime_entry))) return st;
-      if (!backend) return meta_fail(r, wn, "an external kernel's runtime entry needs its \"backend\"");
-      if (!is_c_identifier(ks[i].runtime_entry) || strlen(ks[i].runtime_entry) > 100)
-        return meta_fail(r, wn, "\"%s\" is not a C identifier of at most 100 bytes", ks[i].runtime_entry);
-      uint64_t blob;
-      snprintf(wn, sizeof wn, "%s.blob", w);
-      if ((st = read_uint(r, get(v, "blob"), wn, ARTIFACT_MAX_INT, &blob))) return st;
-      if (blob >= (uint64_t)art->spec.num_weights)
-        return meta_fail(r, wn, "weight %llu does not exist (%d weights)", (unsigned long long)blob,
-                         (int)art->spec.num_weights);
-      ks[i].blob = (int32_t)blob;
-    }
-    i++;
-  }
-  art->spec.kernels = ks;
-  art->spec.num_kernels = n;
-  return LOOM_OK;
+  static const ArrayOf kernels = {"kernels", 1 << 20, sizeof(ArtifactKernel), true, read_kernel};
+  void *elems;
+  loom_status st =
+      read_array_of(r, get(root, "kernels"), "kernels", &kernels, &art->spec, &elems, &art->spec.num_kernels);
+  art->spec.kernels = elems;
+  return st;
 }
 
 static const ArtifactTensor *arg_source(const ArtifactSpec *s, ArtifactArgKind kind, int32_t index) {
@@ -269,28 +304,26 @@ static bool same_shape(int32_t n1, const int64_t *s1, int32_t n2, const int64_t 
   return true;
 }
 
-static loom_status read_arg(Reader *r, const cJSON *v, const char *where, const ArtifactSpec *s, ArtifactArg *a) {
-  char w[160];
-  if (!cJSON_IsObject(v)) return meta_fail(r, where, "expected an object");
-  const cJSON *kind = get(v, "kind");
-  snprintf(w, sizeof w, "%s.kind", where);
+/* ctx: the ArtifactSpec, tensors and weights read (what an argument views). */
+static loom_status read_arg(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  const ArtifactSpec *s = ctx;
+  ArtifactArg *a = elem;
+  Field kind = field(v, where, "kind"), dtype = field(v, where, "dtype"), shape = field(v, where, "shape");
+  Field offset = field(v, where, "offset"), index = field(v, where, "index");
   const char *kinds = "expected \"input\", \"output\", \"weight\", \"arena\" or \"output_shape\"";
-  if (!cJSON_IsString(kind)) return meta_fail(r, w, "%s", kinds);
-  if (!strcmp(kind->valuestring, "input")) a->kind = ARTIFACT_ARG_INPUT;
-  else if (!strcmp(kind->valuestring, "output")) a->kind = ARTIFACT_ARG_OUTPUT;
-  else if (!strcmp(kind->valuestring, "weight")) a->kind = ARTIFACT_ARG_WEIGHT;
-  else if (!strcmp(kind->valuestring, "arena")) a->kind = ARTIFACT_ARG_ARENA;
-  else if (!strcmp(kind->valuestring, "output_shape")) a->kind = ARTIFACT_ARG_OUTPUT_SHAPE;
-  else return meta_fail(r, w, "%s", kinds);
-  loom_status st;
+  const char *k = cJSON_IsString(kind.v) ? kind.v->valuestring : "";
+  if (!strcmp(k, "input")) a->kind = ARTIFACT_ARG_INPUT;
+  else if (!strcmp(k, "output")) a->kind = ARTIFACT_ARG_OUTPUT;
+  else if (!strcmp(k, "weight")) a->kind = ARTIFACT_ARG_WEIGHT;
+  else if (!strcmp(k, "arena")) a->kind = ARTIFACT_ARG_ARENA;
+  else if (!strcmp(k, "output_shape")) a->kind = ARTIFACT_ARG_OUTPUT_SHAPE;
+  else return meta_fail(r, kind.at, "%s", kinds);
   uint64_t nbytes;
-  snprintf(w, sizeof w, "%s.dtype", where);
-  if ((st = read_dtype(r, get(v, "dtype"), w, &a->dtype))) return st;
-  snprintf(w, sizeof w, "%s.shape", where);
-  if ((st = read_shape(r, get(v, "shape"), w, a->dtype, &a->ndim, &a->shape, &nbytes))) return st;
+  loom_status st = read_dtype(r, dtype.v, dtype.at, &a->dtype);
+  if (!st) st = read_shape(r, shape.v, shape.at, a->dtype, &a->ndim, &a->shape, &nbytes);
+  if (st) return st;
   if (a->kind == ARTIFACT_ARG_ARENA) {
-    snprintf(w, sizeof w, "%s.offset", where);
-    if ((st = read_uint(r, get(v, "offset"), w, ARTIFACT_MAX_INT, &a->offset))) return st;
+    if ((st = read_uint(r, offset.v, offset.at, ARTIFACT_MAX_INT, &a->offset))) return st;
     if (a->offset > s->arena_bytes || nbytes > s->arena_bytes - a->offset)
       return meta_fail(r, where, "%llu bytes at arena offset %llu exceed the %llu-byte arena",
                        (unsigned long long)nbytes, (unsigned long long)a->offset,
@@ -302,14 +335,13 @@ static loom_status read_arg(Reader *r, const cJSON *v, const char *where, const 
     return LOOM_OK;
   }
   uint64_t idx;
-  snprintf(w, sizeof w, "%s.index", where);
-  if ((st = read_uint(r, get(v, "index"), w, INT32_MAX, &idx))) return st;
+  if ((st = read_uint(r, index.v, index.at, INT32_MAX, &idx))) return st;
   a->index = (int32_t)idx;
   const ArtifactTensor *src = arg_source(s, a->kind, a->index);
-  if (!src) return meta_fail(r, w, "%s %d does not exist", artifact_arg_kind_name(a->kind), a->index);
+  if (!src) return meta_fail(r, index.at, "%s %d does not exist", artifact_arg_kind_name(a->kind), a->index);
   if (a->kind == ARTIFACT_ARG_OUTPUT_SHAPE) {
     /* the output's shape array, where the kernel writes the real extents */
-    if (!src->dynamic) return meta_fail(r, w, "output \"%s\" is not dynamic", src->name);
+    if (!src->dynamic) return meta_fail(r, index.at, "output \"%s\" is not dynamic", src->name);
     if (a->dtype.code != kDLInt || a->dtype.bits != 64 || a->dtype.lanes != 1 || a->ndim != 1 || a->shape[0] != src->ndim)
       return meta_fail(r, where, "the shape of output \"%s\" must be passed as int64 [%d]", src->name, (int)src->ndim);
     a->view = true;
@@ -322,50 +354,43 @@ static loom_status read_arg(Reader *r, const cJSON *v, const char *where, const 
   return LOOM_OK;
 }
 
-static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
-  const cJSON *arr;
-  int n;
-  loom_status st = read_array(r, root, "plan", 1 << 20, &arr, &n);
+/* ctx: the ArtifactSpec, kernels read. */
+static loom_status read_call(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  static const ArrayOf args = {"arguments", ARTIFACT_MAX_ARGS, sizeof(ArtifactArg), true, read_arg};
+  const ArtifactSpec *s = ctx;
+  ArtifactCall *c = elem;
+  Field kernel = field(v, where, "kernel"), args_field = field(v, where, "args");
+  uint64_t k;
+  loom_status st = read_uint(r, kernel.v, kernel.at, INT32_MAX, &k);
   if (st) return st;
-  ArtifactCall *calls = ARENA_ARRAY(r->a, ArtifactCall, n);
+  if (k >= (uint64_t)s->num_kernels)
+    return meta_fail(r, kernel.at, "kernel %llu does not exist (%d kernels)", (unsigned long long)k, s->num_kernels);
+  c->kernel = (int32_t)k;
+  void *elems;
+  st = read_array_of(r, args_field.v, args_field.at, &args, s, &elems, &c->num_args);
+  c->args = elems;
+  return st;
+}
+
+static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
+  static const ArrayOf plan = {"calls", 1 << 20, sizeof(ArtifactCall), true, read_call};
+  void *elems;
+  int32_t n;
+  loom_status st = read_array_of(r, get(root, "plan"), "plan", &plan, &art->spec, &elems, &n);
+  if (st) return st;
+  const ArtifactCall *calls = elems;
   bool *written = ARENA_ARRAY(r->a, bool, art->spec.num_outputs);
   bool *shape_written = ARENA_ARRAY(r->a, bool, art->spec.num_outputs);
-  int i = 0;
-  const cJSON *v;
-  cJSON_ArrayForEach(v, arr) {
-    char w[64], wk[96];
-    snprintf(w, sizeof w, "plan[%d]", i);
-    if (!cJSON_IsObject(v)) return meta_fail(r, w, "expected an object");
-    uint64_t k;
-    snprintf(wk, sizeof wk, "%s.kernel", w);
-    if ((st = read_uint(r, get(v, "kernel"), wk, INT32_MAX, &k))) return st;
-    if (k >= (uint64_t)art->spec.num_kernels)
-      return meta_fail(r, wk, "kernel %llu does not exist (%d kernels)", (unsigned long long)k, art->spec.num_kernels);
-    calls[i].kernel = (int32_t)k;
-    const cJSON *args = get(v, "args");
-    snprintf(wk, sizeof wk, "%s.args", w);
-    if (!cJSON_IsArray(args)) return meta_fail(r, wk, "expected an array");
-    int na = cJSON_GetArraySize(args);
-    if (na > ARTIFACT_MAX_ARGS) return meta_fail(r, wk, "%d arguments, at most %d allowed", na, ARTIFACT_MAX_ARGS);
-    ArtifactArg *as = ARENA_ARRAY(r->a, ArtifactArg, na);
-    int j = 0;
-    const cJSON *av;
-    cJSON_ArrayForEach(av, args) {
-      char wa[128];
-      snprintf(wa, sizeof wa, "%s[%d]", wk, j);
-      if ((st = read_arg(r, av, wa, &art->spec, &as[j]))) return st;
-      if (as[j].kind == ARTIFACT_ARG_OUTPUT) written[as[j].index] = true;
-      if (as[j].kind == ARTIFACT_ARG_OUTPUT_SHAPE) shape_written[as[j].index] = true;
-      j++;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < calls[i].num_args; j++) {
+      const ArtifactArg *a = &calls[i].args[j];
+      if (a->kind == ARTIFACT_ARG_OUTPUT) written[a->index] = true;
+      if (a->kind == ARTIFACT_ARG_OUTPUT_SHAPE) shape_written[a->index] = true;
     }
-    calls[i].args = as;
-    calls[i].num_args = na;
-    i++;
-  }
   for (int32_t o = 0; o < art->spec.num_outputs; o++) {
     const ArtifactTensor *t = &art->spec.outputs[o];
-    uint64_t n = 0;
-    bool empty = dl_shape_bytes(t->shape, t->ndim, 1, UINT64_MAX, &n) && n == 0; /* nothing to write */
+    uint64_t nb = 0;
+    bool empty = dl_shape_bytes(t->shape, t->ndim, 1, UINT64_MAX, &nb) && nb == 0; /* nothing to write */
     if (!written[o] && !empty) return meta_fail(r, "plan", "no call writes output \"%s\"", t->name);
   }
   for (int32_t o = 0; o < art->spec.num_outputs; o++)
@@ -376,81 +401,60 @@ static loom_status read_plan(Reader *r, const cJSON *root, Artifact *art) {
   return LOOM_OK;
 }
 
+static loom_status read_byoc_runtime(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  (void)ctx;
+  ArtifactByocRuntime *rt = elem;
+  Field backend = field(v, where, "backend"), library = field(v, where, "library");
+  loom_status st = read_name(r, backend.v, backend.at, &rt->backend);
+  if (!st) st = read_name(r, library.v, library.at, &rt->library);
+  return st;
+}
+
+/* Optional: the libraries external kernels call (artifact.h). */
+static loom_status read_byoc_runtimes(Reader *r, const cJSON *root, Artifact *art) {
+  static const ArrayOf runtimes = {"runtime libraries", 64, sizeof(ArtifactByocRuntime), true, read_byoc_runtime};
+  if (!get(root, "byoc_runtimes")) return LOOM_OK;
+  void *elems;
+  loom_status st = read_array_of(r, get(root, "byoc_runtimes"), "byoc_runtimes", &runtimes, NULL, &elems,
+                                 &art->spec.num_byoc_runtimes);
+  art->spec.byoc_runtimes = elems;
+  return st;
+}
+
+static loom_status read_offset(Reader *r, const cJSON *v, const char *where, void *elem, const void *ctx) {
+  (void)ctx;
+  return read_uint(r, v, where, ARTIFACT_MAX_INT, elem);
+}
+
 /* The optional run entry: a symbol, and the weight offsets it was generated
  * for, which must be the weights table's (else the entry would read the
  * wrong bytes). The plan hash it must carry is computed here, compared at
  * load. */
-/* Optional: the libraries external kernels call (artifact.h). */
-static loom_status read_byoc_runtimes(Reader *r, const cJSON *root, Artifact *art) {
-  if (!get(root, "byoc_runtimes")) return LOOM_OK;
-  const cJSON *arr;
-  int n;
-  loom_status st = read_array(r, root, "byoc_runtimes", 64, &arr, &n);
-  if (st) return st;
-  ArtifactByocRuntime *rts = ARENA_ARRAY(r->a, ArtifactByocRuntime, n);
-  int i = 0;
-  const cJSON *v;
-  cJSON_ArrayForEach(v, arr) {
-    char w[64], wn[96];
-    snprintf(w, sizeof w, "byoc_runtimes[%d]", i);
-    if (!cJSON_IsObject(v)) return meta_fail(r, w, "expected an object");
-    snprintf(wn, sizeof wn, "%s.backend", w);
-    if ((st = read_name(r, get(v, "backend"), wn, &rts[i].backend))) return st;
-    snprintf(wn, sizeof wn, "%s.library", w);
-    if ((st = read_name(r, get(v, "library"), wn, &rts[i].library))) return st;
-    i++;
-  }
-  art->spec.byoc_runtimes = rts;
-  art->spec.num_byoc_runtimes = n;
-  return LOOM_OK;
-}
-
 static loom_status read_run_entry(Reader *r, const cJSON *root, Artifact *art) {
+  static const ArrayOf offsets = {"offsets", 1 << 24, sizeof(uint64_t), false, read_offset};
   const cJSON *v = get(root, "run_entry");
   if (!v) return LOOM_OK;
   ArtifactSpec *s = &art->spec;
   const char *name;
-  loom_status st = read_name(r, v, "run_entry", &name);
+  void *elems;
+  int32_t n;
+  loom_status st = read_symbol(r, v, "run_entry", &name);
+  const char *key = "run_entry_weight_offsets";
+  if (!st) st = read_array_of(r, get(root, key), key, &offsets, NULL, &elems, &n);
   if (st) return st;
-  if (!is_c_identifier(name) || strlen(name) > 100)
-    return meta_fail(r, "run_entry", "\"%s\" is not a C identifier of at most 100 bytes", name);
-  const cJSON *arr;
-  int n;
-  if ((st = read_array(r, root, "run_entry_weight_offsets", 1 << 24, &arr, &n))) return st;
   if (n != s->num_weights)
-    return meta_fail(r, "run_entry_weight_offsets", "%d entries for %d weights", n, (int)s->num_weights);
-  uint64_t *offs = ARENA_ARRAY(r->a, uint64_t, n > 0 ? n : 1);
-  int i = 0;
-  const cJSON *o;
-  cJSON_ArrayForEach(o, arr) {
-    char w[64];
-    snprintf(w, sizeof w, "run_entry_weight_offsets[%d]", i);
-    if ((st = read_uint(r, o, w, ARTIFACT_MAX_INT, &offs[i]))) return st;
-    if (offs[i] != s->weights[i].offset)
-      return meta_fail(r, w, "the run entry assumes weight \"%s\" at offset %llu, the weights table has it at %llu",
+    return meta_fail(r, key, "%d entries for %d weights", n, (int)s->num_weights);
+  const uint64_t *offs = elems;
+  for (int i = 0; i < n; i++)
+    if (offs[i] != s->weights[i].offset) {
+      char at[64];
+      snprintf(at, sizeof at, "%s[%d]", key, i);
+      return meta_fail(r, at, "the run entry assumes weight \"%s\" at offset %llu, the weights table has it at %llu",
                        s->weights[i].t.name, (unsigned long long)offs[i], (unsigned long long)s->weights[i].offset);
-    i++;
-  }
+    }
   s->run_entry = name;
   s->run_entry_weight_offsets = offs;
   art->run_hash = artifact_run_hash(s, offs);
-  return LOOM_OK;
-}
-
-/* The optional "dynamic" flag (artifact.h): outputs only, rank >= 1. */
-static loom_status read_dynamic(Reader *r, const cJSON *root, const char *key, ArtifactTensor *ts) {
-  const cJSON *v;
-  int i = 0;
-  cJSON_ArrayForEach(v, get(root, key)) {
-    const cJSON *d = get(v, "dynamic");
-    char w[64];
-    snprintf(w, sizeof w, "%s[%d].dynamic", key, i);
-    if (d && strcmp(key, "outputs")) return meta_fail(r, w, "only outputs can have dynamic extents");
-    if (d && !cJSON_IsBool(d)) return meta_fail(r, w, "expected true or false");
-    ts[i].dynamic = d && cJSON_IsTrue(d);
-    if (ts[i].dynamic && ts[i].ndim < 1) return meta_fail(r, w, "a dynamic output needs rank >= 1");
-    i++;
-  }
   return LOOM_OK;
 }
 
@@ -458,10 +462,8 @@ static loom_status read_metadata(Reader *r, const cJSON *root, Artifact *art) {
   loom_status st = LOOM_OK;
   if (!cJSON_IsObject(root)) st = meta_fail(r, "JSON", "expected an object");
   ArtifactTensor *ins = NULL, *outs = NULL;
-  if (!st) st = read_tensors(r, root, "inputs", &ins, &art->spec.num_inputs);
-  if (!st) st = read_tensors(r, root, "outputs", &outs, &art->spec.num_outputs);
-  if (!st) st = read_dynamic(r, root, "inputs", ins);
-  if (!st) st = read_dynamic(r, root, "outputs", outs);
+  if (!st) st = read_graph_tensors(r, root, "inputs", false, &ins, &art->spec.num_inputs);
+  if (!st) st = read_graph_tensors(r, root, "outputs", true, &outs, &art->spec.num_outputs);
   art->spec.inputs = ins;
   art->spec.outputs = outs;
   if (!st && art->spec.num_outputs == 0) st = meta_fail(r, "outputs", "a model needs at least one output");
@@ -469,7 +471,7 @@ static loom_status read_metadata(Reader *r, const cJSON *root, Artifact *art) {
   if (!st)
     st = read_uint(r, get(root, "intermediate_bytes"), "intermediate_bytes", ARTIFACT_MAX_INT,
                    &art->spec.intermediate_bytes);
-  if (!st) st = read_weights(r, root, art->weights_size, art);
+  if (!st) st = read_weights(r, root, art);
   if (!st) st = read_kernels(r, root, art);
   if (!st) st = read_plan(r, root, art);
   if (!st) st = read_byoc_runtimes(r, root, art);

@@ -152,6 +152,21 @@ static void test_schema_violations(void **state) {
       {ARG_Y, ARG_T, "no call writes output \"y\""},
       {"\"plan\":[", "\"plan\":{\"a\":1},\"plan2\":[", "plan: missing"},
       {"\"args\":[" ARG_T "," ARG_Y "]", "\"args\":7", "plan[1].args"},
+      /* every array is read the same way: bounded, its elements named by index */
+      {KER, "\"kernels\":[7]", "kernels[0]: expected an object"},
+      {"\"plan\":[", "\"plan\":[7,", "plan[0]: expected an object"},
+      {"\"args\":[" ARG_T "," ARG_Y "]", "\"args\":[" ARG_T "," ARG_Y ",3]", "plan[1].args[2]: expected an object"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodes\":[\"Add_0\",5]", "kernels[0].nodes[1]: expected a string"},
+      {"\"nodes\":[\"Add_0\"]", "\"nodez\":[\"Add_0\"]", "kernels[0].nodes: missing"},
+      {"\"arena_bytes\"",
+       "\"byoc_runtimes\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
+       "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],\"arena_bytes\"",
+       "65 runtime libraries, at most 64"},
+      {"\"arena_bytes\"", "\"run_entry\":\"r\",\"run_entry_weight_offsets\":[0],\"arena_bytes\"",
+       "run_entry_weight_offsets[0]: the run entry assumes weight \"w\" at offset 0"},
+      {"\"arena_bytes\"", "\"run_entry\":\"r\",\"run_entry_weight_offsets\":[64,64],\"arena_bytes\"",
+       "2 entries for 1 weights"},
+      {"\"arena_bytes\"", "\"run_entry\":\"r\",\"arena_bytes\"", "run_entry_weight_offsets: missing"},
   };
   for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
     char *json = replace(GOOD, edits[i].from, edits[i].to);
