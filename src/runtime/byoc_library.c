@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { OPEN_FLAGS = RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE };
@@ -26,10 +27,14 @@ void *byoc_library_open(const char *name, char *why, size_t len) {
    * program that links Loom's runtime statically. */
   Dl_info info;
   char dir[PATH_MAX] = "";
-  if (dladdr((void *)byoc_library_open, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
-    snprintf(dir, sizeof dir, "%s", info.dli_fname);
+  /* realpath: a program started by a relative path (build/tools/loom) or
+   * through a symlink still finds the libraries beside its real file, and
+   * the message names an absolute directory */
+  if (dladdr((void *)byoc_library_open, &info) && info.dli_fname && strchr(info.dli_fname, '/') &&
+      realpath(info.dli_fname, dir))
     *strrchr(dir, '/') = 0;
-  }
+  else
+    dir[0] = 0;
   static const char *const k_rel[] = {"", "/..", "/../lib"};
   for (size_t i = 0; dir[0] && i < sizeof k_rel / sizeof *k_rel; i++) {
     char path[PATH_MAX + 64];
