@@ -74,6 +74,7 @@ static const char k_usage[] =
     "   --dump-list-passes prints the passes in pipeline order.\n"
     "  loom tune MODEL.onnx --records FILE [--trials N] [--time 30m] [--target NAME] [--target-opt ...]\n"
     "           [--threads N] [--search evolutionary|random] [--batch N] [--seed N] [--cost-model FILE]\n"
+    "           [--byoc NAME|PATH.so,...]   (--byoc: tune the kernels the back ends leave to Loom)\n"
     "  loom export-c MODEL.onnx -o DIR [--target generic|host|x86_64|x86_64-sse2|x86_64-avx2|x86_64-avx512|\n"
     "           aarch64|riscv64] [--target-opt ...] [--records FILE] [--name PREFIX] [--weights embed|file]\n"
     "           [--threads N] [--bench] [--force] [--input NAME=FILE ...]\n"
@@ -1112,6 +1113,8 @@ static int cmd_tune(int argc, char **argv) {
       copt.target = v;
     } else if ((v = flag_value(argc, argv, &i, "--target-opt", &missing))) {
       copt.target_options = v;
+    } else if ((v = flag_value(argc, argv, &i, "--byoc", &missing))) {
+      copt.byoc = v; /* the back ends take their regions first: Loom's own kernels are tuned */
     } else if (missing) {
       return fail(EXIT_USAGE, "tune: %s needs a value", argv[i]);
     } else if (argv[i][0] == '-' && argv[i][1]) {

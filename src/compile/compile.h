@@ -122,7 +122,9 @@ loom_status compile_lower_group(Arena *a, const Graph *g, const GraphFusedGroup 
 /* ---- compile_model.c: the model's kernels for the tuner ---- */
 /* A model's fused groups, lowered to unscheduled PrimFuncs (the tuner's
  * tasks, in call order; equal workloads are not merged here), with the
- * target and thread count the compiler schedules them for. */
+ * target and thread count the compiler schedules them for. With --byoc,
+ * the regions external back ends claimed are groups without a PrimFunc
+ * (func NULL): only Loom's own kernels are tasks. */
 typedef struct CompileTasks {
   Arena *arena;
   struct Graph *graph;

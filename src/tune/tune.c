@@ -260,9 +260,13 @@ loom_status tune_model(const char *onnx_path, const TuneOptions *opt, TuneProgre
   CompileTasks ct;
   if ((st = compile_model_tasks(onnx_path, opt->compile, &ct, err)) == LOOM_OK) {
     const PrimFunc **funcs = ARENA_ARRAY(ct.arena, const PrimFunc *, ct.ngroups > 0 ? ct.ngroups : 1);
-    for (int i = 0; i < ct.ngroups; i++) funcs[i] = ct.groups[i].func;
-    st = tune_kernels_with(meas, funcs, ct.ngroups, &ct.target, opt->threads > 0 ? opt->threads : ct.threads, opt,
-                           out, err);
+    int n = 0;
+    for (int i = 0; i < ct.ngroups; i++)
+      if (ct.groups[i].func) funcs[n++] = ct.groups[i].func; /* an external (--byoc) kernel has none */
+    st = n == 0 ? err_set(err, LOOM_ERR_INVALID_ARG,
+                          "tune: \"%s\": every kernel runs on a --byoc back end: nothing of Loom's to tune", onnx_path)
+                : tune_kernels_with(meas, funcs, n, &ct.target, opt->threads > 0 ? opt->threads : ct.threads, opt,
+                                    out, err);
     compile_tasks_free(&ct);
   }
   measurer_stop(meas);

@@ -172,6 +172,30 @@ class Byoc(unittest.TestCase):
         self.assertIn('"backend"', meta)
         self.assertIn("libopenblas", meta)
 
+    def test_tune_leaves_external_kernels_alone(self):
+        # loom tune --byoc: the back end takes its regions first, only Loom's own kernels are tasks, and
+        # the records apply to `compile --byoc --records` with the external kernels unchanged.
+        db, art = self.path("mlp_cblas.db"), self.path("mlp_cblas_tuned.loom")
+        self.ok("compile", self.path("mlp.onnx"), "-o", self.path("mlp_cblas_plain.loom"), "--byoc", "cblas")
+        meta = json.loads(self.ok("inspect", self.path("mlp_cblas_plain.loom"), "--dump", "json").stdout)
+        native = [k for k in meta["kernels"] if not k.get("backend")]
+        self.assertTrue(native and len(native) < len(meta["kernels"]), meta["kernels"])
+        log = self.ok("tune", self.path("mlp.onnx"), "--byoc", "cblas", "--records", db, "--trials", "8").stdout
+        self.assertIn(f"tasks 0/{len(native)} ", log)  # not one task per kernel of the model
+        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "cblas", "--records", db)
+        out = self.run_model(art, ["x", "p", "q"], "out_cblas_tuned")
+        x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
+        y = 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2
+        np.testing.assert_allclose(out("y"), y, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
+        tuned = json.loads(self.ok("inspect", art, "--dump", "json").stdout)["kernels"]
+        self.assertEqual([k.get("backend") for k in tuned], [k.get("backend") for k in meta["kernels"]])
+        # a model the back end takes whole leaves nothing to tune
+        save_model(self.path("bmm.onnx"), [helper.make_node("MatMul", ["p", "q"], ["z"], name="bmm")],
+                   [("p", [2, 3, 4, 8]), ("q", [3, 8, 5])], ["z"], {})
+        self.err("tune", self.path("bmm.onnx"), "--byoc", "cblas", "--records", self.path("bmm.db"),
+                 "--trials", "4", expect=("nothing of Loom's to tune",))
+
     def test_dnnl_convnet(self):
         art = self.path("convnet_dnnl.loom")
         self.ok("compile", self.path("convnet.onnx"), "-o", art, "--byoc", "dnnl")
