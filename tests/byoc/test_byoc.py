@@ -156,14 +156,18 @@ class Byoc(unittest.TestCase):
         self.ok(*args)
         return lambda name: np.load(os.path.join(self.path(outdir), name + ".npy"))
 
-    def test_cblas_mlp(self):
-        art = self.path("mlp_cblas.loom")
-        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "cblas")
-        out = self.run_model(art, ["x", "p", "q"], "out_cblas")
+    def check_mlp(self, art, outdir):
+        """Runs mlp.onnx's artifact art on x, p, q and compares with numpy."""
+        out = self.run_model(art, ["x", "p", "q"], outdir)
         x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
         y = 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2
         np.testing.assert_allclose(out("y"), y, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
+
+    def test_cblas_mlp(self):
+        art = self.path("mlp_cblas.loom")
+        self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "cblas")
+        self.check_mlp(art, "out_cblas")
         prof = self.ok("run", art, "--input", f"x={self.path('x.npy')}", "--input", f"p={self.path('p.npy')}",
                        "--input", f"q={self.path('q.npy')}", "--profile").stdout
         self.assertIn("[cblas]", prof)
@@ -183,11 +187,7 @@ class Byoc(unittest.TestCase):
         log = self.ok("tune", self.path("mlp.onnx"), "--byoc", "cblas", "--records", db, "--trials", "8").stdout
         self.assertIn(f"tasks 0/{len(native)} ", log)  # not one task per kernel of the model
         self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "cblas", "--records", db)
-        out = self.run_model(art, ["x", "p", "q"], "out_cblas_tuned")
-        x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
-        y = 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2
-        np.testing.assert_allclose(out("y"), y, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
+        self.check_mlp(art, "out_cblas_tuned")
         tuned = json.loads(self.ok("inspect", art, "--dump", "json").stdout)["kernels"]
         self.assertEqual([k.get("backend") for k in tuned], [k.get("backend") for k in meta["kernels"]])
         # a model the back end takes whole leaves nothing to tune
@@ -224,11 +224,7 @@ class Byoc(unittest.TestCase):
         # dnnl alone: MatMul + bias, Gemm (transB, alpha, beta) as an inner product, the batched runtime MatMul
         art = self.path("mlp_dnnl.loom")
         self.ok("compile", self.path("mlp.onnx"), "-o", art, "--byoc", "dnnl")
-        out = self.run_model(art, ["x", "p", "q"], "out_mlp_dnnl")
-        x, p, q = self.inputs["x"], self.inputs["p"], self.inputs["q"]
-        np.testing.assert_allclose(out("y"), 0.5 * relu(x @ self.w1 + self.b1) @ self.w2.T + 2.0 * self.c2,
-                                   rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(out("z"), p @ q, rtol=1e-4, atol=1e-4)
+        self.check_mlp(art, "out_mlp_dnnl")
         r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "dnnl", "--dump", "partitioned").stdout
         self.assertIn("(dnnl.gemm_act) 1 node", r)
         self.assertIn("backend dnnl: 4 nodes claimed", r)
