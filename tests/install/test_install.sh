@@ -1,11 +1,11 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # The runtime as a deployed program gets it: `cmake --install` into a fresh
 # prefix, a C program built against it with pkg-config alone, and an artifact
 # of the tests run with it. Also checks that the installed library needs
 # nothing beyond libc, libdl, pthreads, libm, cJSON and zlib, and that the
 # compiler's side (artifact writer, .npy files) is not in it.
 #   test_install.sh BUILD_DIR WORK_DIR LIBDIR MAKE_TEST_ARTIFACT   (env CC, CMAKE)
-set -eu
+set -euo pipefail
 build=$1 work=$2 libdir=$3 make_artifact=$4
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
@@ -26,7 +26,8 @@ for n in $needed; do
     *) echo "test_install: libloomrt needs $n (allowed: libc, libm, libdl, pthreads, cJSON, zlib)" >&2; exit 1 ;;
   esac
 done
-extra=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -E '^(artifact_write|npy_|tensor_fill_|atomic_file_)' || true)
+symbols=$(nm -D --defined-only "$lib" | awk '{print $3}') # nm's failure ends the test (pipefail)
+extra=$(printf '%s\n' "$symbols" | grep -E '^(artifact_write|npy_|tensor_fill_|atomic_file_)' || true)
 if [ -n "$extra" ]; then
   echo "test_install: libloomrt exports compiler/tool symbols: $extra" >&2
   exit 1
