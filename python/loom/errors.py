@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Type
 
-# The C enum loom_status (include/loom/loom_status.h), by value.
+# The C enum loom_status (include/loom/loom_status.h), by value; tests/python/test_abi.py
+# checks this copy against the header.
 OK = 0
 ERR_INVALID_ARG = 1
 ERR_PARSE = 2

@@ -48,3 +48,24 @@ def test_ctypes_structs_match_the_headers(tmp_path):
         assert ctypes.sizeof(cls) == int(c[ctype]), f"{cls.__name__}: ctypes {ctypes.sizeof(cls)} bytes, C {ctype} {c[ctype]}"
         for name, _t in cls._fields_:
             assert getattr(cls, name).offset == int(c[f"{ctype}.{name}"]), f"{cls.__name__}.{name}"
+
+
+def test_status_numbers_match_loom_status_h():
+    # python/loom/errors.py copies the C enum by hand: every value of
+    # include/loom/loom_status.h is there under the same name (LOOM_ dropped),
+    # nothing else is, and every error value has its exception class.
+    import re
+
+    from loom import errors
+
+    with open(os.path.join(ROOT, "include", "loom", "loom_status.h")) as f:
+        enum = re.search(r"typedef enum loom_status \{(.*?)\} loom_status;", f.read(), re.S).group(1)
+    enum = re.sub(r"/\*.*?\*/", "", enum, flags=re.S)
+    in_c = {m.group(1): int(m.group(2)) for m in re.finditer(r"\bLOOM_(\w+)\s*=\s*(\d+)", enum)}
+    assert len(in_c) == len(re.findall(r"\bLOOM_\w+", enum)), "an enumerator without a value in loom_status.h"
+    in_python = {n: v for n, v in vars(errors).items() if n == "OK" or n.startswith("ERR_")}
+    assert in_python == in_c
+    for name, value in in_c.items():
+        if value:
+            cls = errors.error_class(value)
+            assert cls is not errors.LoomError and cls.status == value, name
