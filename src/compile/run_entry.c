@@ -38,7 +38,9 @@ static int shape_id(ShapeTable *st, int32_t ndim, const int64_t *shape) {
     if (!nk) oom_raise("the table of %d shape keys", st->cap);
     st->keys = nk;
   }
-  sb_printf(st->out, "static int64_t %s_shape_%d[] = {%s};\n", st->prefix, st->n, sb_cstr(&key));
+  /* const: an exported object keeps no writable data (all a run writes is
+   * caller memory); DLTensor.shape is not const, but kernels only read it. */
+  sb_printf(st->out, "static const int64_t %s_shape_%d[] = {%s};\n", st->prefix, st->n, sb_cstr(&key));
   st->keys[st->n] = sb_take(&key);
   return st->n++;
 }
@@ -175,7 +177,8 @@ loom_status compile_run_entry_source(const ArtifactSpec *s, StrBuf *out, LoomErr
         int sid = shape_id(&shapes, nd, sh);
         sb_puts(&body, "      {.data = ");
         emit_data(&body, s, a);
-        sb_printf(&body, ", .device = {kDLCPU, 0}, .ndim = %d, .dtype = {%u, %u, %u}, .shape = %s_shape_%d},\n",
+        sb_printf(&body,
+                  ", .device = {kDLCPU, 0}, .ndim = %d, .dtype = {%u, %u, %u}, .shape = (int64_t *)%s_shape_%d},\n",
                   (int)nd, dt.code, dt.bits, dt.lanes, name, sid);
       }
       sb_printf(&body, "    };\n    DLTensor *p[%d] = {", (int)na);

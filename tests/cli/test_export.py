@@ -176,6 +176,23 @@ class ExportTest(ExportCase):
             for obj in (f"{model}.o", f"{model}_weights.o"):
                 self.assert_allocates_nothing(os.path.join(proj, obj))
 
+    def test_objects_have_no_writable_data(self):
+        # Everything a run writes is in caller memory (the arena, the pool's
+        # state, the bound weights), so the objects are read-only data and
+        # code: no writable symbol (nm's d, b, c, g, s in either case) and no
+        # writable section with contents (readelf's W flag, size 0).
+        for model, extra in (("mlp", ()), ("conv", ()), ("mlp", ("--threads", "2")), ("mlp", ("--weights", "file"))):
+            proj = self.project(model, *extra)
+            for obj in sorted(f for f in os.listdir(proj) if f.endswith(".o") and f != "example_main.o"):
+                path = os.path.join(proj, obj)
+                syms = self.run_cmd(["nm", "--defined-only", path]).stdout.split("\n")
+                writable = [line for line in syms if len(line.split()) == 3 and line.split()[1] in "dDbBcCgGsS"]
+                self.assertEqual(writable, [], f"{model} {extra}: {obj}")
+                sections = self.run_cmd(["readelf", "-SW", path]).stdout
+                for m in re.finditer(r"\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+(\S*)", sections):
+                    if "W" in m.group(3):
+                        self.assertEqual(int(m.group(2), 16), 0, f"{model} {extra}: {obj} section {m.group(1)}")
+
     def test_symbols_carry_the_prefix(self):
         names = self.assert_symbols_prefixed(os.path.join(self.project("conv"), "conv.o"), "conv_")
         self.assertIn("conv_run", names)
