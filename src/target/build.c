@@ -107,14 +107,15 @@ static int split_flags(char *buf, char **argv, int argc) {
   return argc;
 }
 
-/* An executable named `name` somewhere on $PATH? */
-static bool on_path(const char *name) {
+/* The file exec runs for `name` (a path, or searched on $PATH as execvp
+ * does) into buf; false when there is none. */
+static bool find_program(const char *name, char *buf, size_t cap) {
+  if (strchr(name, '/')) return snprintf(buf, cap, "%s", name) < (int)cap && access(buf, X_OK) == 0;
   const char *path = getenv("PATH");
   if (!path) return false;
-  char buf[PATH_MAX];
   while (*path) {
     size_t n = strcspn(path, ":");
-    if (n > 0 && n + strlen(name) + 2 < sizeof buf) {
+    if (n > 0 && n + strlen(name) + 2 < cap) {
       memcpy(buf, path, n);
       buf[n] = '/';
       strcpy(buf + n + 1, name);
@@ -123,6 +124,27 @@ static bool on_path(const char *name) {
     path += n + (path[n] == ':');
   }
   return false;
+}
+
+/* An executable named `name` somewhere on $PATH? */
+static bool on_path(const char *name) {
+  char buf[PATH_MAX];
+  return !strchr(name, '/') && find_program(name, buf, sizeof buf);
+}
+
+/* The compiler's version as the cache key sees it: the file that runs
+ * (symlinks resolved: /usr/bin/clang -> .../llvm-14/bin/clang), its size
+ * and modification time. An upgrade replaces that file, so objects built
+ * by the old compiler are not reused; a stat, so a cache hit still runs
+ * nothing. A wrapper script is keyed by the script's own file. */
+static uint64_t hash_compiler_file(uint64_t h, const char *cc) {
+  char found[PATH_MAX], real[PATH_MAX];
+  struct stat st;
+  if (!find_program(cc, found, sizeof found) || !realpath(found, real) || stat(real, &st) != 0)
+    return hash_str(h, "(compiler not found)"); /* the build itself reports it */
+  h = hash_str(h, real);
+  int64_t id[3] = {(int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec};
+  return build_fnv1a64(h, id, sizeof id);
 }
 
 /* clang by default: on the register-tiled matmul microkernel gcc 12 spills
@@ -326,12 +348,12 @@ static loom_status build_env_init(const BuildOptions *opt, BuildEnv *env, LoomEr
   if (st) return st;
   subprocess_sweep_stale_temps(env->cache);
 
-  /* The headers generated code includes are part of the key: changing
-   * them must rebuild (loom_convert.h: the narrow-type conversions). The
-   * compiler is keyed by name only (document: clear the cache after a
-   * compiler upgrade) so a cache hit never runs anything. */
+  /* The key: the compiler (its name and its file, hash_compiler_file), the
+   * flags and the headers generated code includes (changing them must
+   * rebuild; loom_convert.h: the narrow-type conversions). */
   uint64_t h = BUILD_FNV_OFFSET;
   h = hash_str(h, env->cc);
+  h = hash_compiler_file(h, env->cc);
   h = hash_str(h, env->cflags);
   h = hash_str(h, env->extra);
   if (env->inc && *env->inc) {
