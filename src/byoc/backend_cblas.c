@@ -2,11 +2,12 @@
  * and Gemm in f32 become calls of cblas_sgemm, from OpenBLAS at run time
  * (runtime_library). B may be a constant (weights, read in place from the
  * artifact's weights blob) or a runtime tensor; batched MatMul with
- * broadcast batch dims loops over precomputed per-batch offsets. Nothing is
- * allocated per run: the bias is written into the output first and sgemm
- * accumulates onto it (beta 1), so no scratch is needed. OpenBLAS runs on
- * as many threads as the model: each call sets OpenBLAS's (process-wide)
- * thread count to the kernel env's when it differs.
+ * broadcast batch dims loops over precomputed per-batch offsets. The back
+ * end allocates nothing per run: the bias is written into the output first
+ * and sgemm accumulates onto it (beta 1), so no scratch is needed (OpenBLAS
+ * itself mallocs a job table in each call it threads, docs/byoc.md).
+ * OpenBLAS runs on as many threads as the model: each call sets OpenBLAS's
+ * (process-wide) thread count to the kernel env's when it differs.
  *
  * Written against the plugin API alone (loom/loom_byoc.h), as an
  * out-of-tree plugin would be; only its registration is built in. The

@@ -11,6 +11,7 @@ LOOM_BYOC_BAD_DIR (where libbyoc_bad_<mode>.so were built) and LOOM_BYOC_RUN_ALL
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -259,6 +260,27 @@ class Byoc(unittest.TestCase):
                 r = subprocess.run([RUN_ALLOC, art, threads, "1024"], capture_output=True, text=True, timeout=300)
                 self.assertEqual(r.returncode, 0, f"{model} --byoc {byoc}, {threads} threads: {r.stdout}{r.stderr}")
                 self.assertIn("run_alloc: 5 runs", r.stdout)
+
+    @unittest.skipUnless(RUN_ALLOC, "no run_alloc (a sanitizer build owns malloc)")
+    def test_cblas_threaded_sgemm_allocates_its_job_table(self):
+        # What the MLP above is too small to show: a product OpenBLAS splits over its threads (64x256x256
+        # here) mallocs a job table per sgemm call (level3_thread.c; 512 KiB in Debian's 0.3.21 pthreads
+        # build), which the back end cannot avoid (docs/byoc.md, "Threads"). On one thread: nothing.
+        model, art = self.path("mm_threads.onnx"), self.path("mm_threads_cblas.loom")
+        w = (np.arange(256 * 256, dtype=np.float32).reshape(256, 256) % 7 - 3) * 0.01
+        save_model(model, [helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", [64, 256])], ["y"], {"w": w})
+        self.ok("compile", model, "-o", art, "--byoc", "cblas")
+        r = subprocess.run([RUN_ALLOC, art, "1", "1024"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        if (os.cpu_count() or 1) < 2:
+            self.skipTest("one CPU: OpenBLAS does not split the product")
+        r = subprocess.run([RUN_ALLOC, art, "2", str(1 << 30)], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        calls, total, largest = (int(v) for v in re.search(
+            r"(\d+) allocations, (\d+) bytes, the largest (\d+) bytes", r.stdout).groups())
+        # One sgemm call per run, 5 runs: one allocation each, all of one size (the table).
+        self.assertEqual((calls, total), (5, 5 * largest), r.stdout)
+        self.assertGreaterEqual(largest, 1024, r.stdout)
 
     def test_inspect_partitioned(self):
         r = self.ok("inspect", self.path("mlp.onnx"), "--byoc", "cblas", "--dump", "partitioned").stdout
