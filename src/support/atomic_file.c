@@ -4,36 +4,52 @@
 #include "support/subprocess.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The directory of path and its last component, for the sweep. */
+static void split_path(const char *path, char *dir, size_t cap, const char **base) {
+  const char *slash = strrchr(path, '/');
+  *base = slash ? slash + 1 : path;
+  if (!slash) snprintf(dir, cap, ".");
+  else if (slash == path) snprintf(dir, cap, "/");
+  else snprintf(dir, cap, "%.*s", (int)(slash - path), path);
+}
+
 loom_status atomic_file_open(AtomicFile *af, const char *path, LoomError *err) {
   memset(af, 0, sizeof *af);
   if (!path || !*path) return err_set(err, LOOM_ERR_INVALID_ARG, "cannot write a file with an empty path");
-  size_t n = strlen(path);
+  size_t cap = strlen(path) + 64;
   af->path = loom_strdup(path);
-  af->tmp = loom_malloc(n + 16);
+  af->tmp = loom_malloc(cap);
   if (!af->path || !af->tmp) {
     atomic_file_abort(af);
     return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "out of memory writing \"%s\"", path);
   }
-  memcpy(af->tmp, path, n);
-  memcpy(af->tmp + n, ".tmp.XXXXXX", 12);
-  int fd = mkstemp(af->tmp);
+  /* A temporary named as the subprocess module names them (".tmp.<pid>."):
+   * a signal's cleanup removes it with the directory swept, and a write of
+   * the same path after a process died mid-write removes that one's. */
+  char dir[PATH_MAX];
+  const char *base;
+  split_path(path, dir, sizeof dir, &base);
+  subprocess_sweep_stale_temps(dir, base);
+  subprocess_track_dir(dir);
+  subprocess_temp_name(af->tmp, cap, path);
+  subprocess_track_file(af->tmp);
+  int fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* 0666 & ~umask, as any output */
   if (fd < 0) {
     int e = errno;
+    subprocess_untrack_file(af->tmp);
     loom_free(af->tmp);
     af->tmp = NULL;
     atomic_file_abort(af);
     return err_set(err, LOOM_ERR_IO, "cannot write \"%s\": %s", path, strerror(e));
   }
-  subprocess_track_file(af->tmp); /* removed if a signal ends the process first */
-  /* mkstemp makes 0600; an output file should get the usual 0666 & ~umask. */
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
   af->f = fdopen(fd, "wb");
   if (!af->f) {
     int e = errno;

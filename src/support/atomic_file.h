@@ -14,7 +14,7 @@
 typedef struct AtomicFile {
   FILE *f;     /* write here */
   char *path;  /* the final path */
-  char *tmp;   /* "<path>.tmp.XXXXXX" */
+  char *tmp;   /* "<path>.tmp.<pid>.<unique>" (subprocess_temp_name) */
   bool failed; /* a write failed: commit refuses */
 } AtomicFile;
 

@@ -8,14 +8,24 @@
  *     starts, the linker, can be killed together) and with
  *     PR_SET_PDEATHSIG = SIGKILL (the kernel kills it when Loom dies, even
  *     by SIGKILL, where no handler runs);
- *   - live children and temporary files are tracked in a fixed table that an
- *     async-signal-safe cleanup reads: a program installs it for SIGINT,
- *     SIGTERM and SIGHUP with subprocess_install_signal_cleanup (the `loom`
- *     CLI does; a library does not take signals over on its own).
+ *   - live children, temporary files and the directories they are made in
+ *     are tracked in fixed tables that an async-signal-safe cleanup reads:
+ *     a program installs it for SIGINT, SIGTERM, SIGHUP and SIGQUIT with
+ *     subprocess_install_signal_cleanup (the `loom` CLI does; a library
+ *     does not take signals over on its own). The cleanup kills the
+ *     children's groups, removes the tracked files and every entry of the
+ *     tracked directories named ".tmp.<this pid>." (so also what a compiler
+ *     wrote beside its temporary output: clang's "<output>-<random>.tmp");
+ *   - the same install starts a janitor process that waits for this one to
+ *     die, by any signal including SIGKILL, then kills what is left of the
+ *     children's groups (a compiler driver's cc1, as and ld, which
+ *     PR_SET_PDEATHSIG does not reach), waits until they are gone and
+ *     removes the same files.
  *
  * Temporary names carry the creating process's pid (".tmp.<pid>."), so the
- * files of a process killed by SIGKILL can be recognized and removed later
- * (subprocess_sweep_stale_temps, run by each build on its cache). */
+ * files of a process that died anyway (the janitor killed too) can be
+ * recognized and removed later (subprocess_sweep_stale_temps, run by each
+ * build on its cache and by each atomic file write on its own name). */
 #ifndef LOOM_SUPPORT_SUBPROCESS_H
 #define LOOM_SUPPORT_SUBPROCESS_H
 
@@ -25,12 +35,18 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Starts argv[0] (searched on $PATH) with argv, stdout and stderr going to
- * output_path (created or truncated), in its own process group, killed when
- * this process dies. The pid is tracked until subprocess_wait reaps it.
- * LOOM_ERR_IO when the output file cannot be created or fork fails;
- * a program that cannot be executed exits with status 127. */
-loom_status subprocess_start(char *const argv[], const char *output_path, pid_t *pid, LoomError *err);
+/* Starts argv[0] (searched on $PATH) with argv and the environment envp
+ * (NULL: this process's), stdout and stderr going to output_path (created
+ * or truncated), in its own process group, killed when this process dies.
+ * The pid is tracked until subprocess_wait reaps it. LOOM_ERR_IO when the
+ * output file cannot be created or fork fails; a program that cannot be
+ * executed exits with status 127. */
+loom_status subprocess_start(char *const argv[], char *const envp[], const char *output_path, pid_t *pid,
+                             LoomError *err);
+/* This process's environment with `assignment` ("NAME=value") replacing any
+ * NAME: a loom_calloc'ed array of pointers into environ and to assignment
+ * (free the array only), or NULL when out of memory. */
+char **subprocess_environ_with(const char *assignment);
 
 /* The parent's ends of a child's standard streams. */
 typedef struct SubprocessPipes {
@@ -74,17 +90,28 @@ void subprocess_untrack_file(const char *path);
  * processes, threads and time, that subprocess_sweep_stale_temps knows. */
 void subprocess_temp_name(char *buf, size_t cap, const char *path);
 
-/* Removes the temporary files (subprocess_temp_name) in dir whose process
- * is gone: what a process killed by SIGKILL left behind. */
-void subprocess_sweep_stale_temps(const char *dir);
+/* Removes the temporary files and directories (subprocess_temp_name) in dir
+ * whose process is gone, only those whose name starts with prefix when it
+ * is not NULL: what a process that died without cleaning up left behind. */
+void subprocess_sweep_stale_temps(const char *dir, const char *prefix);
 
-/* Async-signal-safe: kills every tracked child's process group, removes
- * every tracked temporary file. */
+/* Removes a temporary file, or a temporary directory with the files in it. */
+void subprocess_remove_temp(const char *path);
+
+/* A directory the cleanup sweeps for this process's temporary names (kept
+ * for the process's life; a few at most, best effort beyond). */
+void subprocess_track_dir(const char *dir);
+
+/* Async-signal-safe: kills every tracked child's process group, reaps the
+ * children (waiting 100 ms at most), removes every tracked temporary file
+ * and this process's temporaries in the tracked directories. */
 void subprocess_cleanup_now(void);
 
-/* SIGINT, SIGTERM and SIGHUP run subprocess_cleanup_now, then end the
- * process by the same signal (so the exit status still tells the caller
- * what happened). */
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT run subprocess_cleanup_now, then end
+ * the process by the same signal (so the exit status still tells the caller
+ * what happened); and the janitor starts (above). Call it once, first thing
+ * in main, while the process has one thread: the janitor learns of the
+ * death of the thread that forks it (PR_SET_PDEATHSIG). */
 void subprocess_install_signal_cleanup(void);
 
 #endif

@@ -160,6 +160,7 @@ const char *build_default_cc(void) {
  * (renamed to `dest` when it succeeds) and the file its messages go to. */
 typedef struct CompileJob {
   char **argv; /* as long as the flags and inputs need: a link takes every object of a model */
+  char **envp; /* the build's (BuildEnv.envp), not owned */
   char *flags;  /* storage of the split flags */
   char source[PATH_MAX], dest[PATH_MAX], tmp[PATH_MAX + 64], log[PATH_MAX + 64];
   pid_t pid;
@@ -176,6 +177,12 @@ typedef struct BuildEnv {
   uint64_t key; /* of compiler, flags and the headers generated code includes */
   int parallel;
   double timeout; /* seconds a compiler may run; 0: no limit */
+  /* The compilers' TMPDIR: a directory of this build in the cache named as
+   * a temporary, so that what a compiler driver keeps there (gcc's cc1
+   * output before `as` reads it, clang's object before the link) goes with
+   * the build's other temporaries when a signal ends it. */
+  char tmpdir[PATH_MAX + 64], tmpdir_assignment[PATH_MAX + 80];
+  char **envp; /* this process's environment with TMPDIR=tmpdir */
 } BuildEnv;
 
 static void job_free(CompileJob *j) {
@@ -194,6 +201,7 @@ static void job_free(CompileJob *j) {
 static loom_status job_init(CompileJob *j, const BuildEnv *env, const char *dest, const char *const *mode,
                             const char *const *inputs, int ninputs, bool link, LoomError *err) {
   memset(j, 0, sizeof *j);
+  j->envp = env->envp;
   snprintf(j->dest, sizeof j->dest, "%s", dest);
   snprintf(j->source, sizeof j->source, "%s", ninputs == 1 ? inputs[0] : dest);
   subprocess_temp_name(j->tmp, sizeof j->tmp, dest);
@@ -225,7 +233,7 @@ static loom_status job_start(CompileJob *j, LoomError *err) {
   subprocess_track_file(j->log);
   j->started = true;
   j->started_at = loom_clock_s();
-  loom_status st = subprocess_start(j->argv, j->log, &j->pid, err);
+  loom_status st = subprocess_start(j->argv, j->envp, j->log, &j->pid, err);
   if (st) j->finished = true;
   return st;
 }
@@ -346,7 +354,8 @@ static loom_status build_env_init(const BuildOptions *opt, BuildEnv *env, LoomEr
     return err_set(err, LOOM_ERR_IO, "cache directory path too long: \"%s\"", env->cache);
   loom_status st = make_dirs(env->cache, err);
   if (st) return st;
-  subprocess_sweep_stale_temps(env->cache);
+  subprocess_track_dir(env->cache);
+  subprocess_sweep_stale_temps(env->cache, NULL);
 
   /* The key: the compiler (its name and its file, hash_compiler_file), the
    * flags and the headers generated code includes (changing them must
@@ -369,6 +378,34 @@ static loom_status build_env_init(const BuildOptions *opt, BuildEnv *env, LoomEr
   }
   env->key = h;
   return LOOM_OK;
+}
+
+static loom_status build_tmpdir_create(BuildEnv *env, LoomError *err) {
+  char base[PATH_MAX];
+  snprintf(base, sizeof base, "%s/cc", env->cache);
+  subprocess_temp_name(env->tmpdir, sizeof env->tmpdir, base);
+  subprocess_track_file(env->tmpdir);
+  snprintf(env->tmpdir_assignment, sizeof env->tmpdir_assignment, "TMPDIR=%s", env->tmpdir);
+  if (mkdir(env->tmpdir, 0700) != 0) {
+    int e = errno;
+    subprocess_untrack_file(env->tmpdir);
+    env->tmpdir[0] = '\0';
+    return err_set(err, LOOM_ERR_IO, "cannot create \"%s\": %s", env->tmpdir_assignment + 7, strerror(e));
+  }
+  if (!(env->envp = subprocess_environ_with(env->tmpdir_assignment)))
+    return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "build: out of memory");
+  return LOOM_OK;
+}
+
+/* After the build's compilers are gone: their TMPDIR and what a killed one
+ * left in it. */
+static void build_tmpdir_remove(BuildEnv *env) {
+  if (!env->tmpdir[0]) return;
+  subprocess_remove_temp(env->tmpdir);
+  subprocess_untrack_file(env->tmpdir);
+  loom_free(env->envp);
+  env->envp = NULL;
+  env->tmpdir[0] = '\0';
 }
 
 static void cache_path(char *buf, size_t cap, const BuildEnv *env, uint64_t h, const char *ext) {
@@ -421,6 +458,7 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
     objects[nobjects++] = o_paths[i];
     if (n == 1 || !file_exists(o_paths[i])) order[norder++] = i;
   }
+  if (!st && norder > 0) st = build_tmpdir_create(&env, err);
   /* The biggest units start first, so none is left running alone at the end. */
   for (int i = 1; i < norder; i++)
     for (int k = i; k > 0 && strlen(units[order[k]]) > strlen(units[order[k - 1]]); k--) {
@@ -445,6 +483,7 @@ loom_status build_shared_object_units(const char *const *units, int n, const Bui
     if (!st) st = run_jobs(link, 1, 1, env.timeout, err);
   }
   for (int i = 0; jobs && i < njobs; i++) job_free(&jobs[i]);
+  build_tmpdir_remove(&env);
   loom_free(jobs);
   loom_free(c_paths);
   loom_free(o_paths);
