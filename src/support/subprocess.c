@@ -99,7 +99,7 @@ static void remove_entry_at(int dfd, const char *name) {
   if (unlinkat(dfd, name, 0) == 0 || (errno != EISDIR && errno != EPERM)) return;
   int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
-    char buf[4096];
+    _Alignas(struct dirent64) char buf[4096]; /* getdents64 writes 8-byte aligned records */
     long n;
     while ((n = (long)getdents64(fd, buf, sizeof buf)) > 0)
       for (long off = 0; off < n;) {
@@ -131,7 +131,7 @@ static void sweep_dirs_of(pid_t owner) {
     if (atomic_load(&tables->dir_state[i]) != SLOT_READY) continue;
     int dfd = open(tables->dir_path[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) continue;
-    char buf[8192];
+    _Alignas(struct dirent64) char buf[8192];
     long n;
     while ((n = (long)getdents64(dfd, buf, sizeof buf)) > 0)
       for (long off = 0; off < n;) {
