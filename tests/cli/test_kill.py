@@ -142,19 +142,24 @@ class KilledCompile(unittest.TestCase):
         self.stop_by(signal.SIGINT, "int")
 
     def test_sigkill(self):
-        # No handler runs: the kernel kills the compiler (PR_SET_PDEATHSIG)
-        # and the next build in that cache removes the dead process's files.
-        p, cache, out = self.start("kill", "exec")
-        p.kill()
-        p.communicate(timeout=30)
-        self.assert_no_survivors()
-        self.assertFalse(os.path.exists(out))
-        env = dict(os.environ, LOOM_CACHE_DIR=cache)
-        r = subprocess.run([LOOM, "compile", self.model, "-o", out], env=env, capture_output=True, text=True,
-                           timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(temporaries(cache), [])
-
+        # No handler runs: the kernel kills the compiler (PR_SET_PDEATHSIG),
+        # Loom's janitor the compiler's own child (the sleeper in the
+        # background) and the temporaries, before any next build.
+        for mode in ("exec", "background"):
+            p, cache, out = self.start("kill-" + mode, mode)
+            p.kill()
+            p.communicate(timeout=30)
+            self.assert_no_survivors()
+            self.assertFalse(os.path.exists(out))
+            deadline = time.time() + 10
+            while temporaries(cache) and time.time() < deadline:
+                time.sleep(0.02)
+            self.assertEqual(temporaries(cache), [], mode)
+            env = dict(os.environ, LOOM_CACHE_DIR=cache)
+            r = subprocess.run([LOOM, "compile", self.model, "-o", out], env=env, capture_output=True, text=True,
+                               timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(temporaries(cache), [])
 
 
 def processes_with_env(token):
