@@ -350,7 +350,8 @@ static bool fold_node(FoldCtx *c) {
   if (!graph_value_is_static(ov)) return false;
   int64_t count = graph_shape_numel(ov->rank, ov->dims);
   /* The shape of a data-dependent output is known only at run time. */
-  if ((n->op == GRAPH_OP_SHAPE || n->op == GRAPH_OP_SIZE) && graph_value_is_data_dependent(g, n->inputs[0])) return false;
+  if ((n->op == GRAPH_OP_SHAPE || n->op == GRAPH_OP_SIZE) && graph_value_is_data_dependent(g, n->inputs[0]))
+    return false;
   if (n->op == GRAPH_OP_SHAPE) {
     const GraphValue *x = infer_input(g, n, 0);
     if (!graph_value_is_static(x) && !(x->rank >= 0 && count >= 0)) return false;
@@ -437,7 +438,8 @@ static bool *weight_values(const Graph *g) {
   bool *w = ARENA_ARRAY(g->arena, bool, g->nvalues + 1);
   for (int i = g->nnodes - 1; i >= 0; i--) {
     const GraphNode *n = &g->nodes[i];
-    bool reads_weights = graph_op_info(n->op)->pattern == GRAPH_PATTERN_OUT_ELEMWISE_FUSABLE || n->op == GRAPH_OP_BATCH_NORM;
+    bool reads_weights =
+        graph_op_info(n->op)->pattern == GRAPH_PATTERN_OUT_ELEMWISE_FUSABLE || n->op == GRAPH_OP_BATCH_NORM;
     bool feeds = false;
     if ((is_foldable(n->op) || n->op == GRAPH_OP_SPLIT) && n->op != GRAPH_OP_SHAPE && n->op != GRAPH_OP_SIZE)
       for (int k = 0; k < n->noutputs; k++)
