@@ -34,9 +34,11 @@ bool compile_operand_is_data(const Graph *g, const GraphNode *n, int input);
  * name the node. */
 loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *prefix, TeTensor **outs, LoomError *err);
-/* Whether op has its one row in the compute tables (op_compute*.c); the others are
- * folded away (Shape, Size, ConstantOfShape, Range, CastLike) or inlined
- * (If, Loop, Scan) before lowering. */
+/* Whether op has its one row in the compute tables (op_compute*.c). Every
+ * op has one except If, Loop and Scan (the importer inlines them or
+ * refuses the model) and External (its back end writes its code); the ops
+ * folding usually removes (Shape, Size, ConstantOfShape, Range, CastLike)
+ * have rows for what it leaves, e.g. a result over its size limit. */
 bool compile_op_has_compute(GraphOp op);
 
 /* Constant integer operand `input` of n into out (at most 64 values): the

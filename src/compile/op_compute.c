@@ -304,6 +304,17 @@ static loom_status compute_cast(Arena *a, const Graph *g, const GraphNode *n, Te
   return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
 }
 
+/* CastLike: inference turns it into a Cast once the target's dtype is
+ * known (graph/infer_math.c); a node left as CastLike casts to its
+ * output's dtype (ONNX's saturate default, 1). */
+static loom_status compute_cast_like(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                     const char *name, TeTensor **outs, LoomError *err) {
+  DType to = g->values[n->outputs[0]].dtype;
+  if (!to.bits) return node_fail(n, err, "%s (node \"%s\"): %s", "the target's dtype is not known");
+  outs[0] = topi_cast_saturate(a, name, ins[0], to, true, err);
+  return outs[0] ? LOOM_OK : LOOM_ERR_INVALID_ARG;
+}
+
 static loom_status compute_where(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *name, TeTensor **outs, LoomError *err) {
   outs[0] = topi_where(a, name, ins[0], ins[1], ins[2], err);
@@ -546,11 +557,13 @@ static loom_status compute_tile(Arena *a, const Graph *g, const GraphNode *n, Te
 #define REDUCE(e) [GRAPH_OP_##e] = {compute_reduce, TOPI_##e},
 /* The elementwise, reduction, normalization, convolution/matmul and shape
  * ops; the families with a file of their own keep their rows there
- * (compile_tensor_computes...). Ops without a row anywhere are folded away
- * before lowering (Shape, Size, ConstantOfShape, Range, CastLike) or
- * inlined by the importer (If, Loop, Scan). The unary rows come from
- * topi's own table: a TOPI_UNARY_OPS row needs a graph op of the same
- * name, and nothing else here. */
+ * (compile_tensor_computes...). Every op has a row except If, Loop and
+ * Scan, which the importer inlines or refuses (onnx_inline_control_flow),
+ * and External, whose back end writes its code; ops that folding usually
+ * removes (Shape, Size, ConstantOfShape, Range, CastLike) have rows too,
+ * for what it leaves (tests/unit/compile/test_op_compute.c). The unary
+ * rows come from topi's own table: a TOPI_UNARY_OPS row needs a graph op
+ * of the same name, and nothing else here. */
 static const ComputeRule compute_rules[GRAPH_OP_COUNT] = {
     TOPI_UNARY_OPS(UNARY)
     BINARY(ADD) BINARY(SUB) BINARY(MUL) BINARY(DIV) BINARY(POW) BINARY(EQUAL) BINARY(LESS) BINARY(GREATER)
@@ -565,6 +578,7 @@ static const ComputeRule compute_rules[GRAPH_OP_COUNT] = {
     REDUCE(REDUCE_L2) REDUCE(REDUCE_LOG_SUM) REDUCE(REDUCE_LOG_SUM_EXP) REDUCE(REDUCE_SUM_SQUARE)
     [GRAPH_OP_MEAN] = {compute_mean, 0},
     [GRAPH_OP_CAST] = {compute_cast, 0},
+    [GRAPH_OP_CAST_LIKE] = {compute_cast_like, 0},
     [GRAPH_OP_WHERE] = {compute_where, 0},
     [GRAPH_OP_BATCH_NORM] = {compute_batch_norm, 0},
     [GRAPH_OP_CONV_NCHWC] = {compute_conv_nchwc, 0},
@@ -630,6 +644,8 @@ bool compile_op_has_compute(GraphOp op) { return compute_of(op) != NULL; }
 loom_status compile_node_compute(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
                                  const char *name, TeTensor **outs, LoomError *err) {
   CompileComputeFn fn = compute_of(n->op);
-  if (!fn) return node_fail(n, err, "%s (node \"%s\"): %s", "no compute definition (it should have been folded away)");
+  if (!fn)
+    return node_fail(n, err, "%s (node \"%s\"): %s",
+                     "no compute definition (the importer inlines If, Loop and Scan; a back end compiles External)");
   return fn(a, g, n, ins, name, outs, err);
 }

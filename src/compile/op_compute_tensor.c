@@ -4,10 +4,12 @@
  * SpaceToDepth, ReverseSequence, CenterCropPad, Einsum, Conv (NCHW, any
  * spatial rank), ConvTranspose, Col2Im, MaxPool (with Indices) /
  * AveragePool / LpPool over any spatial rank, MaxUnpool, Pad (modes and
- * axes), Resize and Dropout (with its mask): one row per op in
- * compile_tensor_computes. */
+ * axes), Resize and Dropout (with its mask), and the ops that make a
+ * tensor from shapes and constants (Shape, Size, ConstantOfShape, Range):
+ * one row per op in compile_tensor_computes. */
 #include "compile/compile.h"
 
+#include "graph/graph_dynamic.h"
 #include "graph/graph_resize.h"
 #include "topi/topi_ops.h"
 
@@ -300,6 +302,80 @@ static loom_status einsum(Arena *a, const Graph *g, const GraphNode *n, TeTensor
                                     n->ninputs, err));
 }
 
+/* ---- tensors made from shapes and constants ----
+ * Folding (graph/pass_fold.c) turns these into constants whenever it can;
+ * these rows are for what it leaves: a result over its size limit (a large
+ * fill added to activations, a long Range) becomes a fill or iota kernel. */
+
+/* Element 0 of constant t as a scalar expression of t's dtype (integers
+ * exactly, all 64 bits). */
+static const Expr *scalar_of(Arena *a, const GraphTensor *t) {
+  if (dtype_is_float(t->dtype)) return expr_float(a, t->dtype, graph_tensor_get_f64(t, 0));
+  int64_t v = graph_tensor_get_i64(t, 0);
+  return expr_int(a, t->dtype, dtype_is_bool(t->dtype) ? v != 0 : v);
+}
+
+static loom_status shape_of_input(const Graph *g, const GraphNode *n, const GraphValue **x, LoomError *err) {
+  *x = n->ninputs > 0 && n->inputs[0] >= 0 ? &g->values[n->inputs[0]] : NULL;
+  if (!*x || !graph_value_is_static(*x)) return fail(n, err, "the input's shape is not static");
+  if (graph_value_is_data_dependent(g, n->inputs[0]))
+    return fail(n, err, "the input's shape depends on data (known only at run time): not supported yet");
+  return LOOM_OK;
+}
+
+/* Shape: out[i] = dims[start + i] (folding makes it a constant; this row
+ * computes the same values). */
+static loom_status shape(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                         TeTensor **outs, LoomError *err) {
+  (void)ins;
+  const GraphValue *x, *o = &g->values[n->outputs[0]];
+  loom_status st = shape_of_input(g, n, &x, err);
+  if (st) return st;
+  int64_t count = o->rank == 1 ? o->dims[0] : -1, start = graph_attr_int(n, "start", 0);
+  if (start < 0) start += x->rank;
+  if (start < 0) start = 0;
+  if (count < 0 || start + count > x->rank) return fail(n, err, "the output's extent does not match the input's rank");
+  if (count == 0) return done(outs[0] = topi_full(a, name, 1, &count, expr_int(a, DT_I64, 0), err));
+  return done(outs[0] = topi_int_values(a, name, DT_I64, x->dims + start, count, err));
+}
+
+/* Size: the element count, a scalar. */
+static loom_status size(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                        TeTensor **outs, LoomError *err) {
+  (void)ins;
+  const GraphValue *x;
+  loom_status st = shape_of_input(g, n, &x, err);
+  if (st) return st;
+  return done(outs[0] = topi_full(a, name, 0, NULL, expr_int(a, DT_I64, graph_shape_numel(x->rank, x->dims)), err));
+}
+
+/* ConstantOfShape: the value attribute (f32 0 when absent) over the
+ * output's (static) shape. */
+static loom_status constant_of_shape(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins,
+                                     const char *name, TeTensor **outs, LoomError *err) {
+  (void)ins;
+  const GraphValue *o = &g->values[n->outputs[0]];
+  const GraphAttr *v = graph_node_attr(n, "value");
+  if (!graph_value_is_static(o)) return fail(n, err, "the shape must be a compile-time constant");
+  if (v && (v->kind != GRAPH_ATTR_TENSOR || !v->t || graph_tensor_numel(v->t) != 1))
+    return fail(n, err, "attribute \"value\" must be a one-element tensor");
+  const Expr *fill = v ? scalar_of(a, v->t) : expr_float(a, DT_F32, 0.0);
+  if (!dtype_eq(fill->dtype, o->dtype)) fill = expr_cast(a, o->dtype, fill);
+  return done(outs[0] = topi_full(a, name, o->rank, o->dims, fill, err));
+}
+
+/* Range: start and delta are compile-time operands (the output's extent
+ * depends on them), so they are constants here. */
+static loom_status range(Arena *a, const Graph *g, const GraphNode *n, TeTensor *const *ins, const char *name,
+                         TeTensor **outs, LoomError *err) {
+  (void)ins;
+  const GraphValue *o = &g->values[n->outputs[0]];
+  const GraphTensor *start = graph_value_constant(g, n->inputs[0]), *delta = graph_value_constant(g, n->inputs[2]);
+  if (!start || !delta || !graph_value_is_static(o) || o->rank != 1)
+    return fail(n, err, "start, limit and delta must be compile-time constants");
+  return done(outs[0] = topi_arange(a, name, o->dims[0], scalar_of(a, start), scalar_of(a, delta), err));
+}
+
 const CompileComputeFn compile_tensor_computes[GRAPH_OP_COUNT] = {
     [GRAPH_OP_DROPOUT] = dropout,
     [GRAPH_OP_CONV] = convs,
@@ -324,4 +400,8 @@ const CompileComputeFn compile_tensor_computes[GRAPH_OP_COUNT] = {
     [GRAPH_OP_REVERSE_SEQUENCE] = reverse_sequence,
     [GRAPH_OP_CENTER_CROP_PAD] = center_crop_pad,
     [GRAPH_OP_EINSUM] = einsum,
+    [GRAPH_OP_SHAPE] = shape,
+    [GRAPH_OP_SIZE] = size,
+    [GRAPH_OP_CONSTANT_OF_SHAPE] = constant_of_shape,
+    [GRAPH_OP_RANGE] = range,
 };

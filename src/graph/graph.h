@@ -184,8 +184,8 @@ typedef enum GraphOpPattern {
   X(TILE, "Tile", INJECTIVE, tile, 2, 3, 1, 1, GRAPH_INPUTS_FROM(1), none)                                                \
   X(RESIZE, "Resize", INJECTIVE, resize, 1, 4, 1, 1, GRAPH_INPUTS_FROM(2), resize)                                        \
   X(SHAPE, "Shape", OPAQUE, shape, 1, 1, 1, 1, 0, shape)                                                                  \
-  X(CONSTANT_OF_SHAPE, "ConstantOfShape", OPAQUE, constant_of_shape, 1, 1, 1, 1, GRAPH_INPUTS_FROM(0), constant_of_shape) \
-  X(RANGE, "Range", OPAQUE, range, 3, 3, 1, 1, GRAPH_INPUTS_FROM(0), none)                                                \
+  X(CONSTANT_OF_SHAPE, "ConstantOfShape", INJECTIVE, constant_of_shape, 1, 1, 1, 1, GRAPH_INPUTS_FROM(0), constant_of_shape) \
+  X(RANGE, "Range", INJECTIVE, range, 3, 3, 1, 1, GRAPH_INPUTS_FROM(0), none)                                             \
   /* sequence models and signal processing (topi/op_attention.c, op_rnn.c, op_signal.c) */                                \
   X(ATTENTION, "Attention", OPAQUE, attention, 3, 7, 1, 4, 0, attention)                                                  \
   X(ROTARY_EMBEDDING, "RotaryEmbedding", INJECTIVE, rotary_embedding, 3, 4, 1, 1, 0, rotary_embedding)                    \

@@ -26,4 +26,9 @@ int graph_dynamic_outputs(GraphOp op, int *nonnx, int *which);
  * count). Extent j (of data output which[j]) is then n->outputs[nonnx + j]. */
 bool graph_node_has_extents(const GraphNode *n);
 
+/* True when value v is a data-dependent output of its producer: its static
+ * shape is only the upper bound, so Shape or Size of it is not a compile-time
+ * constant. */
+bool graph_value_is_data_dependent(const Graph *g, ValueId v);
+
 #endif

@@ -33,6 +33,16 @@ bool graph_node_has_extents(const GraphNode *n) {
   return c > 0 && n->noutputs == nonnx + c;
 }
 
+bool graph_value_is_data_dependent(const Graph *g, ValueId v) {
+  int p = v >= 0 && v < g->nvalues ? g->values[v].producer : -1;
+  if (p < 0) return false;
+  int nonnx, which[GRAPH_MAX_DYNAMIC_OUTPUTS];
+  int count = graph_dynamic_outputs(g->nodes[p].op, &nonnx, which);
+  for (int j = 0; j < count; j++)
+    if (which[j] < g->nodes[p].noutputs && g->nodes[p].outputs[which[j]] == v) return true;
+  return false;
+}
+
 /* The extent outputs (when attached): i64[rank of their data output]. */
 static void set_extents(Graph *g, GraphNode *n) {
   int nonnx, which[GRAPH_MAX_DYNAMIC_OUTPUTS];

@@ -4,8 +4,24 @@
  * covers the ops such chains use; it is compile-time metadata evaluation,
  * not a kernel library, so it only runs on small tensors, except for ops
  * that merely reinterpret a constant (Reshape, Squeeze...), which share the
- * data whatever its size. */
+ * data whatever its size.
+ *
+ * The limits (docs/graph.md, "Constant folding"): FOLD_MAX_ELEMS per
+ * evaluated output, and FOLD_MAX_WEIGHT_ELEMS for a value that ends up as
+ * a weight operand (Conv's W and B, Gemm's B and C, MatMul's B,
+ * BatchNormalization's parameters...), directly or through foldable ops:
+ * Caffe2-era exports and ONNX's "light" models make their conv weights
+ * with ConstantOfShape, and a conv gets its NCHWc schedule only from a
+ * constant weight, which the layout pass prepacks at compile time. Such a
+ * weight's bytes are in the artifact whichever way it is stored, so
+ * materializing it costs nothing an initializer would not. Any other large
+ * result (a fill added to activations, a mask, a long Range) is left to
+ * its node, which has a compute like every op (a fill or an iota kernel
+ * that fusion can join to its consumer), rather than stored as a big
+ * constant (XLA does not fold large broadcasts or iotas, for the same
+ * reason). Past a limit a node simply stays unfolded: never an error. */
 #include "graph/graph.h"
+#include "graph/graph_dynamic.h"
 #include "graph/infer_internal.h"
 #include "support/alloc.h"
 
@@ -14,11 +30,14 @@
 #include <string.h>
 
 #define FOLD_MAX_ELEMS 65536
+#define FOLD_MAX_WEIGHT_ELEMS ((int64_t)1 << 26) /* 256 MiB of f32 */
 
 typedef struct FoldCtx {
   Graph *g;
   GraphNode *n;
   LoomError *err;
+  const bool *weight; /* per value: it feeds a weight operand (weight_values) */
+  int nweight;
 } FoldCtx;
 
 static const GraphTensor *in_t(FoldCtx *c, int k) { return graph_value_constant(c->g, k < c->n->ninputs ? c->n->inputs[k] : -1); }
@@ -280,13 +299,18 @@ static bool is_foldable(GraphOp op) {
   }
 }
 
+/* The most elements node c->n may evaluate into value v. */
+static int64_t fold_limit(const FoldCtx *c, ValueId v) {
+  return v >= 0 && v < c->nweight && c->weight[v] ? FOLD_MAX_WEIGHT_ELEMS : FOLD_MAX_ELEMS;
+}
+
 /* Split of a small constant (shape arithmetic: [N, C, H, W] into its
  * extents): every output is the input's slab at its offset along axis. */
 static bool fold_split(FoldCtx *c) {
   Graph *g = c->g;
   const GraphNode *n = c->n;
   const GraphTensor *x = in_t(c, 0);
-  if (!x || graph_tensor_numel(x) > FOLD_MAX_ELEMS) return false;
+  if (!x || graph_tensor_numel(x) > fold_limit(c, n->inputs[0])) return false;
   for (int k = 1; k < n->ninputs; k++)
     if (n->inputs[k] >= 0 && !in_t(c, k)) return false;
   for (int k = 0; k < n->noutputs; k++)
@@ -325,6 +349,9 @@ static bool fold_node(FoldCtx *c) {
   const GraphValue *ov = &g->values[n->outputs[0]];
   if (!graph_value_is_static(ov)) return false;
   int64_t count = graph_shape_numel(ov->rank, ov->dims);
+  /* The shape of a data-dependent output is known only at run time. */
+  if ((n->op == GRAPH_OP_SHAPE || n->op == GRAPH_OP_SIZE) && graph_value_is_data_dependent(g, n->inputs[0]))
+    return false;
   if (n->op == GRAPH_OP_SHAPE) {
     const GraphValue *x = infer_input(g, n, 0);
     if (!graph_value_is_static(x) && !(x->rank >= 0 && count >= 0)) return false;
@@ -366,7 +393,7 @@ static bool fold_node(FoldCtx *c) {
     g->values[n->outputs[0]].constant = o;
     return true;
   }
-  if (count > FOLD_MAX_ELEMS) return false;
+  if (count > fold_limit(c, n->outputs[0])) return false;
   /* The evaluator computes in int64 or double; f16/bf16 values convert
    * exactly and round to nearest even on store, as kernels do. The 8- and
    * 4-bit types only move (a cast to them may saturate). */
@@ -401,17 +428,41 @@ static bool fold_node(FoldCtx *c) {
   return true;
 }
 
+/* Per value: whether it reaches a weight operand, an input after the first
+ * of an op that reads weights (conv, matmul, gemm: the
+ * OUT_ELEMWISE_FUSABLE class) or a BatchNormalization parameter, either
+ * directly or as an input of foldable nodes that do. One walk backwards
+ * over the nodes (they are in topological order); Shape and Size read only
+ * their input's shape, so the walk stops there. */
+static bool *weight_values(const Graph *g) {
+  bool *w = ARENA_ARRAY(g->arena, bool, g->nvalues + 1);
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    const GraphNode *n = &g->nodes[i];
+    bool reads_weights =
+        graph_op_info(n->op)->pattern == GRAPH_PATTERN_OUT_ELEMWISE_FUSABLE || n->op == GRAPH_OP_BATCH_NORM;
+    bool feeds = false;
+    if ((is_foldable(n->op) || n->op == GRAPH_OP_SPLIT) && n->op != GRAPH_OP_SHAPE && n->op != GRAPH_OP_SIZE)
+      for (int k = 0; k < n->noutputs; k++)
+        if (n->outputs[k] >= 0 && w[n->outputs[k]]) feeds = true;
+    for (int k = 0; k < n->ninputs; k++)
+      if (n->inputs[k] >= 0 && (feeds || (reads_weights && k >= 1))) w[n->inputs[k]] = true;
+  }
+  return w;
+}
+
 loom_status graph_pass_fold_constants(Graph *g, LoomError *err) {
   /* In the graph's arena: folding allocates there, and the recovery point
    * frees it whole if memory runs out (support/oom.h). */
   bool *remove = ARENA_ARRAY(g->arena, bool, g->nnodes + 1);
+  const bool *weight = weight_values(g);
+  int nweight = g->nvalues;
   loom_status st = LOOM_OK;
   if (err) err->status = LOOM_OK;
   for (int i = 0; i < g->nnodes; i++) {
     GraphNode *n = &g->nodes[i];
     st = graph_op_info(n->op)->infer(g, n, err);
     if (st) break;
-    FoldCtx c = {g, n, err};
+    FoldCtx c = {g, n, err, weight, nweight};
     if (fold_node(&c)) {
       remove[i] = true;
     } else if (err && err->status) {

@@ -417,3 +417,78 @@ TeTensor *topi_full_like(Arena *a, const char *name, const TeTensor *x, DType dt
   IndexArgs m = {.dtype = dtype, .value = value};
   return te_compute(a, name, x->ndim, x->shape, fill_body, &m, err);
 }
+
+static const Expr *full_body(Arena *a, const Expr *const *ax, void *user) {
+  (void)a, (void)ax;
+  return user;
+}
+
+TeTensor *topi_full(Arena *a, const char *name, int ndim, const int64_t *shape, const Expr *value, LoomError *err) {
+  const char *on = "ConstantOfShape";
+  if (!op_check_name(on, name, err)) return NULL;
+  if (!value || ndim < 0 || ndim > TOPI_MAX_RANK) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "%s: %s", on, !value ? "no value" : "rank out of range");
+    return NULL;
+  }
+  for (int d = 0; d < ndim; d++)
+    if (shape[d] < 0) {
+      err_set(err, LOOM_ERR_INVALID_ARG, "%s: extent %d is %lld, expected >= 0", on, d, (long long)shape[d]);
+      return NULL;
+    }
+  return te_compute(a, name, ndim, shape, full_body, (void *)value, err);
+}
+
+typedef struct IntValues {
+  DType dtype;
+  const int64_t *values;
+  int64_t count;
+} IntValues;
+
+static const Expr *int_values_body(Arena *a, const Expr *const *ax, void *user) {
+  const IntValues *m = user;
+  const Expr *v = expr_int(a, m->dtype, m->values[m->count - 1]);
+  for (int64_t k = m->count - 2; k >= 0; k--)
+    v = expr_select(a, expr_binary(a, EXPR_EQ, ax[0], expr_i64(a, k)), expr_int(a, m->dtype, m->values[k]), v);
+  return v;
+}
+
+TeTensor *topi_int_values(Arena *a, const char *name, DType dtype, const int64_t *values, int64_t count,
+                          LoomError *err) {
+  const char *on = "Shape";
+  if (!op_check_name(on, name, err)) return NULL;
+  if (count < 1 || count > TOPI_MAX_RANK * 4 || !dtype_is_int(dtype)) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "%s: %lld values, expected 1 to %d integers", on, (long long)count,
+            TOPI_MAX_RANK * 4);
+    return NULL;
+  }
+  IntValues *m = ARENA_NEW(a, IntValues);
+  m->dtype = dtype;
+  m->values = arena_memdup(a, values, sizeof(int64_t) * (size_t)count);
+  m->count = count;
+  return te_compute(a, name, 1, &count, int_values_body, m, err);
+}
+
+typedef struct ArangeArgs {
+  const Expr *start, *delta;
+} ArangeArgs;
+
+static const Expr *arange_body(Arena *a, const Expr *const *ax, void *user) {
+  const ArangeArgs *m = user;
+  DType t = m->start->dtype;
+  return expr_add(a, m->start, expr_mul(a, expr_cast(a, t, ax[0]), m->delta));
+}
+
+TeTensor *topi_arange(Arena *a, const char *name, int64_t count, const Expr *start, const Expr *delta,
+                      LoomError *err) {
+  const char *on = "Range";
+  if (!op_check_name(on, name, err)) return NULL;
+  if (!start || !delta || !dtype_eq(start->dtype, delta->dtype) || count < 0) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "%s: %s", on,
+            count < 0 ? "negative count" : "start and delta must be scalars of one dtype");
+    return NULL;
+  }
+  ArangeArgs *m = ARENA_NEW(a, ArangeArgs);
+  m->start = start;
+  m->delta = delta;
+  return te_compute(a, name, 1, &count, arange_body, m, err);
+}

@@ -1,7 +1,7 @@
 /* Operator compute definitions with ONNX semantics, one per graph op that
- * produces a runtime tensor (Shape, ConstantOfShape and Range are folded at
- * compile time and have none). docs/topi.md lists the ops and what each
- * supports.
+ * produces a runtime tensor (Shape, ConstantOfShape and Range, usually
+ * folded at compile time, have theirs for what folding leaves:
+ * topi_ops_tensor.h). docs/topi.md lists the ops and what each supports.
  *
  * Every function works at the te level: TeTensors in, TeTensor(s) out, so the
  * graph fuser composes ops by passing one op's result to the next and lowers

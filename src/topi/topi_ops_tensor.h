@@ -54,6 +54,18 @@ TeTensor *topi_trilu(Arena *a, const char *name, const TeTensor *x, int64_t k, b
 TeTensor *topi_eye_like(Arena *a, const char *name, const TeTensor *x, DType dtype, int64_t k, LoomError *err);
 /* A tensor of x's shape filled with `value` (Dropout's all-true mask). */
 TeTensor *topi_full_like(Arena *a, const char *name, const TeTensor *x, DType dtype, double value, LoomError *err);
+/* ConstantOfShape: a tensor of the given shape (ndim 0: a scalar) whose
+ * every element is `value`, a constant scalar expression whose dtype is
+ * the tensor's (an integer one keeps all 64 bits, which a double would not). */
+TeTensor *topi_full(Arena *a, const char *name, int ndim, const int64_t *shape, const Expr *value, LoomError *err);
+/* A 1-D tensor of `count` given integer values (Shape of a static tensor):
+ * a select chain on the index, for the few entries of a shape. */
+TeTensor *topi_int_values(Arena *a, const char *name, DType dtype, const int64_t *values, int64_t count,
+                          LoomError *err);
+/* Range: out[i] = start + i * delta for i < count, in the dtype of start
+ * and delta (constant or not: scalar expressions of one dtype). */
+TeTensor *topi_arange(Arena *a, const char *name, int64_t count, const Expr *start, const Expr *delta,
+                      LoomError *err);
 
 /* ---------------- rearrangements (op_space.c) ---------------- */
 
