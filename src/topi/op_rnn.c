@@ -14,7 +14,8 @@
  *                  linear_before_reset: z and r only)
  *     GRU: "<name>_r" (reset gate), "<name>_rhh" ((r * H) Rh^T) unless
  *          linear_before_reset
- *     LSTM: "<name>_c" (the cell, every step kept: [D, T, B, H])
+ *     LSTM: "<name>_cp" C(s-1), "<name>_c" (the cell, every step kept:
+ *           [D, T, B, H])
  *     "<name>_h" (the hidden state, every step kept: [D, T, B, H]).
  * Y gathers the steps' hidden states; Y_h / Y_c copy the last ones. The
  * kept states cost D*T*B*H elements each (5 MiB for 5,000 steps of two
@@ -120,7 +121,7 @@ typedef struct Rnn {
   const TopiRnnParams *p;
   const TeTensor *x, *w, *r, *b, *len, *h0, *c0, *peep;
   const TeStepLoop *loop;
-  const TeTensor *wt, *rt, *xw, *hp, *rh, *rgate, *rhh, *hs, *cs; /* hs, cs: [D, T, B, H], every step */
+  const TeTensor *wt, *rt, *xw, *hp, *cp, *rh, *rgate, *rhh, *hs, *cs; /* hs, cs: [D, T, B, H], every step */
   int64_t t, bsz, in, h, gates;
   int nact; /* activations per direction */
 } Rnn;
@@ -194,6 +195,14 @@ static const Expr *previous(Arena *a, const Rnn *t, const TeTensor *all, const T
 static const Expr *hp_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
   return previous(a, t, t->hs, t->h0, ax[0], ax[1], ax[2]);
+}
+
+/* cp[d, b, j]: C(s-1) (LSTM). The cell then reads a buffer it does not
+ * write, and its loop vectorizes (reading C itself at s - 1, it stayed
+ * scalar: 128 expf/tanhf calls a step). */
+static const Expr *cp_body(Arena *a, const Expr *const *ax, void *user) {
+  Rnn *t = user;
+  return previous(a, t, t->cs, t->c0, ax[0], ax[1], ax[2]);
 }
 
 static const Expr *hprev_at(Arena *a, const Rnn *t, const Expr *d, const Expr *b, const Expr *j) {
@@ -300,7 +309,7 @@ static const Expr *add_opt(Arena *a, const Expr *x, const Expr *y) { return y ? 
 /* C = f * C(s-1) + i * g(c~)  (gate order i o f c; peepholes i o f) */
 static const Expr *lstm_c_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
-  const Expr *d = ax[0], *b = ax[2], *j = ax[3], *cp = previous(a, t, t->cs, t->c0, d, b, j);
+  const Expr *d = ax[0], *b = ax[2], *j = ax[3], *cp = te_load(a, t->cp, (const Expr *[]){d, b, j});
   const Expr *pi = add_opt(a, expr_add(a, gate_input(a, t, 0, d, b, j, true), rh_at(a, t, t->rh, 0, d, b, j)),
                            peephole(a, t, 0, d, j, cp));
   const Expr *ig = act(a, t, 0, d, pi), *fg;
@@ -422,7 +431,8 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
          !(t.rhh = te_compute_step(a, t.loop, false, op_stage(a, name, "rhh"), dt, 3, st, gru_rhh_body, &t, err))) ||
         !te_step_define(a, hs, gru_h_body, &t, err))
       return false;
-  } else if (!te_step_define(a, cs, lstm_c_body, &t, err) || !te_step_define(a, hs, lstm_h_body, &t, err)) {
+  } else if (!(t.cp = te_compute_step(a, t.loop, false, op_stage(a, name, "cp"), dt, 3, st, cp_body, &t, err)) ||
+             !te_step_define(a, cs, lstm_c_body, &t, err) || !te_step_define(a, hs, lstm_h_body, &t, err)) {
     return false;
   }
   int64_t ys0[4] = {t.t, nd, t.bsz, t.h}, ys1[4] = {t.bsz, t.t, nd, t.h};
