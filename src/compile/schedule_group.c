@@ -100,6 +100,55 @@ static void collect_blocks(Arena *a, const PrimFunc *f, Blocks *out) {
   visit_stmt(&v, f->body);
 }
 
+/* A stage of a step loop (te_step_loop: an RNN's cell, run once per time
+ * step) sits under loops its block does not bind: the step loop, which
+ * its body uses directly and which runs in order, inside the independent
+ * loops around it (bound to the block's leading iterators). Returns how
+ * many of its loops l[0..n) belong to that nest (through the innermost
+ * unbound loop of more than one iteration), 0 for a block of no step loop;
+ * *bound: how many of the block's iterators those loops bind. */
+static int step_nest_depth(Schedule *s, const char *name, const SchRV *l, int n, int *bound) {
+  const Stmt *r = stmt_find_block(sch_func(s)->body, name);
+  int depth = 0;
+  *bound = 0;
+  for (int i = 0; r && i < n; i++) {
+    bool used = false;
+    for (int k = 0; k < r->realize.n && !used; k++) used = expr_uses_var(r->realize.iter_values[k], sch_loop_var(s, l[i]));
+    if (!used && topi_loop_extent(s, l[i]) > 1) depth = i + 1;
+  }
+  for (int k = 0; r && k < r->realize.n; k++)
+    for (int i = 0; i < depth; i++)
+      if (expr_uses_var(r->realize.iter_values[k], sch_loop_var(s, l[i]))) {
+        ++*bound;
+        break;
+      }
+  return depth;
+}
+
+static int block_step_depth(Schedule *s, const char *name) {
+  SchRV b = sch_get_block(s, name), l[16];
+  int n = b >= 0 ? sch_get_loops(s, b, l, 16) : 0, bound;
+  return n >= 1 && n <= 16 ? step_nest_depth(s, name, l, n, &bound) : 0;
+}
+
+/* The step loops' nests: the outermost independent loop of more than one
+ * iteration around a step loop (an RNN's directions) runs in parallel, so
+ * each thread runs whole sequences and the steps need no synchronization.
+ * Returns whether the block's nest is parallel (its own loops then stay
+ * serial: a parallel loop cannot nest in another). */
+static bool parallel_step_nest(Schedule *s, const char *name, int num_threads) {
+  SchRV b = sch_get_block(s, name), l[16];
+  int n = b >= 0 ? sch_get_loops(s, b, l, 16) : 0, bound;
+  int depth = n >= 1 && n <= 16 ? step_nest_depth(s, name, l, n, &bound) : 0;
+  for (int i = 0; i < depth; i++) {
+    const Stmt *loop = stmt_find_loop(sch_func(s)->body, sch_loop_var(s, l[i]));
+    if (loop && loop->loop.kind == FOR_PARALLEL) return true;
+  }
+  for (int i = 0; num_threads > 1 && i < depth - 1; i++)
+    if (topi_loop_extent(s, l[i]) > 1) return sch_parallel(s, l[i]) == LOOM_OK;
+  return false;
+}
+
 /* Step 1: inline until nothing more inlines (an inlined stage can make its
  * producer inlinable next). */
 static bool has_call_cb(Visitor *v, const Expr *e) {
@@ -170,6 +219,9 @@ static void inline_injective(Schedule *s, Arena *a) {
        * transform (inlined, the product would recompute it for every
        * output-channel block). */
       if (bi->writes_param || bi->n_reduce > 0 || bi->block->schedule_rule) continue;
+      /* A stage of a step loop keeps its buffer: one step's hidden state
+       * is read by the next step's products as one contiguous row. */
+      if (block_step_depth(s, bi->block->name) > 0) continue;
       if (costly_to_duplicate(&bs, bi->block) || read_at_several_indices(&bs, bi->block)) continue;
       SchRV b = sch_get_block(s, bi->block->name);
       if (b >= 0 && sch_compute_inline(s, b) == LOOM_OK) changed = true;
@@ -278,10 +330,16 @@ static int tile_transpose(Schedule *s, const SchRV *l, int ns, int lanes, SchRV 
 static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *target, int num_threads) {
   SchRV b = sch_get_block(s, bi->block->name);
   if (b < 0) return;
-  SchRV l[16];
-  int n = sch_get_loops(s, b, l, 16);
+  SchRV all[16];
+  int n = sch_get_loops(s, b, all, 16);
   if (n < 1 || n > 16) return;
-  if (n != bi->block->n_iters) { /* moved by compute_at: its loops no longer follow its iterators */
+  /* A stage of a step loop: its own loops are those inside the step loop,
+   * and the iterators bound outside them come first. */
+  int bound, depth = step_nest_depth(s, bi->block->name, all, n, &bound);
+  const SchRV *l = all + depth;
+  n -= depth;
+  if (n < 1) return;
+  if (n != bi->block->n_iters - bound) { /* moved by compute_at: its loops no longer follow its iterators */
     if (bi->n_reduce > 0) vectorize_row_reduction(s, bi->block->name, target_lanes(target, DT_F32));
     return;
   }
@@ -291,12 +349,13 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
     return;
   }
   int lanes = target_lanes(target, DT_F32);
-  int ns = bi->n_spatial;
+  int ns = bi->n_spatial - bound;               /* the block's own spatial loops */
+  const Expr *last = bi->n_spatial > 0 ? bi->block->iters[bi->n_spatial - 1].var : NULL; /* innermost spatial */
   /* outer[0..n_outer): the spatial loops outside the vector loop, outermost first. */
   SchRV outer[18], inner = ns > 0 ? l[ns - 1] : -1;
   int n_outer = ns > 0 ? ns - 1 : 0;
   memcpy(outer, l, sizeof(SchRV) * (size_t)n_outer);
-  if (bi->n_reduce > 0 && ns > 0 && innermost_reads_use(bi->block, bi->block->iters[ns - 1].var)) {
+  if (bi->n_reduce > 0 && ns > 0 && innermost_reads_use(bi->block, last)) {
     SchRV order[16];
     int k = 0;
     for (int i = 0; i < ns - 1; i++) order[k++] = l[i];
@@ -307,7 +366,7 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
     inner = -1; /* innermost loops reduce: vectorized, if at all, by partial results */
     if (ns == 1) outer[n_outer++] = l[0];
     vectorize_row_reduction(s, bi->block->name, lanes);
-  } else if (ns >= 2 && !innermost_reads_use(bi->block, bi->block->iters[ns - 1].var)) {
+  } else if (ns >= 2 && !innermost_reads_use(bi->block, last)) {
     SchRV t[4];
     int nt = tile_transpose(s, l, ns, lanes, t);
     memcpy(outer + ns - 2, t, sizeof(SchRV) * (size_t)(nt - 1));
@@ -505,6 +564,7 @@ void compile_schedule_group_on(Schedule *s, const Target *target, int num_thread
     if (bi == anchor) continue;
     if (done_epilogue && !strcmp(bi->block->name, done_epilogue)) continue;
     if (owned && bi->block->schedule_rule && !strcmp(bi->block->schedule_rule, owned)) continue;
-    schedule_generic(s, bi, target, num_threads);
+    bool nest_parallel = parallel_step_nest(s, bi->block->name, num_threads);
+    schedule_generic(s, bi, target, nest_parallel ? 1 : num_threads);
   }
 }

@@ -43,6 +43,17 @@ static Buffer *tensor_buffer(Arena *a, TeTensor *t) {
   return b;
 }
 
+static TeTensor *tensor_new(Arena *a, TeKind kind, const char *name, DType dt, int ndim, const int64_t *shape) {
+  TeTensor *t = ARENA_NEW(a, TeTensor);
+  t->kind = kind;
+  t->name = arena_strdup(a, name);
+  t->dtype = dt;
+  t->ndim = ndim;
+  t->shape = copy_shape(a, ndim, shape);
+  t->buffer = tensor_buffer(a, t);
+  return t;
+}
+
 TeTensor *te_placeholder(Arena *a, const char *name, DType dt, int ndim, const int64_t *shape,
                          LoomError *err) {
   if (!name || !*name) {
@@ -56,14 +67,7 @@ TeTensor *te_placeholder(Arena *a, const char *name, DType dt, int ndim, const i
             dtype_str(dt, buf));
     return NULL;
   }
-  TeTensor *t = ARENA_NEW(a, TeTensor);
-  t->kind = TE_PLACEHOLDER;
-  t->name = arena_strdup(a, name);
-  t->dtype = dt;
-  t->ndim = ndim;
-  t->shape = copy_shape(a, ndim, shape);
-  t->buffer = tensor_buffer(a, t);
-  return t;
+  return tensor_new(a, TE_PLACEHOLDER, name, dt, ndim, shape);
 }
 
 static const char *default_axis_name(Arena *a, int d) {
@@ -146,6 +150,81 @@ TeTensor *te_compute(Arena *a, const char *name, int ndim, const int64_t *shape,
   return te_compute_named(a, name, ndim, shape, NULL, body, user, err);
 }
 
+TeStepLoop *te_step_loop(Arena *a, const char *step_name, int64_t steps, int n_outer, const char *const *outer_names,
+                         const int64_t *outer_extents, LoomError *err) {
+  if (!step_name || !*step_name || n_outer < 0 || (n_outer > 0 && (!outer_names || !outer_extents))) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "te_step_loop: bad arguments");
+    return NULL;
+  }
+  if (!shape_check(step_name, 1, &steps, err) || !shape_check(step_name, n_outer, outer_extents, err)) return NULL;
+  TeStepLoop *l = ARENA_NEW(a, TeStepLoop);
+  const Expr **outer = ARENA_ARRAY(a, const Expr *, n_outer);
+  for (int d = 0; d < n_outer; d++) outer[d] = expr_var(a, outer_names[d], DT_I64);
+  l->n_outer = n_outer;
+  l->outer = outer;
+  l->outer_extents = copy_shape(a, n_outer, outer_extents);
+  l->step = expr_var(a, step_name, DT_I64);
+  l->steps = steps;
+  return l;
+}
+
+TeTensor *te_step_declare(Arena *a, const TeStepLoop *loop, bool per_step, const char *name, DType dt, int ndim,
+                          const int64_t *shape, LoomError *err) {
+  if (!loop || !name || !*name) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "te_step_declare: no loop or an empty name");
+    return NULL;
+  }
+  int lead = loop->n_outer + (per_step ? 1 : 0);
+  if (!shape_check(name, ndim, shape, err)) return NULL;
+  bool ok = ndim >= lead;
+  for (int d = 0; ok && d < loop->n_outer; d++) ok = shape[d] == loop->outer_extents[d];
+  if (ok && per_step) ok = shape[loop->n_outer] == loop->steps;
+  if (!ok) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "compute \"%s\": its shape must start with its step loop's extents", name);
+    return NULL;
+  }
+  if (dt.lanes != 1 || !dtype_c_type(dt) || dtype_is_narrow(dt)) {
+    char buf[16];
+    err_set(err, LOOM_ERR_UNSUPPORTED, "compute \"%s\": dtype %s is not supported in a step loop", name,
+            dtype_str(dt, buf));
+    return NULL;
+  }
+  IterVar *axes = ARENA_ARRAY(a, IterVar, ndim);
+  for (int d = 0; d < ndim; d++) {
+    const Expr *v = d < loop->n_outer ? loop->outer[d] : d < lead ? loop->step : expr_var(a, default_axis_name(a, d), DT_I64);
+    axes[d] = (IterVar){v, expr_i64(a, 0), expr_i64(a, shape[d]), ITER_SPATIAL};
+  }
+  TeTensor *t = tensor_new(a, TE_COMPUTE, name, dt, ndim, shape);
+  t->axes = axes;
+  t->loop = loop;
+  t->per_step = per_step;
+  return t;
+}
+
+bool te_step_define(Arena *a, TeTensor *t, TeComputeFn body, void *user, LoomError *err) {
+  if (!t || !t->loop || t->body) {
+    err_set(err, LOOM_ERR_INVALID_ARG, "te_step_define: not a declared stage of a step loop, or defined twice");
+    return false;
+  }
+  const Expr **vars = ARENA_ARRAY(a, const Expr *, t->ndim);
+  for (int d = 0; d < t->ndim; d++) vars[d] = t->axes[d].var;
+  const Expr *e = body(a, vars, user);
+  if (!e || !dtype_eq(e->dtype, t->dtype)) {
+    char b1[16], b2[16];
+    err_set(err, LOOM_ERR_INVALID_ARG, "compute \"%s\": the body returned %s, declared %s", t->name,
+            e ? dtype_str(e->dtype, b1) : "nothing", dtype_str(t->dtype, b2));
+    return false;
+  }
+  t->body = e;
+  return true;
+}
+
+TeTensor *te_compute_step(Arena *a, const TeStepLoop *loop, bool per_step, const char *name, DType dt, int ndim,
+                          const int64_t *shape, TeComputeFn body, void *user, LoomError *err) {
+  TeTensor *t = te_step_declare(a, loop, per_step, name, dt, ndim, shape, err);
+  return t && te_step_define(a, t, body, user, err) ? t : NULL;
+}
+
 IterVar te_reduce_axis(Arena *a, const char *name, int64_t extent) {
   IterVar iv = {expr_var(a, name, DT_I64), expr_i64(a, 0), expr_i64(a, extent), ITER_REDUCE};
   return iv;
@@ -177,6 +256,7 @@ typedef struct Lower {
   int n_args;
   PtrMap state; /* TeTensor* -> (void*)1 visiting, (void*)2 done */
   VEC(TeTensor *) order; /* every reached tensor, producers first */
+  VEC(TeTensor *) earlier; /* step-loop stages read at an earlier step, to visit */
 } Lower;
 
 static bool is_arg(const Lower *L, const TeTensor *t) {
@@ -186,6 +266,13 @@ static bool is_arg(const Lower *L, const TeTensor *t) {
 }
 
 static bool lower_visit_tensor(Lower *L, TeTensor *t);
+
+/* A load by `owner` of an earlier step of a stage of the same step loop:
+ * not an ordering edge within the step (the loop carries it). */
+static bool reads_earlier_step(const TeTensor *owner, const TeTensor *src, const Expr *load) {
+  return owner->loop && src->loop == owner->loop && src->per_step &&
+         load->load.indices[src->loop->n_outer] != src->loop->step;
+}
 
 /* Checks the expression rules (dtypes, reduce placement, index types) and
  * visits the producers of every load. `top` allows one EXPR_REDUCE. */
@@ -256,6 +343,10 @@ static bool check_expr(Lower *L, const TeTensor *owner, const Expr *e, bool top)
         }
         if (!check_expr(L, owner, e->load.indices[i], false)) return false;
       }
+      if (reads_earlier_step(owner, src, e)) {
+        VEC_PUSH(L->a, L->earlier, src);
+        return true;
+      }
       return lower_visit_tensor(L, src);
     }
     case EXPR_CALL:
@@ -309,6 +400,10 @@ static bool lower_visit_tensor(Lower *L, TeTensor *t) {
   if (t->kind == TE_PLACEHOLDER && !is_arg(L, t)) {
     err_set(L->err, LOOM_ERR_INVALID_ARG,
             "placeholder \"%s\" is used but not listed in the function's arguments", t->name);
+    return false;
+  }
+  if (t->kind == TE_COMPUTE && !t->body) {
+    err_set(L->err, LOOM_ERR_INVALID_ARG, "compute \"%s\" was declared (te_step_declare) but not defined", t->name);
     return false;
   }
   ptrmap_put(&L->state, t, (void *)1);
@@ -445,27 +540,42 @@ static int read_regions(Arena *a, const Expr *body, BufferRegion **out) {
 
 static const char *iter_name(Arena *a, const Expr *var) { return arena_printf(a, "v%s", var->var.name); }
 
-/* One loop nest + block for compute tensor t. */
+/* One loop nest + block for compute tensor t. A stage of a step loop gets
+ * no loops for the loop's dimensions: its block binds iterators to the
+ * loop's outer variables and writes at the step variable itself. */
 static const Stmt *lower_compute(Arena *a, const TeTensor *t) {
   const Expr *body = t->body;
   bool is_reduce = body->kind == EXPR_REDUCE;
   int n_red = is_reduce ? body->reduce.n_axes : 0;
-  int n_iter = t->ndim + n_red;
+  int n_outer = t->loop ? t->loop->n_outer : 0, step_dim = t->loop && t->per_step ? n_outer : -1;
+  int n_iter = t->ndim + n_red - (step_dim >= 0);
 
   IterVar *iters = ARENA_ARRAY(a, IterVar, n_iter);
+  const Expr **values = ARENA_ARRAY(a, const Expr *, n_iter);
   const Expr **loop_vars = ARENA_ARRAY(a, const Expr *, n_iter);
+  const Expr **out_idx = ARENA_ARRAY(a, const Expr *, t->ndim);
   PtrMap sub;
   ptrmap_init(&sub, a);
-  for (int d = 0; d < n_iter; d++) {
+  int n_loops = 0;
+  for (int d = 0, k = 0; d < t->ndim + n_red; d++) {
     const IterVar *src = d < t->ndim ? &t->axes[d] : &body->reduce.axes[d - t->ndim];
-    iters[d] = *src;
-    iters[d].var = expr_var(a, iter_name(a, src->var), DT_I64);
-    iters[d].type = d < t->ndim ? ITER_SPATIAL : ITER_REDUCE;
-    loop_vars[d] = expr_var(a, src->var->var.name, DT_I64);
-    ptrmap_put(&sub, src->var, (void *)iters[d].var);
+    if (d == step_dim) {
+      out_idx[d] = t->loop->step;
+      continue;
+    }
+    iters[k] = *src;
+    iters[k].var = expr_var(a, iter_name(a, src->var), DT_I64);
+    iters[k].type = d < t->ndim ? ITER_SPATIAL : ITER_REDUCE;
+    if (d < n_outer) {
+      values[k] = t->loop->outer[d];
+    } else {
+      values[k] = loop_vars[n_loops] = expr_var(a, src->var->var.name, DT_I64);
+      n_loops++;
+    }
+    ptrmap_put(&sub, src->var, (void *)iters[k].var);
+    if (d < t->ndim) out_idx[d] = iters[k].var;
+    k++;
   }
-  const Expr **out_idx = ARENA_ARRAY(a, const Expr *, t->ndim);
-  for (int d = 0; d < t->ndim; d++) out_idx[d] = iters[d].var;
 
   Block *blk = ARENA_NEW(a, Block);
   blk->name = t->name;
@@ -494,10 +604,86 @@ static const Stmt *lower_compute(Arena *a, const TeTensor *t) {
   blk->writes = writes;
   blk->n_writes = 1;
 
-  const Stmt *s = stmt_realize(a, loop_vars, n_iter, expr_bool(a, true), blk);
-  for (int d = n_iter - 1; d >= 0; d--)
-    s = stmt_for(a, loop_vars[d], iters[d].min, iters[d].extent, FOR_SERIAL, s);
+  const Stmt *s = stmt_realize(a, values, n_iter, expr_bool(a, true), blk);
+  for (int d = n_iter - 1, l = n_loops - 1; d >= n_outer; d--, l--)
+    s = stmt_for(a, loop_vars[l], iters[d].min, iters[d].extent, FOR_SERIAL, s);
   return s;
+}
+
+/* Does compute tensor t read a stage of `loop`? */
+static bool reads_loop(Arena *a, const TeTensor *t, const TeStepLoop *loop) {
+  LoadList ll = {0};
+  collect_loads(a, t->body, &ll);
+  for (int i = 0; i < ll.loads.n; i++) {
+    const TeTensor *src = ll.loads.items[i]->load.buffer->te_origin;
+    if (src && src->loop == loop) return true;
+  }
+  return false;
+}
+
+typedef VEC(const Stmt *) StmtVec;
+
+/* The nests of L->order, producers first; the stages of a step loop become
+ * one nest at the place of its last stage. A tensor between its first and
+ * last stage is lowered before the loop (a later stage may read it); one
+ * that reads a stage of the loop (then not through another tensor between:
+ * that one is refused first) cannot be, and is refused. */
+static bool lower_nests(Lower *L, const char *name, StmtVec *nests) {
+  Arena *a = L->a;
+  for (int i = 0; i < L->order.n; i++) {
+    TeTensor *t = L->order.items[i];
+    if (t->kind != TE_COMPUTE) continue;
+    if (!t->loop) {
+      VEC_PUSH(a, *nests, lower_compute(a, t));
+      continue;
+    }
+    int last = i;
+    for (int j = i + 1; j < L->order.n; j++)
+      if (L->order.items[j]->loop == t->loop) last = j;
+    for (int j = i + 1; j < last; j++) {
+      TeTensor *o = L->order.items[j];
+      if (o->loop == t->loop || o->kind != TE_COMPUTE) continue;
+      if (o->loop || reads_loop(a, o, t->loop)) {
+        err_set(L->err, LOOM_ERR_INVALID_ARG,
+                "te_create_primfunc \"%s\": \"%s\" reads a stage of the step loop of \"%s\" before the loop ends",
+                name, o->name, t->name);
+        return false;
+      }
+    }
+    StmtVec body = {0};
+    for (int j = i; j <= last; j++) {
+      TeTensor *o = L->order.items[j];
+      if (o->loop == t->loop) VEC_PUSH(a, body, lower_compute(a, o));
+      else if (o->kind == TE_COMPUTE) VEC_PUSH(a, *nests, lower_compute(a, o));
+    }
+    const TeStepLoop *lp = t->loop;
+    const Stmt *s = stmt_for(a, lp->step, expr_i64(a, 0), expr_i64(a, lp->steps), FOR_SERIAL,
+                             stmt_seq(a, body.items, body.n));
+    for (int d = lp->n_outer - 1; d >= 0; d--)
+      s = stmt_for(a, lp->outer[d], expr_i64(a, 0), expr_i64(a, lp->outer_extents[d]), FOR_SERIAL, s);
+    VEC_PUSH(a, *nests, s);
+    i = last;
+  }
+  return true;
+}
+
+/* Outside its loop, a stage that keeps one step only has no defined value. */
+static bool check_loop_reads(Lower *L) {
+  for (int i = 0; i < L->order.n; i++) {
+    TeTensor *t = L->order.items[i];
+    if (t->kind != TE_COMPUTE) continue;
+    LoadList ll = {0};
+    collect_loads(L->a, t->body, &ll);
+    for (int k = 0; k < ll.loads.n; k++) {
+      const TeTensor *src = ll.loads.items[k]->load.buffer->te_origin;
+      if (src && src->loop && src->loop != t->loop && !src->per_step) {
+        err_set(L->err, LOOM_ERR_INVALID_ARG,
+                "compute \"%s\" reads \"%s\", a stage of a step loop that keeps one step only", t->name, src->name);
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 PrimFunc *te_create_primfunc(Arena *a, const char *name, TeTensor *const *args, int n_args,
@@ -523,6 +709,9 @@ PrimFunc *te_create_primfunc(Arena *a, const char *name, TeTensor *const *args, 
   }
   for (int i = 0; i < n_args; i++)
     if (!lower_visit_tensor(&L, args[i])) return NULL;
+  for (int i = 0; i < L.earlier.n; i++) /* grows while visiting */
+    if (!lower_visit_tensor(&L, L.earlier.items[i])) return NULL;
+  if (!check_loop_reads(&L)) return NULL;
   for (int i = 0; i < L.order.n; i++)
     for (int j = 0; j < i; j++)
       if (strcmp(L.order.items[i]->name, L.order.items[j]->name) == 0) {
@@ -532,13 +721,12 @@ PrimFunc *te_create_primfunc(Arena *a, const char *name, TeTensor *const *args, 
         return NULL;
       }
 
-  VEC(const Stmt *) nests = {0};
+  StmtVec nests = {0};
   VEC(const Buffer *) allocs = {0};
+  if (!lower_nests(&L, name, &nests)) return NULL;
   for (int i = 0; i < L.order.n; i++) {
     TeTensor *t = L.order.items[i];
-    if (t->kind != TE_COMPUTE) continue;
-    VEC_PUSH(a, nests, lower_compute(a, t));
-    if (!is_arg(&L, t)) VEC_PUSH(a, allocs, t->buffer);
+    if (t->kind == TE_COMPUTE && !is_arg(&L, t)) VEC_PUSH(a, allocs, t->buffer);
   }
   if (nests.n == 0) {
     err_set(err, LOOM_ERR_INVALID_ARG, "te_create_primfunc \"%s\": nothing is computed", name);

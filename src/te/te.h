@@ -20,6 +20,29 @@
 
 typedef enum TeKind { TE_PLACEHOLDER, TE_COMPUTE } TeKind;
 
+/* A step loop (TVM's te.scan, in small): a recurrence computed as a loop
+ * over steps, not one stage per step. Its stages are lowered as one nest
+ *   for o_0 in [0, outer_extents[0]):   ... independent loops (spatial)
+ *     for step in [0, steps):           ... ordered, serial
+ *       <the stages' nests, producers first>
+ * The outer loops index the leading dimensions of every stage of the loop
+ * (each stage's block binds an iterator to them, so they may run in
+ * parallel); the step variable is used by the stages' bodies directly
+ * (free in their blocks), so the step loop can only run in order (the
+ * annotations refuse it, tir/schedule/annotate.c). A stage made with
+ * per_step keeps every step's value: its dimension after the outer ones is
+ * indexed by the step; the others hold one step's value, overwritten by
+ * the next. A stage reads an earlier step of a per_step stage with a
+ * load whose step index is not the step variable itself (s - 1, clamped):
+ * the definitions must make sure that step was computed. */
+typedef struct TeStepLoop {
+  int n_outer;
+  const Expr *const *outer; /* n_outer loop variables (i64) */
+  const int64_t *outer_extents;
+  const Expr *step; /* the step loop's variable (i64) */
+  int64_t steps;
+} TeStepLoop;
+
 typedef struct TeTensor {
   TeKind kind;
   const char *name;
@@ -34,6 +57,8 @@ typedef struct TeTensor {
    * NULL; see te_set_schedule_rule. */
   const char *schedule_rule;
   struct TeTensor *accumulator; /* a narrow reduction's "<name>_acc" stage, else NULL */
+  const TeStepLoop *loop; /* the step loop computing this stage, or NULL */
+  bool per_step;          /* loop: axis n_outer is the step (every step kept) */
 } TeTensor;
 
 /* Shapes are static here; every dimension must be >= 1. Errors (bad shape,
@@ -59,6 +84,26 @@ TeTensor *te_compute(Arena *a, const char *name, int ndim, const int64_t *shape,
 TeTensor *te_compute_named(Arena *a, const char *name, int ndim, const int64_t *shape,
                            const char *const *axis_names, TeComputeFn body, void *user,
                            LoomError *err);
+
+/* A step loop of `steps` iterations (variable step_name) inside n_outer
+ * independent loops (names, extents). Errors (extent < 1) return NULL. */
+TeStepLoop *te_step_loop(Arena *a, const char *step_name, int64_t steps, int n_outer, const char *const *outer_names,
+                         const int64_t *outer_extents, LoomError *err);
+/* A stage of step loop `loop`, declared first so that stages defined before
+ * it can read its earlier steps (an LSTM's hidden state is read by the
+ * next step's products, which it reads): shape starts with the loop's
+ * outer extents, then (per_step) its step count, then the stage's own
+ * dimensions. te_step_define gives the body, which gets the loop's
+ * variables as those axes (the step variable itself) and may use the step
+ * variable anywhere; it must return dtype dt. Narrow floats are not
+ * supported (their reductions would need an accumulation stage). Errors
+ * return NULL / false with a message in err. */
+TeTensor *te_step_declare(Arena *a, const TeStepLoop *loop, bool per_step, const char *name, DType dt, int ndim,
+                          const int64_t *shape, LoomError *err);
+bool te_step_define(Arena *a, TeTensor *t, TeComputeFn body, void *user, LoomError *err);
+/* Both at once. */
+TeTensor *te_compute_step(Arena *a, const TeStepLoop *loop, bool per_step, const char *name, DType dt, int ndim,
+                          const int64_t *shape, TeComputeFn body, void *user, LoomError *err);
 
 /* A reduction axis ranging over [0, extent). */
 IterVar te_reduce_axis(Arena *a, const char *name, int64_t extent);

@@ -1,15 +1,26 @@
-/* RNN, GRU and LSTM as te stages, the recurrence unrolled over the time
- * steps (static sequence lengths). Both directions of a bidirectional op
- * run in the same stages: axis d of every state tensor is the direction,
- * and the time step a stage processes for direction d and batch entry b is
+/* RNN, GRU and LSTM as te stages, the recurrence a loop over the time
+ * steps (te_step_loop), so the sequence length costs nothing at compile
+ * time. Both directions of a bidirectional op run in the same stages: axis
+ * d of every state tensor is the direction, and the time step a stage
+ * processes for direction d and batch entry b is
  *   forward: s,  reverse: len[b] - 1 - s   (len = sequence_lens or T);
  * a step with s >= len[b] keeps the state (Y there is 0).
  *
- * Stages: "<name>_xw" (X W^T for every time step and gate, one reduction),
- * then per step s "<name>_rh<s>" (H R^T), for GRU "<name>_r<s>" (reset
- * gate) and, unless linear_before_reset, "<name>_rhh<s>" ((r * H) Rh^T),
- * for LSTM "<name>_c<s>" (the cell), and "<name>_h<s>" (the hidden state).
- * Y gathers the steps' hidden states; Y_h / Y_c copy the last ones. */
+ * Stages: "<name>_xw" (X W^T for every time step and gate, one reduction
+ * before the loop), then the loop
+ *   for dir in [0, D) (independent: parallel), for step in [0, T) (in order):
+ *     "<name>_hp"  H(s-1) (initial_h at step 0), one row per (d, b)
+ *     "<name>_rh"  H(s-1) R^T for every gate (GRU without
+ *                  linear_before_reset: z and r only)
+ *     GRU: "<name>_r" (reset gate), "<name>_rhh" ((r * H) Rh^T) unless
+ *          linear_before_reset
+ *     LSTM: "<name>_cp" C(s-1), "<name>_c" (the cell, every step kept:
+ *           [D, T, B, H])
+ *     "<name>_h" (the hidden state, every step kept: [D, T, B, H]).
+ * Y gathers the steps' hidden states; Y_h / Y_c copy the last ones. The
+ * kept states cost D*T*B*H elements each (5 MiB for 5,000 steps of two
+ * directions of 128): what a double buffer would save, and Y needs every
+ * step's h anyway. */
 #include "topi/op_internal.h"
 
 #include <math.h>
@@ -109,9 +120,9 @@ static const Expr *apply_act(Arena *a, TopiRnnAct act, double alpha, double beta
 typedef struct Rnn {
   const TopiRnnParams *p;
   const TeTensor *x, *w, *r, *b, *len, *h0, *c0, *peep;
-  const TeTensor *xw, *rh, *rgate, *rhh, *hprev, *cprev, *cnow;
-  const TeTensor *const *hs; /* per step, for Y */
-  int64_t t, bsz, in, h, gates, step;
+  const TeStepLoop *loop;
+  const TeTensor *wt, *rt, *xw, *hp, *cp, *rh, *rgate, *rhh, *hs, *cs; /* hs, cs: [D, T, B, H], every step */
+  int64_t t, bsz, in, h, gates;
   int nact; /* activations per direction */
 } Rnn;
 
@@ -126,7 +137,8 @@ static const Expr *is_reverse(Arena *a, const Rnn *t, const Expr *d) {
   return t->p->reverse ? expr_bool(a, true) : NULL;
 }
 
-/* The time index step s processes for (d, b), clamped into [0, T). */
+/* The time index step s processes for (d, b), clamped into [0, T): also
+ * the step that processed time index s (the map is its own inverse). */
 static const Expr *time_of(Arena *a, const Rnn *t, const Expr *d, const Expr *b, const Expr *s) {
   const Expr *rev = is_reverse(a, t, d);
   if (!rev) return s;
@@ -140,12 +152,28 @@ static const Expr *step_valid(Arena *a, const Rnn *t, const Expr *b, const Expr 
   return t->len ? expr_lt(a, s, seq_len(a, t, b)) : NULL;
 }
 
+/* wt[d, k, g] = W[d, g, k]: the product's vector loop (over g) then reads
+ * W contiguously (read along k, W's rows 4H apart, the 2-layer LSTM of
+ * bench/lstm.py took 150 ms at 512 steps, 19 ms with it). */
+static const Expr *wt_body(Arena *a, const Expr *const *ax, void *user) {
+  Rnn *t = user;
+  return te_load(a, t->w, (const Expr *[]){ax[0], ax[2], ax[1]});
+}
+
+/* rt[d, k, g] = R[d, g, k], for the same reason: each step's product
+ * then runs over g in vectors, k outside, instead of one dot product per
+ * row and its horizontal sum (19.0 -> 15.4 ms at 512 steps, 1 thread). */
+static const Expr *rt_body(Arena *a, const Expr *const *ax, void *user) {
+  Rnn *t = user;
+  return te_load(a, t->r, (const Expr *[]){ax[0], ax[2], ax[1]});
+}
+
 static const Expr *xw_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user; /* ax: d, time, b, g */
   IterVar ki = te_reduce_axis(a, "ki", t->in);
   const Expr *xi = t->p->layout ? te_load(a, t->x, (const Expr *[]){ax[2], ax[1], ki.var})
                                 : te_load(a, t->x, (const Expr *[]){ax[1], ax[2], ki.var});
-  return te_sum(a, expr_mul(a, xi, te_load(a, t->w, (const Expr *[]){ax[0], ax[3], ki.var})), &ki, 1, NULL);
+  return te_sum(a, expr_mul(a, xi, te_load(a, t->wt, (const Expr *[]){ax[0], ki.var, ax[3]})), &ki, 1, NULL);
 }
 
 /* Initial hidden / cell state at (d, b, j): the input (layout-mapped) or 0. */
@@ -154,19 +182,38 @@ static const Expr *initial(Arena *a, const Rnn *t, const TeTensor *init, const E
   return t->p->layout ? te_load(a, init, (const Expr *[]){b, d, j}) : te_load(a, init, (const Expr *[]){d, b, j});
 }
 
-static const Expr *hprev_at(Arena *a, const Rnn *t, const Expr *d, const Expr *b, const Expr *j) {
-  return t->hprev ? te_load(a, t->hprev, (const Expr *[]){d, b, j}) : initial(a, t, t->h0, d, b, j);
+/* The state before the current step: the initial one at step 0, else the
+ * previous step's (its index clamped, so no load is ever out of bounds). */
+static const Expr *previous(Arena *a, const Rnn *t, const TeTensor *all, const TeTensor *init, const Expr *d,
+                            const Expr *b, const Expr *j) {
+  const Expr *s = t->loop->step;
+  const Expr *prev = te_load(a, all, (const Expr *[]){d, expr_max(a, expr_sub(a, s, I(a, 1)), I(a, 0)), b, j});
+  return expr_select(a, expr_binary(a, EXPR_EQ, s, I(a, 0)), initial(a, t, init, d, b, j), prev);
 }
 
-static const Expr *cprev_at(Arena *a, const Rnn *t, const Expr *d, const Expr *b, const Expr *j) {
-  return t->cprev ? te_load(a, t->cprev, (const Expr *[]){d, b, j}) : initial(a, t, t->c0, d, b, j);
+/* hp[d, b, j]: H(s-1), one contiguous row for the products to read. */
+static const Expr *hp_body(Arena *a, const Expr *const *ax, void *user) {
+  Rnn *t = user;
+  return previous(a, t, t->hs, t->h0, ax[0], ax[1], ax[2]);
+}
+
+/* cp[d, b, j]: C(s-1) (LSTM). The cell then reads a buffer it does not
+ * write, and its loop vectorizes (reading C itself at s - 1, it stayed
+ * scalar: 128 expf/tanhf calls a step). */
+static const Expr *cp_body(Arena *a, const Expr *const *ax, void *user) {
+  Rnn *t = user;
+  return previous(a, t, t->cs, t->c0, ax[0], ax[1], ax[2]);
+}
+
+static const Expr *hprev_at(Arena *a, const Rnn *t, const Expr *d, const Expr *b, const Expr *j) {
+  return te_load(a, t->hp, (const Expr *[]){d, b, j});
 }
 
 /* rh[d, b, g] = sum_j H(s-1)[d, b, j] R[d, g, j] */
 static const Expr *rh_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
   IterVar kj = te_reduce_axis(a, "kj", t->h);
-  const Expr *src = expr_mul(a, hprev_at(a, t, ax[0], ax[1], kj.var), te_load(a, t->r, (const Expr *[]){ax[0], ax[2], kj.var}));
+  const Expr *src = expr_mul(a, hprev_at(a, t, ax[0], ax[1], kj.var), te_load(a, t->rt, (const Expr *[]){ax[0], kj.var, ax[2]}));
   return te_sum(a, src, &kj, 1, NULL);
 }
 
@@ -174,7 +221,7 @@ static const Expr *rh_body(Arena *a, const Expr *const *ax, void *user) {
  * X W^T + Wb (+ Rb unless rb false). */
 static const Expr *gate_input(Arena *a, const Rnn *t, int gate, const Expr *d, const Expr *b, const Expr *j, bool rb) {
   const Expr *g = expr_add(a, j, I(a, gate * t->h));
-  const Expr *tt = time_of(a, t, d, b, I(a, t->step));
+  const Expr *tt = time_of(a, t, d, b, t->loop->step);
   const Expr *v = te_load(a, t->xw, (const Expr *[]){d, tt, b, g});
   if (t->b) {
     v = expr_add(a, v, te_load(a, t->b, (const Expr *[]){d, g}));
@@ -205,13 +252,14 @@ static const Expr *act(Arena *a, const Rnn *t, int k, const Expr *d, const Expr 
 
 /* Keeps the previous state past the end of b's sequence. */
 static const Expr *hold(Arena *a, const Rnn *t, const Expr *b, const Expr *now, const Expr *prev) {
-  const Expr *ok = step_valid(a, t, b, I(a, t->step));
+  const Expr *ok = step_valid(a, t, b, t->loop->step);
   return ok ? expr_select(a, ok, now, prev) : now;
 }
 
+/* The state stages' bodies get (d, s, b, j). */
 static const Expr *rnn_h_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
-  const Expr *d = ax[0], *b = ax[1], *j = ax[2];
+  const Expr *d = ax[0], *b = ax[2], *j = ax[3];
   const Expr *pre = expr_add(a, gate_input(a, t, 0, d, b, j, true), rh_at(a, t, t->rh, 0, d, b, j));
   return hold(a, t, b, act(a, t, 0, d, pre), hprev_at(a, t, d, b, j));
 }
@@ -234,16 +282,16 @@ static const Expr *gru_rhh_body(Arena *a, const Expr *const *ax, void *user) {
 
 static const Expr *gru_h_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
-  const Expr *d = ax[0], *b = ax[1], *j = ax[2];
+  const Expr *d = ax[0], *b = ax[2], *j = ax[3];
   const Expr *one = op_const(a, t->x->dtype, 1), *hp = hprev_at(a, t, d, b, j);
   const Expr *z = act(a, t, 0, d, expr_add(a, gate_input(a, t, 0, d, b, j, true), rh_at(a, t, t->rh, 0, d, b, j)));
   const Expr *pre;
   if (t->p->linear_before_reset) {
     const Expr *rec = rh_at(a, t, t->rh, 2, d, b, j);
     if (t->b) rec = expr_add(a, rec, te_load(a, t->b, (const Expr *[]){d, expr_add(a, j, I(a, 5 * t->h))}));
-    pre = expr_add(a, gate_input(a, t, 2, d, b, j, false), expr_mul(a, te_load(a, t->rgate, ax), rec));
+    pre = expr_add(a, gate_input(a, t, 2, d, b, j, false), expr_mul(a, te_load(a, t->rgate, (const Expr *[]){d, b, j}), rec));
   } else {
-    pre = expr_add(a, gate_input(a, t, 2, d, b, j, true), te_load(a, t->rhh, ax));
+    pre = expr_add(a, gate_input(a, t, 2, d, b, j, true), te_load(a, t->rhh, (const Expr *[]){d, b, j}));
   }
   const Expr *hn = act(a, t, 1, d, pre);
   const Expr *now = expr_add(a, expr_mul(a, expr_sub(a, one, z), hn), expr_mul(a, z, hp));
@@ -261,7 +309,7 @@ static const Expr *add_opt(Arena *a, const Expr *x, const Expr *y) { return y ? 
 /* C = f * C(s-1) + i * g(c~)  (gate order i o f c; peepholes i o f) */
 static const Expr *lstm_c_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
-  const Expr *d = ax[0], *b = ax[1], *j = ax[2], *cp = cprev_at(a, t, d, b, j);
+  const Expr *d = ax[0], *b = ax[2], *j = ax[3], *cp = te_load(a, t->cp, (const Expr *[]){d, b, j});
   const Expr *pi = add_opt(a, expr_add(a, gate_input(a, t, 0, d, b, j, true), rh_at(a, t, t->rh, 0, d, b, j)),
                            peephole(a, t, 0, d, j, cp));
   const Expr *ig = act(a, t, 0, d, pi), *fg;
@@ -279,8 +327,8 @@ static const Expr *lstm_c_body(Arena *a, const Expr *const *ax, void *user) {
 /* H = o * h(C), o using the new cell in its peephole. */
 static const Expr *lstm_h_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
-  const Expr *d = ax[0], *b = ax[1], *j = ax[2];
-  const Expr *c = te_load(a, t->cnow, ax);
+  const Expr *d = ax[0], *b = ax[2], *j = ax[3];
+  const Expr *c = te_load(a, t->cs, ax);
   const Expr *po = add_opt(a, expr_add(a, gate_input(a, t, 1, d, b, j, true), rh_at(a, t, t->rh, 1, d, b, j)),
                            peephole(a, t, 1, d, j, c));
   const Expr *now = expr_mul(a, act(a, t, 0, d, po), act_clip(a, t, 2, d, c, false));
@@ -293,30 +341,23 @@ static const Expr *y_body(Arena *a, const Expr *const *ax, void *user) {
   const Expr *tt, *d, *b, *j = ax[3];
   if (t->p->layout) b = ax[0], tt = ax[1], d = ax[2];
   else tt = ax[0], d = ax[1], b = ax[2];
-  /* The step is the time index itself forward, len - 1 - time backwards. */
-  const Expr *rev = is_reverse(a, t, d), *step = tt;
-  if (rev) {
-    const Expr *back = expr_sub(a, expr_sub(a, seq_len(a, t, b), I(a, 1)), tt);
-    step = t->p->directions == 1 ? back : expr_select(a, rev, back, tt);
-  }
-  const Expr *v = NULL;
-  for (int64_t s = t->t - 1; s >= 0; s--) {
-    const Expr *ld = te_load(a, t->hs[s], (const Expr *[]){d, b, j});
-    v = v ? expr_select(a, expr_binary(a, EXPR_EQ, step, I(a, s)), ld, v) : ld;
-  }
+  const Expr *v = te_load(a, t->hs, (const Expr *[]){d, time_of(a, t, d, b, tt), b, j});
   const Expr *ok = step_valid(a, t, b, tt);
   return ok ? expr_select(a, ok, v, op_const(a, t->x->dtype, 0)) : v;
 }
 
 /* Y_h / Y_c: [D, B, H] (layout 1: [B, D, H]) from the last state. */
 typedef struct Last {
-  const TeTensor *state;
+  const TeTensor *state; /* [D, T, B, H] */
   int layout;
+  int64_t last;
 } Last;
 
 static const Expr *last_body(Arena *a, const Expr *const *ax, void *user) {
   Last *l = user;
-  return l->layout ? te_load(a, l->state, (const Expr *[]){ax[1], ax[0], ax[2]}) : te_load(a, l->state, ax);
+  const Expr *s = expr_i64(a, l->last);
+  return l->layout ? te_load(a, l->state, (const Expr *[]){ax[1], s, ax[0], ax[2]})
+                   : te_load(a, l->state, (const Expr *[]){ax[0], s, ax[1], ax[2]});
 }
 
 static bool check_rnn_input(const char *what, const TeTensor *t, DType dt, int rank, const int64_t *dims,
@@ -362,34 +403,40 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
     if (!err->status) err_set(err, LOOM_ERR_INVALID_ARG, "RNN: sequence_lens must be integers of shape [%lld]", (long long)t.bsz);
     return false;
   }
-  int64_t xws[4] = {nd, t.t, t.bsz, gh}, st[3] = {nd, t.bsz, t.h};
+  int64_t xws[4] = {nd, t.t, t.bsz, gh}, st[3] = {nd, t.bsz, t.h}, all[4] = {nd, t.t, t.bsz, t.h};
+  int64_t wts[3] = {nd, t.in, gh};
+  /* A rule of its own keeps the copy a stage (not inlined into the product). */
+  if (!(t.wt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "wt"), 3, wts, wt_body, &t, err), "transpose")))
+    return false;
+  int64_t rts[3] = {nd, t.h, gh};
+  if (!(t.rt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "rt"), 3, rts, rt_body, &t, err), "transpose")))
+    return false;
   if (!(t.xw = te_set_schedule_rule(te_compute(a, op_stage(a, name, "xw"), 4, xws, xw_body, &t, err), "matmul")))
     return false;
-  const TeTensor **hs = ARENA_ARRAY(a, const TeTensor *, t.t);
-  for (t.step = 0; t.step < t.t; t.step++) {
-    long long s = (long long)t.step;
-    int64_t rhs[3] = {nd, t.bsz, p->kind == TOPI_RNN_GRU && !p->linear_before_reset ? 2 * t.h : gh};
-    if (!(t.rh = te_compute(a, arena_printf(a, "%s_rh%lld", name, s), 3, rhs, rh_body, &t, err))) return false;
-    TeTensor *hn = NULL;
-    if (p->kind == TOPI_RNN_SIMPLE) {
-      hn = te_compute(a, arena_printf(a, "%s_h%lld", name, s), 3, st, rnn_h_body, &t, err);
-    } else if (p->kind == TOPI_RNN_GRU) {
-      if (!(t.rgate = te_compute(a, arena_printf(a, "%s_r%lld", name, s), 3, st, gru_r_body, &t, err))) return false;
-      if (!p->linear_before_reset &&
-          !(t.rhh = te_compute(a, arena_printf(a, "%s_rhh%lld", name, s), 3, st, gru_rhh_body, &t, err)))
-        return false;
-      hn = te_compute(a, arena_printf(a, "%s_h%lld", name, s), 3, st, gru_h_body, &t, err);
-    } else {
-      if (!(t.cnow = te_compute(a, arena_printf(a, "%s_c%lld", name, s), 3, st, lstm_c_body, &t, err))) return false;
-      hn = te_compute(a, arena_printf(a, "%s_h%lld", name, s), 3, st, lstm_h_body, &t, err);
-      t.cprev = t.cnow;
-    }
-    if (!hn) return false;
-    hs[t.step] = t.hprev = hn;
+  /* The recurrence: for dir (independent), for step (ordered), the cell. */
+  DType dt = x->dtype;
+  int64_t rhs[3] = {nd, t.bsz, p->kind == TOPI_RNN_GRU && !p->linear_before_reset ? 2 * t.h : gh};
+  if (!(t.loop = te_step_loop(a, "step", t.t, 1, (const char *[]){"dir"}, &nd, err)) ||
+      !(t.hs = te_step_declare(a, t.loop, true, op_stage(a, name, "h"), dt, 4, all, err)) ||
+      (p->kind == TOPI_RNN_LSTM && !(t.cs = te_step_declare(a, t.loop, true, op_stage(a, name, "c"), dt, 4, all, err))) ||
+      !(t.hp = te_compute_step(a, t.loop, false, op_stage(a, name, "hp"), dt, 3, st, hp_body, &t, err)) ||
+      !(t.rh = te_compute_step(a, t.loop, false, op_stage(a, name, "rh"), dt, 3, rhs, rh_body, &t, err)))
+    return false;
+  TeTensor *hs = (TeTensor *)t.hs, *cs = (TeTensor *)t.cs;
+  if (p->kind == TOPI_RNN_SIMPLE) {
+    if (!te_step_define(a, hs, rnn_h_body, &t, err)) return false;
+  } else if (p->kind == TOPI_RNN_GRU) {
+    if (!(t.rgate = te_compute_step(a, t.loop, false, op_stage(a, name, "r"), dt, 3, st, gru_r_body, &t, err)) ||
+        (!p->linear_before_reset &&
+         !(t.rhh = te_compute_step(a, t.loop, false, op_stage(a, name, "rhh"), dt, 3, st, gru_rhh_body, &t, err))) ||
+        !te_step_define(a, hs, gru_h_body, &t, err))
+      return false;
+  } else if (!(t.cp = te_compute_step(a, t.loop, false, op_stage(a, name, "cp"), dt, 3, st, cp_body, &t, err)) ||
+             !te_step_define(a, cs, lstm_c_body, &t, err) || !te_step_define(a, hs, lstm_h_body, &t, err)) {
+    return false;
   }
-  t.hs = hs;
   int64_t ys0[4] = {t.t, nd, t.bsz, t.h}, ys1[4] = {t.bsz, t.t, nd, t.h};
-  Last lh = {t.hprev, p->layout}, lc = {t.cprev, p->layout};
+  Last lh = {t.hs, p->layout, t.t - 1}, lc = {t.cs, p->layout, t.t - 1};
   if (!(outs[0] = te_compute(a, name, 4, p->layout ? ys1 : ys0, y_body, &t, err)) ||
       !(outs[1] = te_compute(a, op_stage(a, name, "yh"), 3, p->layout ? hs1 : hs0, last_body, &lh, err)))
     return false;

@@ -120,8 +120,9 @@ bool topi_rnn_act_parse(const char *s, TopiRnnAct *out);
 void topi_rnn_set_activations(TopiRnnParams *p, const TopiRnnAct *acts, int count, const double *alpha, int n_alpha,
                               const double *beta, int n_beta);
 
-/* RNN / GRU / LSTM (ONNX gate orders: GRU z r h, LSTM i o f c) unrolled
- * over the T time steps, one group of stages per step. x, w [D, G*H, I], r
+/* RNN / GRU / LSTM (ONNX gate orders: GRU z r h, LSTM i o f c): the cell's
+ * stages in a loop over the T time steps (te_step_loop), inside a loop over
+ * the directions. x, w [D, G*H, I], r
  * [D, G*H, H]; b [D, 2*G*H], seq_lens [B], h0, c0 [D, B, H] (layout 1:
  * [B, D, H]) and peephole p [D, 3*H] may be NULL. Steps past a batch
  * entry's sequence length keep its state and write 0 to Y. outs: Y, Y_h,

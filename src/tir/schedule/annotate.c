@@ -4,16 +4,39 @@
  * when no two iterations touch the same reduction accumulator: so every
  * block under the loop may bind only *spatial* iterators to expressions that
  * use the loop variable. (Cross-thread reductions are not supported yet, so
- * bind follows the same rule.) Unroll changes no order and is always legal. */
+ * bind follows the same rule.) A block whose body uses the loop variable
+ * directly, not through an iterator, is in a step loop (te_step_loop: an
+ * RNN's time steps), whose iterations depend on the ones before: such a
+ * loop is refused too. Unroll changes no order and is always legal. */
 #include "tir/schedule/schedule_internal.h"
 
 #include <string.h>
 
 typedef struct ReduceCheck {
   const Expr *var;
-  const char *block, *iter; /* first offender */
+  const char *block, *iter; /* first offender (iter NULL: the body uses var) */
   bool parallel_inside;
 } ReduceCheck;
+
+typedef struct VarUse {
+  const Expr *var;
+  bool found;
+} VarUse;
+
+static bool var_use_cb(Visitor *v, const Expr *e) {
+  VarUse *u = v->user;
+  u->found |= e == u->var;
+  return !u->found;
+}
+
+/* Does block b's body or init use var itself? */
+static bool uses_directly(const Block *b, const Expr *var) {
+  VarUse u = {var, false};
+  Visitor v = {NULL, var_use_cb, &u};
+  visit_stmt(&v, b->body);
+  if (b->init) visit_stmt(&v, b->init);
+  return u.found;
+}
 
 static bool reduce_check_cb(Visitor *v, const Stmt *s) {
   ReduceCheck *c = v->user;
@@ -26,6 +49,7 @@ static bool reduce_check_cb(Visitor *v, const Stmt *s) {
       c->iter = b->iters[i].var->var.name;
       break;
     }
+  if (!c->block && uses_directly(b, c->var)) c->block = b->name;
   return true;
 }
 
@@ -55,6 +79,10 @@ static loom_status annotate(Schedule *s, SchRV rv, ForKind kind, const char *tag
   }
   if (kind != FOR_UNROLLED) {
     ReduceCheck c = check_subtree(loop);
+    if (c.block && !c.iter)
+      return sch_fail(s, "%s: loop %s is a step loop: block \"%s\" uses its variable directly, so each "
+                         "iteration may depend on the ones before",
+                      what, name, c.block);
     if (c.block)
       return sch_fail(s, "%s: loop %s carries reduction iterator %s of block \"%s\"; only loops bound to "
                          "spatial iterators can run their iterations concurrently",

@@ -1,6 +1,6 @@
 /* Loop annotations: vectorize, parallel, unroll, bind -- what they mark and
  * what they refuse (loops carrying a reduction, nested parallelism,
- * non-constant vector lengths, unknown thread tags). */
+ * non-constant vector lengths, unknown thread tags, step loops). */
 #include "unit/schedule/test_loops_util.h"
 
 static int loops_of(Schedule *s, const char *blk, SchRV *out) {
@@ -127,11 +127,58 @@ static void test_symbolic_extent(void **state) {
   arena_free(a);
 }
 
+/* A step loop (te_step_loop): h[d, s, j] = h[d, s - 1, j] * 0.5 + A[d, s, j]
+ * (1 before the first step) for d in 0:2, s in 0:6, then Y = h. */
+typedef struct StepArgs {
+  const TeStepLoop *loop;
+  const TeTensor *A, *h;
+} StepArgs;
+
+static const Expr *step_body(Arena *a, const Expr *const *ax, void *user) {
+  StepArgs *t = user;
+  const Expr *s = t->loop->step, *one = expr_i64(a, 1);
+  const Expr *prev = te_load(a, t->h, (const Expr *[]){ax[0], expr_max(a, expr_sub(a, s, one), expr_i64(a, 0)), ax[2]});
+  prev = expr_select(a, expr_binary(a, EXPR_EQ, s, expr_i64(a, 0)), expr_float(a, DT_F32, 1), prev);
+  return expr_add(a, expr_mul(a, prev, expr_float(a, DT_F32, 0.5)), te_load(a, t->A, ax));
+}
+
+static const Expr *copy_body(Arena *a, const Expr *const *ax, void *user) {
+  return te_load(a, ((StepArgs *)user)->h, ax);
+}
+
+static void test_step_loop(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  LoomError err = {0};
+  int64_t shape[3] = {2, 6, 4};
+  StepArgs t = {te_step_loop(a, "step", 6, 1, (const char *[]){"dir"}, shape, &err), NULL, NULL};
+  assert_non_null(t.loop);
+  t.A = te_placeholder(a, "A", DT_F32, 3, shape, &err);
+  TeTensor *h = te_step_declare(a, t.loop, true, "h", DT_F32, 3, shape, &err);
+  t.h = h;
+  assert_true(te_step_define(a, h, step_body, &t, &err));
+  TeTensor *y = te_compute(a, "Y", 3, shape, copy_body, &t, &err);
+  PrimFunc *f = te_create_primfunc(a, "step", (TeTensor *[]){(TeTensor *)t.A, y}, 2, &err);
+  assert_non_null(f);
+  Schedule *s = sch_create(f, DECIDE_DEFAULT, 0);
+  SchRV l[16];
+  assert_int_equal(loops_of(s, "h", l), 3); /* dir, step, its own i2 */
+  const PrimFunc *before = sch_func(s);
+  assert_refused(s, sch_parallel(s, l[1]), before, "loop step is a step loop: block \"h\" uses its variable");
+  assert_refused(s, sch_vectorize(s, l[1]), before, "step loop");
+  assert_int_equal(sch_parallel(s, l[0]), LOOM_OK); /* the directions are independent */
+  assert_int_equal(sch_vectorize(s, l[2]), LOOM_OK);
+  check_same_results(f, sch_func(s), 13);
+  sch_free(s);
+  arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_annotate_matmul),
       cmocka_unit_test(test_bind),
       cmocka_unit_test(test_symbolic_extent),
+      cmocka_unit_test(test_step_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
