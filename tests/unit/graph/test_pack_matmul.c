@@ -42,7 +42,7 @@ static double rewrite_error(Graph *g, uint64_t seed) {
   LoomError err = {0};
   double **in = gb_random_inputs(g, &seed);
   double **before = ref_eval_outputs(g, in);
-  assert_int_equal(graph_pass_pack_matmul(g, W, &err), LOOM_OK);
+  assert_int_equal(graph_pass_pack_matmul(g, W, 0, &err), LOOM_OK);
   assert_int_equal(graph_verify(g, &err), LOOM_OK);
   double e = ref_compare_outputs(g, in, before);
   gb_free_inputs(g, in);
@@ -148,7 +148,7 @@ static void expect_unchanged(Graph *g, int width) {
   LoomError err = {0};
   assert_int_equal(graph_pass_infer(g, &err), LOOM_OK);
   GraphOp op = g->nodes[0].op;
-  assert_int_equal(graph_pass_pack_matmul(g, width, &err), LOOM_OK);
+  assert_int_equal(graph_pass_pack_matmul(g, width, 0, &err), LOOM_OK);
   assert_int_equal(g->nnodes, 1);
   assert_int_equal(g->nodes[0].op, op);
   assert_int_equal(gb_count_op(g, GRAPH_OP_MATMUL_PACKED), 0);
