@@ -35,6 +35,7 @@
 #include "tir/flops.h"
 #include "tir/schedule/schedule.h"
 #include "tir/text.h"
+#include "topi/topi_schedule.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -97,17 +98,24 @@ static loom_status step_fold_empty(Compiled *c, LoomError *err) { return graph_p
 static loom_status step_fold_batchnorm(Compiled *c, LoomError *err) { return graph_pass_fold_batchnorm(c->graph, err); }
 static loom_status step_canonicalize(Compiled *c, LoomError *err) { return graph_pass_canonicalize(c->graph, err); }
 
+/* Packed weights (opt level 2, below) stream a matrix-vector product's
+ * panels in one contiguous range per thread: no split there. */
+static bool packs_matmul(const Compiled *c) { return c->opt_level >= 2 && c->target.local_mem_bytes == 0; }
+
 /* One part per core the kernels are scheduled for. */
 static loom_status step_split_gemv(Compiled *c, LoomError *err) {
+  if (packs_matmul(c)) return LOOM_OK;
   return graph_pass_split_gemv(c->graph, c->target.num_cores, err);
 }
 
-/* Panels one vector wide, the matmul schedule's column unit. Not on a
- * target with a local memory: its schedule stages B's tiles by DMA, which
- * needs B's indices affine (a panel's are floordiv/floormod). */
+/* Panels one vector wide, the matmul schedule's column unit; a GEMV's as
+ * wide as its schedule's column tile (topi_gemv_accumulators vectors). Not
+ * on a target with a local memory: its schedule stages B's tiles by DMA,
+ * which needs B's indices affine (a panel's are floordiv/floormod). */
 static loom_status step_pack_matmul(Compiled *c, LoomError *err) {
-  if (c->target.local_mem_bytes > 0) return LOOM_OK;
-  return graph_pass_pack_matmul(c->graph, target_lanes(&c->target, DT_F32), err);
+  if (!packs_matmul(c)) return LOOM_OK;
+  int lanes = target_lanes(&c->target, DT_F32);
+  return graph_pass_pack_matmul(c->graph, lanes, lanes * topi_gemv_accumulators(&c->target), err);
 }
 
 /* BYOC (src/byoc): each --byoc back end claims the regions its patterns

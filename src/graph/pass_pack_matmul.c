@@ -16,10 +16,18 @@
  * width the schedule uses (16 floats with AVX-512). Any N is accepted: the
  * last panel is padded with zeros, which the product never reads.
  *
- * Only products with at least MIN_ROWS rows of A sharing B (batch dims of
- * A flattened: BERT's [128, 1, 768] is 128 rows): a matrix-vector product
- * reads B once either way and keeps its own path (pass_split_gemv.c and
- * the wide GEMV column tiles of the matmul schedule). A's other conditions
+ * Products with at least MIN_ROWS rows of A sharing B (batch dims of A
+ * flattened: BERT's [128, 1, 768] is 128 rows) get panels one vector wide.
+ * A matrix-vector product (one row: a classifier, a decode step) reads B
+ * once, so it is bound by streaming B from memory: its panels are
+ * `gemv_width` columns wide (the schedule's whole column tile, as many
+ * vectors as the FMA units need accumulators), so the product reads B
+ * from the first byte to the last in one sequential stream, and threads
+ * that take ranges of panels each stream one contiguous range. Unpacked,
+ * a column tile reads a piece of each row of B, one row (N floats) apart
+ * per k: 0.24-0.6 of OpenBLAS's sgemv on Zen 3 (issue 32). A GEMV panel
+ * is no wider than N rounded up to `width`. Products with 2 to 15 rows are
+ * left alone. A's other conditions
  * are what the packed compute supports: f32, static shape, rank >= 2, no
  * transposes or scaling (canonicalize has already folded a constant
  * transB). */
@@ -34,9 +42,10 @@
  * pack_probs_big), so this is where packing starts to pay there too. */
 enum { MIN_ROWS = 16 };
 
-/* B [K, N] of a product this pass rewrites (graph_product_weight; A static
- * with at least MIN_ROWS rows, Gemm's A 2-D), else NULL. */
-static const GraphTensor *packable(const Graph *g, const GraphNode *n) {
+/* B [K, N] of a product this pass may rewrite (graph_product_weight; A
+ * static, Gemm's A 2-D), else NULL; *rows is A's row count (batch dims
+ * flattened), which graph_pack_matmul_width judges. */
+static const GraphTensor *packable(const Graph *g, const GraphNode *n, int64_t *rows_out) {
   const GraphTensor *b = graph_product_weight(g, n);
   if (!b || b->dims[0] < 1 || b->dims[1] < 1) return NULL;
   const GraphValue *a = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
@@ -44,15 +53,20 @@ static const GraphTensor *packable(const Graph *g, const GraphNode *n) {
   if (n->op == GRAPH_OP_GEMM && a->rank != 2) return NULL;
   if (!graph_value_is_static(y) || !dtype_eq(y->dtype, DT_F32)) return NULL;
   int64_t rows = graph_shape_numel(a->rank, a->dims) / b->dims[0];
-  return rows >= MIN_ROWS ? b : NULL;
+  *rows_out = rows;
+  return b;
 }
 
-/* B [K, N] in panels of `width` columns, zero-padded to whole panels. */
-static GraphTensor *pack_panels(Graph *g, const GraphTensor *b, int width) {
-  int64_t K = b->dims[0], N = b->dims[1], panels = (N + width - 1) / width;
-  GraphTensor *t = graph_tensor_new(g->arena, b->dtype, 3, (int64_t[]){panels, K, width});
-  const float *src = b->data;
-  float *dst = t->data;
+int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_width) {
+  if (width < 1 || n < 1) return 0;
+  if (rows >= MIN_ROWS) return width;
+  if (rows != 1 || gemv_width < 1) return 0;
+  int64_t n_rounded = (n + width - 1) / width * width;
+  return gemv_width < n_rounded ? gemv_width : n_rounded;
+}
+
+void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width, float *dst) {
+  int64_t panels = (N + width - 1) / width;
   for (int64_t p = 0; p < panels; p++) {
     int64_t c0 = p * width, cols = N - c0 < width ? N - c0 : width;
     for (int64_t k = 0; k < K; k++, dst += width) {
@@ -60,6 +74,13 @@ static GraphTensor *pack_panels(Graph *g, const GraphTensor *b, int width) {
       if (cols < width) memset(dst + cols, 0, sizeof(float) * (size_t)(width - cols));
     }
   }
+}
+
+/* B [K, N] in panels of `width` columns, zero-padded to whole panels. */
+static GraphTensor *pack_panels(Graph *g, const GraphTensor *b, int64_t width) {
+  int64_t K = b->dims[0], N = b->dims[1], panels = (N + width - 1) / width;
+  GraphTensor *t = graph_tensor_new(g->arena, b->dtype, 3, (int64_t[]){panels, K, width});
+  graph_pack_panels_f32(b->data, K, N, width, t->data);
   return t;
 }
 
@@ -82,28 +103,31 @@ static void rewrite(Graph *g, GraphNodeBuf *buf, const GraphNode *n, ValueId bp,
                       &y, 1);
 }
 
-loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err) {
+loom_status graph_pass_pack_matmul(Graph *g, int width, int gemv_width, LoomError *err) {
   if (width < 1) return LOOM_OK;
-  /* One packed copy per weight, however many products read it. */
+  /* One packed copy per weight and panel width, however many products read it. */
   int nvalues0 = g->nvalues;
-  ValueId *packed = loom_malloc(sizeof(ValueId) * (size_t)(nvalues0 > 0 ? nvalues0 : 1));
+  ValueId *packed = loom_malloc(sizeof(ValueId) * 2 * (size_t)(nvalues0 > 0 ? nvalues0 : 1));
   if (!packed) return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "pack_matmul: out of memory");
-  for (int v = 0; v < nvalues0; v++) packed[v] = GRAPH_NO_VALUE;
+  for (int v = 0; v < 2 * nvalues0; v++) packed[v] = GRAPH_NO_VALUE;
   GraphNodeBuf buf = {0};
   bool any = false;
   for (int i = 0; i < g->nnodes; i++) {
     const GraphNode *n = &g->nodes[i];
-    const GraphTensor *b = packable(g, n);
-    if (!b) {
+    int64_t rows = 0;
+    const GraphTensor *b = packable(g, n, &rows);
+    int64_t w = b ? graph_pack_matmul_width(rows, b->dims[1], width, gemv_width) : 0;
+    if (w < 1) {
       graph_nodebuf_push(g, &buf, n);
       continue;
     }
+    bool gemv = rows < MIN_ROWS;
     GraphNode copy = *n; /* rewrite adds values: keep no pointer into the graph's arrays across it */
-    ValueId bv = copy.inputs[1];
-    if (packed[bv] == GRAPH_NO_VALUE)
-      packed[bv] = graph_add_constant_derived(g, g->values[bv].name, arena_printf(g->arena, "panels%d", width),
-                                              pack_panels(g, b, width));
-    rewrite(g, &buf, &copy, packed[bv], b->dims[1]);
+    ValueId bv = copy.inputs[1], *slot = &packed[2 * bv + gemv];
+    if (*slot == GRAPH_NO_VALUE)
+      *slot = graph_add_constant_derived(g, g->values[bv].name, arena_printf(g->arena, "panels%lld", (long long)w),
+                                         pack_panels(g, b, w));
+    rewrite(g, &buf, &copy, *slot, b->dims[1]);
     any = true;
   }
   loom_free(packed);

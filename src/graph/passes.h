@@ -53,9 +53,18 @@ loom_status graph_pass_split_gemv(Graph *g, int parts, LoomError *err);
  * becomes MatMulPacked(A, Bp) {n = N} (then the Gemm's bias Add), with B
  * packed at compile time into column panels Bp [ceil(N / width), K, width]
  * (zero-padded), so each vector of the schedule's column tile reads one
- * contiguous panel. Matrix-vector products are left to split_gemv.
- * Nothing for width < 1. */
-loom_status graph_pass_pack_matmul(Graph *g, int width, LoomError *err);
+ * contiguous panel. A matrix-vector product (one row of A) gets panels
+ * min(gemv_width, N rounded up to width) wide, the GEMV schedule's whole
+ * column tile (none when gemv_width < 1: left to split_gemv). Nothing for
+ * width < 1. */
+loom_status graph_pass_pack_matmul(Graph *g, int width, int gemv_width, LoomError *err);
+/* The panel width the pass gives a product of `rows` rows of A (batch
+ * dims flattened) and n columns: width from 16 rows on, the GEMV width for
+ * one row, 0 (left alone) otherwise. */
+int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_width);
+/* B [K, N] (row-major f32) into panels dst [ceil(N / width), K, width],
+ * zero-padded past column N. */
+void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width, float *dst);
 
 /* ---- pass_winograd.c ---- */
 /* A 3x3 stride-1, dilation-1 ConvNCHWc (group 1, pads <= 2) with a constant

@@ -14,9 +14,15 @@
  * spin pays off; a long one burns a shared machine's cores for nothing. */
 enum { WORKER_SPIN = 4096, CALLER_SPIN = 1 << 14 };
 
+typedef struct Worker {
+  struct ThreadPool *pool;
+  int index; /* 1..n_threads-1; the caller is thread 0 */
+} Worker;
+
 struct ThreadPool {
   int n_threads; /* including the caller */
   pthread_t *workers;
+  Worker *worker_args;
   int n_workers_started;
 
   pthread_mutex_t mu;
@@ -28,14 +34,16 @@ struct ThreadPool {
   atomic_bool stop;
   atomic_bool busy; /* a job is running: nested / concurrent calls go serial */
 
-  /* The current job. Written by the caller before bumping `ticket` to the new
-   * generation; read by a worker only after it won a chunk of that
+  /* The current job. Written by the caller before it arms the chunks for
+   * the new generation; read by a worker only after it won a chunk of that
    * generation, when the caller is guaranteed to still wait on it. */
   loom_parallel_body body;
   void *closure;
   int64_t n;
-  int n_chunks;
-  _Atomic uint64_t ticket; /* see ticket_make */
+  atomic_int chunking; /* chunking_pack */
+  /* claim[c]: gen << 1 when chunk c is armed for generation gen, | 1 once a
+   * thread took it (see run_chunks). */
+  _Atomic uint64_t *claim;
   atomic_int chunks_done;
 };
 
@@ -47,43 +55,72 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* ticket layout: generation (32 bits) | chunk count (16) | next chunk (16).
- * Everything a worker decides before winning a chunk comes from this one
- * word, so a worker that woke late for an old generation can neither take a
- * chunk of a newer job nor misread its size. */
-static uint64_t ticket_make(uint32_t gen, int n_chunks) { return (uint64_t)gen << 32 | (uint64_t)n_chunks << 16; }
+/* The job's chunks: `threads` (at most the pool's, at most n) contiguous
+ * shares of the loop, as even as whole iterations allow, each cut into
+ * `per_thread` chunks. Chunk c is piece c % per_thread of share
+ * c / per_thread. */
+typedef struct Chunking {
+  int threads, per_thread;
+} Chunking;
 
-static void chunk_range(int64_t n, int n_chunks, int c, int64_t *begin, int64_t *end) {
-  int64_t base = n / n_chunks, extra = n % n_chunks;
-  *begin = c * base + (c < extra ? c : extra);
-  *end = *begin + base + (c < extra ? 1 : 0);
+static Chunking chunking_of(int64_t n, int pool_threads) {
+  Chunking k = {pool_threads < n ? pool_threads : (int)n, 1};
+  int64_t per = n / k.threads;
+  k.per_thread = per < THREADPOOL_CHUNKS_PER_THREAD ? (int)per : THREADPOOL_CHUNKS_PER_THREAD;
+  return k;
 }
 
-/* Takes and runs chunks of generation `gen` until none are left. */
-static void run_chunks(ThreadPool *p, uint32_t gen) {
-  for (;;) {
-    uint64_t t = atomic_load(&p->ticket);
-    for (;;) {
-      if ((uint32_t)(t >> 32) != gen) return;
-      if ((t & 0xffff) >= ((t >> 16) & 0xffff)) return;
-      if (atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) break;
-    }
-    /* We hold an unfinished chunk of `gen`: the caller is still waiting on
-     * it, so the job fields are those of `gen`. */
-    int c = (int)(t & 0xffff), n_chunks = (int)((t >> 16) & 0xffff);
-    int64_t b, e;
-    chunk_range(p->n, n_chunks, c, &b, &e);
-    p->body(p->closure, b, e);
-    if (atomic_fetch_add(&p->chunks_done, 1) + 1 == n_chunks && atomic_load(&p->caller_sleeping)) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
-    }
+static int chunking_pack(Chunking k) { return k.threads << 8 | k.per_thread; }
+static Chunking chunking_unpack(int v) { return (Chunking){v >> 8, v & 0xff}; }
+
+static void chunk_range(int64_t n, Chunking k, int c, int64_t *begin, int64_t *end) {
+  int t = c / k.per_thread, j = c % k.per_thread;
+  int64_t tb = t * n / k.threads, te = (t + 1) * n / k.threads;
+  *begin = tb + j * (te - tb) / k.per_thread;
+  *end = tb + (j + 1) * (te - tb) / k.per_thread;
+}
+
+/* Runs chunk c of generation `gen` if no thread took it yet. The claim
+ * succeeds only on a chunk armed for `gen`, so a worker that woke late for
+ * an old generation takes nothing of a newer job (every chunk of a finished
+ * generation was claimed: no armed value of an old one is left). */
+static void try_chunk(ThreadPool *p, uint32_t gen, int c, Chunking k) {
+  uint64_t armed = (uint64_t)gen << 1;
+  if (atomic_load_explicit(&p->claim[c], memory_order_relaxed) != armed ||
+      !atomic_compare_exchange_strong(&p->claim[c], &armed, armed | 1))
+    return;
+  /* We hold an unfinished chunk of `gen`: the caller is still waiting on
+   * it, so the job fields are those of `gen`. */
+  int64_t b, e;
+  chunk_range(p->n, k, c, &b, &e);
+  if (b < e) p->body(p->closure, b, e);
+  if (atomic_fetch_add(&p->chunks_done, 1) + 1 == k.threads * k.per_thread && atomic_load(&p->caller_sleeping)) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->done);
+    pthread_mutex_unlock(&p->mu);
   }
 }
 
+/* Thread `self` runs its own chunks of generation `gen` first, a contiguous
+ * range of the loop that is the same in every call with the same extent
+ * (OpenMP's static schedule): a GEMV's share of the weights, or a conv's
+ * rows, stay in that core's L2 from one call to the next (1 x 768 x 768 at
+ * 2 threads: each half of the 2.4 MB matrix fits one core's 2 MB L2; taken
+ * first-come, first-served, every call streamed it from L3 again, slower
+ * than 1 thread). Then it takes the chunks still left of the others, so a
+ * preempted or late thread's share is done by those that are running. */
+static void run_chunks(ThreadPool *p, uint32_t gen, int self) {
+  Chunking k = chunking_unpack(atomic_load(&p->chunking));
+  int n_chunks = k.threads * k.per_thread;
+  if (k.per_thread < 1 || n_chunks > p->n_threads * THREADPOOL_CHUNKS_PER_THREAD) return; /* a newer job being set up */
+  int home = self < k.threads ? self * k.per_thread : 0, home_end = self < k.threads ? home + k.per_thread : 0;
+  for (int c = home; c < home_end; c++) try_chunk(p, gen, c, k);
+  for (int i = 0; i < n_chunks - (home_end - home); i++) try_chunk(p, gen, (home_end + i) % n_chunks, k);
+}
+
 static void *worker_main(void *arg) {
-  ThreadPool *p = arg;
+  const Worker *w = arg;
+  ThreadPool *p = w->pool;
   uint32_t seen = atomic_load(&p->generation);
   for (;;) {
     uint32_t gen = atomic_load(&p->generation);
@@ -103,7 +140,7 @@ static void *worker_main(void *arg) {
     }
     if (atomic_load(&p->stop)) return NULL;
     seen = gen;
-    run_chunks(p, gen);
+    run_chunks(p, gen, w->index);
   }
 }
 
@@ -130,15 +167,18 @@ loom_status threadpool_create(int num_threads, ThreadPool **out, LoomError *err)
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
   atomic_init(&p->generation, 0);
-  atomic_init(&p->ticket, 0);
+  atomic_init(&p->chunking, 0);
   if (num_threads > 1) {
     p->workers = loom_calloc((size_t)num_threads - 1, sizeof *p->workers);
-    if (!p->workers) {
+    p->worker_args = loom_calloc((size_t)num_threads - 1, sizeof *p->worker_args);
+    p->claim = loom_calloc((size_t)num_threads * THREADPOOL_CHUNKS_PER_THREAD, sizeof *p->claim);
+    if (!p->workers || !p->worker_args || !p->claim) {
       threadpool_destroy(p);
       return err_set(err, LOOM_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
     }
     for (int i = 0; i < num_threads - 1; i++) {
-      int rc = pthread_create(&p->workers[i], NULL, worker_main, p);
+      p->worker_args[i] = (Worker){p, i + 1};
+      int rc = pthread_create(&p->workers[i], NULL, worker_main, &p->worker_args[i]);
       if (rc != 0) {
         threadpool_destroy(p);
         return err_set(err, LOOM_ERR_RUNTIME, "thread pool: starting worker %d of %d failed: %s", i + 1,
@@ -159,6 +199,8 @@ void threadpool_destroy(ThreadPool *p) {
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->n_workers_started; i++) pthread_join(p->workers[i], NULL);
   loom_free(p->workers);
+  loom_free(p->worker_args);
+  loom_free((void *)p->claim);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
   pthread_cond_destroy(&p->done);
@@ -178,23 +220,24 @@ void threadpool_parallel_for(void *pool, int64_t n, loom_parallel_body body, voi
   p->body = body;
   p->closure = closure;
   p->n = n;
-  int64_t chunks = (int64_t)p->n_threads * THREADPOOL_CHUNKS_PER_THREAD;
-  p->n_chunks = (int)(n < chunks ? n : chunks);
+  Chunking k = chunking_of(n, p->n_threads);
+  int n_chunks = k.threads * k.per_thread;
+  atomic_store(&p->chunking, chunking_pack(k));
   atomic_store(&p->chunks_done, 0);
   uint32_t gen = atomic_load(&p->generation) + 1;
-  atomic_store(&p->ticket, ticket_make(gen, p->n_chunks));
+  for (int c = 0; c < n_chunks; c++) atomic_store(&p->claim[c], (uint64_t)gen << 1);
   atomic_store(&p->generation, gen);
   if (atomic_load(&p->sleeping_workers) > 0) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
   }
-  run_chunks(p, gen);
-  for (int i = 0; atomic_load(&p->chunks_done) < p->n_chunks && i < CALLER_SPIN; i++) cpu_relax();
-  if (atomic_load(&p->chunks_done) < p->n_chunks) {
+  run_chunks(p, gen, 0);
+  for (int i = 0; atomic_load(&p->chunks_done) < n_chunks && i < CALLER_SPIN; i++) cpu_relax();
+  if (atomic_load(&p->chunks_done) < n_chunks) {
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->caller_sleeping, 1);
-    while (atomic_load(&p->chunks_done) < p->n_chunks) pthread_cond_wait(&p->done, &p->mu);
+    while (atomic_load(&p->chunks_done) < n_chunks) pthread_cond_wait(&p->done, &p->mu);
     atomic_store(&p->caller_sleeping, 0);
     pthread_mutex_unlock(&p->mu);
   }

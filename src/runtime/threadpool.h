@@ -1,8 +1,10 @@
 /* A fork/join thread pool for the parallel loops of generated kernels.
  *
- * Workers are persistent pthreads. A parallel_for publishes one job, every
- * thread (the caller included) grabs chunks of the iteration space from an
- * atomic counter, and the caller returns when all chunks are done. Idle
+ * Workers are persistent pthreads. A parallel_for publishes one job cut
+ * into chunks, each thread's own contiguous share first (the same share in
+ * every call of the same extent, so its data stays in that core's caches),
+ * then whatever chunks of the others are left; the caller returns when all
+ * chunks are done. Idle
  * workers spin briefly (a kernel usually runs several parallel loops back to
  * back) and then sleep on a condition variable, so an idle pool costs no CPU.
  *
@@ -26,8 +28,8 @@ void threadpool_destroy(ThreadPool *pool);
 int threadpool_num_threads(const ThreadPool *pool);
 
 /* Chunks per thread a parallel loop is cut into (at most; fewer when it
- * has fewer iterations): threads claim chunks as they finish, so when one
- * is slow (a shared machine's host runs something else on its core, or it
+ * has fewer iterations): threads claim chunks of their own share, then of
+ * the others' as they finish, so when one is slow (a shared machine's host runs something else on its core, or it
  * woke late) the others take over its remaining chunks instead of waiting
  * at the end of the loop for its whole share. */
 enum { THREADPOOL_CHUNKS_PER_THREAD = 4 };

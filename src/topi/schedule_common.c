@@ -15,6 +15,13 @@ int topi_registers_per_vector(const Target *t, int64_t lanes) {
   return bits <= reg ? 1 : (int)((bits + reg - 1) / reg);
 }
 
+int topi_gemv_accumulators(const Target *t) {
+  int lanes = target_lanes(t, DT_F32);
+  int units = t->flops_per_cycle / (2 * lanes), latency = t->fma_latency > 0 ? t->fma_latency : 1;
+  int acc = latency * (units > 1 ? units : 1), room = topi_vector_registers(t) - 2;
+  return acc < room ? acc : room > 1 ? room : 1;
+}
+
 bool topi_register_tile_fits(const Target *t, int64_t rows, int64_t vecs, int regs_per_vec) {
   return (rows * vecs + vecs) * regs_per_vec + 1 <= topi_vector_registers(t);
 }

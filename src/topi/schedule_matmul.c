@@ -106,8 +106,13 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   int64_t M = topi_loop_extent(s, li), N = topi_loop_extent(s, lj);
   if (M < 1 || N < 1) return LOOM_ERR_SCHEDULE;
   /* Packed B: a column vector is one panel (the pass packs panels one
-   * target vector wide), so each vector of the tile streams its panel. */
-  int lanes = panel > 0 ? (int)panel : target_lanes(target, DT_F32);
+   * target vector wide), so each vector of the tile streams its panel. A
+   * matrix-vector product's panels are several vectors wide (the pass's
+   * GEMV panels, topi_gemv_accumulators): its column tile is one whole
+   * panel, which it streams from first byte to last. */
+  int target_vec = target_lanes(target, DT_F32);
+  bool gemv_panel = M == 1 && panel > target_vec && panel % target_vec == 0;
+  int lanes = panel > 0 && !gemv_panel ? (int)panel : target_vec;
 
   int64_t mr, nr_vecs, pack, kc;
   /* Matrix-vector products (M = 1) read every element of B once, so they
@@ -133,10 +138,11 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   int64_t gemv_vecs = (N_vecs + tiles - 1) / tiles;
   if (gemv_vecs > GEMV_MAX_VECS) gemv_vecs = GEMV_MAX_VECS;
   if (gemv_vecs < 1) gemv_vecs = 1;
+  if (gemv_panel) gemv_vecs = panel / target_vec;
   enum { N_MR = 7, N_NR = 5 };
   static const int64_t mr_choices[N_MR] = {1, 2, 3, 4, 6, 8, 12};
   const int64_t nr_choices[N_NR] = {1, 2, 3, 4, gemv_vecs};
-  static const double nr_probs_gemv[N_NR] = {0.05, 0.05, 0.05, 0.15, 0.7};
+  static const double nr_probs_gemv[N_NR] = {0.05, 0.05, 0.05, 0.15, 0.7}, nr_probs_panel[N_NR] = {0, 0, 0, 0, 1};
   static const int64_t pack_choices[] = {0, 1};
   /* A probability of 0 marks a choice that is invalid here (a run-time
    * copy of panels packed at compile time); an unlikely but valid one keeps
@@ -171,7 +177,10 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   topi_probs_favoring(mr_probs, N_MR, M == 1 ? 0 : best_mr, 0.6, mr_allowed);
   topi_probs_favoring(nr_probs, N_NR, best_nr, 0.6, nr_allowed);
   if (sch_sample_categorical(s, mr_choices, mr_probs, N_MR, &mr)) return LOOM_ERR_SCHEDULE;
-  if (sch_sample_categorical(s, nr_choices, M == 1 ? nr_probs_gemv : nr_probs, N_NR, &nr_vecs))
+  /* A GEMV panel's tile is the panel (the indices of a part of one are
+   * not affine): the decision is sampled but has one valid answer. */
+  const double *nr_probs_m = gemv_panel ? nr_probs_panel : M == 1 ? nr_probs_gemv : nr_probs;
+  if (sch_sample_categorical(s, nr_choices, nr_probs_m, N_NR, &nr_vecs))
     return LOOM_ERR_SCHEDULE;
   /* Panels packed at compile time need no run-time copy: the decision is
    * still sampled (the trace keeps its shape) but can only be 0. */
@@ -180,7 +189,7 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
     return LOOM_ERR_SCHEDULE;
 
   /* Narrow outputs: the column tile cannot exceed N rounded up to vectors. */
-  while (nr_vecs > 1 && (nr_vecs - 1) * lanes >= N) nr_vecs--;
+  while (!gemv_panel && nr_vecs > 1 && (nr_vecs - 1) * lanes >= N) nr_vecs--;
   if (mr > M) mr = M;
   if (kblock && (M % mr || K % kc)) kblock = false; /* partial tiles: see above; a partial K block cannot decompose */
 

@@ -88,6 +88,12 @@ int topi_vector_registers(const Target *t);
 /* Registers one vector of `lanes` f32 occupies (a channel block wider than
  * the registers is split into several by the C compiler). */
 int topi_registers_per_vector(const Target *t, int64_t lanes);
+/* Vector accumulators of a matrix-vector product's column tile: FMA units
+ * x FMA latency independent chains keep the units busy (8 on AVX-512 and
+ * AVX2 cores with two FMA pipes), within the registers beside the
+ * broadcast and one loaded vector. graph_pass_pack_matmul packs a GEMV's
+ * weights in panels of this many vectors (compile_model.c). */
+int topi_gemv_accumulators(const Target *t);
 /* The register tile of an outer-product micro-kernel (matmul, conv): `rows`
  * broadcast operands x `vecs` loaded vectors of `regs_per_vec` registers
  * each; per reduction step rows x vecs FMAs for rows + vecs loads. Fits

@@ -42,7 +42,7 @@ static double rewrite_error(Graph *g, uint64_t seed) {
   LoomError err = {0};
   double **in = gb_random_inputs(g, &seed);
   double **before = ref_eval_outputs(g, in);
-  assert_int_equal(graph_pass_pack_matmul(g, W, &err), LOOM_OK);
+  assert_int_equal(graph_pass_pack_matmul(g, W, 0, &err), LOOM_OK);
   assert_int_equal(graph_verify(g, &err), LOOM_OK);
   double e = ref_compare_outputs(g, in, before);
   gb_free_inputs(g, in);
@@ -124,6 +124,43 @@ static void test_shared_weight(void **state) {
   graph_free(g);
 }
 
+/* A matrix-vector product (one row) with the GEMV width on: a Gemm with a
+ * bias gets panels of min(gemv width, N rounded up to W) columns, the
+ * same bytes as graph_pack_panels_f32 makes, and computes what it did;
+ * the same weight under 16 rows gets its one-vector panels besides. */
+static void test_gemv_panels(void **state) {
+  (void)state;
+  LoomError err = {0};
+  uint64_t seed = 8;
+  Graph *g = graph_new("gemv");
+  ValueId a = gb_input(g, "a", 2, (int64_t[]){1, 24});
+  ValueId x = gb_input(g, "x", 2, (int64_t[]){16, 24});
+  ValueId b = gb_const(g, "b", 2, (int64_t[]){24, 100}, &seed, -1, 1);
+  ValueId c = gb_const(g, "c", 1, (int64_t[]){100}, &seed, -1, 1);
+  gb_output(g, gb_node(g, GRAPH_OP_GEMM, "fc", (ValueId[]){a, b, c}, 3));
+  gb_output(g, gb_binary(g, GRAPH_OP_MATMUL, "mm", x, b));
+  assert_int_equal(graph_pass_infer(g, &err), LOOM_OK);
+  const GraphTensor *bt = graph_value_constant(g, b);
+  uint64_t in_seed = 4;
+  double **in = gb_random_inputs(g, &in_seed);
+  double **before = ref_eval_outputs(g, in);
+  assert_int_equal(graph_pass_pack_matmul(g, W, 4 * W, &err), LOOM_OK);
+  assert_true(ref_compare_outputs(g, in, before) < 1e-12);
+  gb_free_inputs(g, in);
+  assert_int_equal(gb_count_op(g, GRAPH_OP_MATMUL_PACKED), 2);
+  const GraphTensor *wide = graph_value_constant(g, g->nodes[0].inputs[1]);
+  assert_non_null(wide);
+  assert_int_equal(wide->rank, 3);
+  assert_int_equal(wide->dims[0], 2);
+  assert_int_equal(wide->dims[1], 24);
+  assert_int_equal(wide->dims[2], 4 * W);
+  float want[2 * 24 * 4 * W];
+  graph_pack_panels_f32(bt->data, 24, 100, 4 * W, want);
+  assert_memory_equal(wide->data, want, sizeof want);
+  assert_packed(g, bt, g->nodes[2].inputs[1]);
+  graph_free(g);
+}
+
 static Graph *product(GraphOp op, int rank, const int64_t *adims, DType dt, bool const_b, int64_t N) {
   Graph *g = graph_new("left_alone");
   uint64_t seed = 6;
@@ -148,7 +185,7 @@ static void expect_unchanged(Graph *g, int width) {
   LoomError err = {0};
   assert_int_equal(graph_pass_infer(g, &err), LOOM_OK);
   GraphOp op = g->nodes[0].op;
-  assert_int_equal(graph_pass_pack_matmul(g, width, &err), LOOM_OK);
+  assert_int_equal(graph_pass_pack_matmul(g, width, 0, &err), LOOM_OK);
   assert_int_equal(g->nnodes, 1);
   assert_int_equal(g->nodes[0].op, op);
   assert_int_equal(gb_count_op(g, GRAPH_OP_MATMUL_PACKED), 0);
@@ -221,6 +258,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_rows_in_batch),
       cmocka_unit_test(test_gemm_bias_padded),
       cmocka_unit_test(test_shared_weight),
+      cmocka_unit_test(test_gemv_panels),
       cmocka_unit_test(test_left_alone),
       cmocka_unit_test(test_infer_errors),
   };

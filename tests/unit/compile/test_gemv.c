@@ -1,0 +1,136 @@
+/* Matrix-vector products (1 x N x K) with a constant weight, the way the
+ * model compiler builds them: B packed by graph_pack_panels_f32 in panels
+ * as wide as graph_pack_matmul_width gives one row (the GEMV schedule's
+ * whole column tile, topi_gemv_accumulators vectors, at most N rounded up
+ * to a vector), topi_matmul_packed, and the group scheduler
+ * (compile_schedule_group). Each must compute what the unscheduled,
+ * unpacked MatMul computes, with and without a bias add (a Gemm), at 1 and
+ * 2 threads: odd sizes (1x1x1, 1x7x13, 1x4097x3), N and K that are no
+ * multiple of the vector width, N padded to whole panels, a single panel,
+ * and whole panels. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "compile/compile.h"
+#include "graph/passes.h"
+#include "te/te.h"
+#include "topi/topi_ops.h"
+#include "topi/topi_schedule.h"
+#include "unit/topi/schedule_run.h"
+
+typedef struct GemvCase {
+  int64_t n, k;
+  bool bias;
+} GemvCase;
+
+/* A [1, K] x B (+ bias [N]); B [K, N] or its panels Bp [P, K, w]. */
+static PrimFunc *build(Arena *a, const GemvCase *c, int64_t w, const char *name) {
+  LoomError err = {0};
+  TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){1, c->k}, &err);
+  TeTensor *B = w > 0 ? te_placeholder(a, "Bp", DT_F32, 3, (int64_t[]){(c->n + w - 1) / w, c->k, w}, &err)
+                      : te_placeholder(a, "B", DT_F32, 2, (int64_t[]){c->k, c->n}, &err);
+  TeTensor *bias = te_placeholder(a, "bias", DT_F32, 1, &c->n, &err);
+  TeTensor *y = w > 0 ? topi_matmul_packed(a, "y", A, B, c->n, &err) : topi_matmul_nd(a, "y", A, B, &err);
+  if (!y) fail_msg("%s", err.msg);
+  TeTensor *out = y;
+  if (c->bias && !(out = topi_binary(a, "y_bias", TOPI_ADD, y, bias, &err))) fail_msg("%s", err.msg);
+  TeTensor *params[4] = {A, B, bias, out};
+  PrimFunc *f = c->bias ? te_create_primfunc(a, name, params, 4, &err)
+                        : te_create_primfunc(a, name, (TeTensor *[]){A, B, out}, 3, &err);
+  if (!f) fail_msg("%s", err.msg);
+  return f;
+}
+
+static void check_case(const GemvCase *c, int threads) {
+  Arena *a = arena_new();
+  LoomError err = {0};
+  Target target = target_host();
+  int lanes = target_lanes(&target, DT_F32), gemv_width = lanes * topi_gemv_accumulators(&target);
+  int64_t w = graph_pack_matmul_width(1, c->n, lanes, gemv_width);
+  int64_t n_rounded = (c->n + lanes - 1) / lanes * lanes;
+  /* The pass's width: whole vectors, one column tile, no wider than N needs. */
+  assert_true(w >= lanes && w % lanes == 0 && w <= gemv_width);
+  assert_int_equal(w, gemv_width < n_rounded ? gemv_width : n_rounded);
+
+  PrimFunc *ref = build(a, c, 0, "reference"), *packed = build(a, c, w, "packed");
+  GroupFunc gf = {.func = packed};
+  Schedule *keep = NULL;
+  const PrimFunc *funcs[2] = {ref, compile_schedule_group(&gf, &target, threads, &keep)};
+  DriverModule *m = NULL;
+  if (driver_build(a, funcs, 2, NULL, &m, &err)) fail_msg("build: %s", err.msg);
+  DriverTensors tr, tp;
+  assert_int_equal(driver_tensors_alloc(driver_lowered(m, 0), 31, &tr, &err), LOOM_OK);
+  assert_int_equal(driver_tensors_alloc(driver_lowered(m, 1), 32, &tp, &err), LOOM_OK);
+  int out = tr.n - 1;
+  memcpy(tp.tensors[0].data, tr.tensors[0].data, tr.bytes[0]); /* A */
+  graph_pack_panels_f32(tr.tensors[1].data, c->k, c->n, w, tp.tensors[1].data);
+  if (c->bias) memcpy(tp.tensors[2].data, tr.tensors[2].data, tr.bytes[2]);
+  Kernel kr, kp;
+  assert_int_equal(driver_get_kernel(m, "reference", &kr, &err), LOOM_OK);
+  assert_int_equal(driver_get_kernel(m, "packed", &kp, &err), LOOM_OK);
+  ThreadPool *pool = NULL;
+  assert_int_equal(threadpool_create(threads, &pool, &err), LOOM_OK);
+  if (kernel_call(&kr, tr.ptrs, tr.n, NULL, NULL, &err)) fail_msg("reference: %s", err.msg);
+  for (int call = 0; call < 2; call++) /* twice: the pool's second dispatch of the same loop */
+    if (kernel_call(&kp, tp.ptrs, tp.n, pool, NULL, &err)) fail_msg("packed: %s", err.msg);
+  threadpool_destroy(pool);
+
+  const float *want = tr.tensors[out].data, *got = tp.tensors[out].data;
+  size_t count = tr.bytes[out] / sizeof(float);
+  assert_int_equal(tp.bytes[out], tr.bytes[out]);
+  assert_int_equal(count, (size_t)c->n);
+  double scale = 1.0;
+  for (size_t i = 0; i < count; i++) scale = fmax(scale, fabs(want[i]));
+  for (size_t i = 0; i < count; i++)
+    if (!(fabs((double)want[i] - got[i]) <= 1e-4 * scale))
+      fail_msg("1x%lldx%lld%s, %d threads, panels of %lld: element %zu: reference %g, packed %g", (long long)c->n,
+               (long long)c->k, c->bias ? " + bias" : "", threads, (long long)w, i, want[i], got[i]);
+  driver_tensors_free(&tr);
+  driver_tensors_free(&tp);
+  driver_module_free(m);
+  sch_free(keep);
+  arena_free(a);
+}
+
+static void test_gemv_matches_matmul(void **state) {
+  (void)state;
+  static const GemvCase cases[] = {
+      {1, 1, false},      /* 1x1x1 */
+      {7, 13, false},     /* 1x7x13: one partial vector */
+      {4097, 3, false},   /* 1x4097x3: one column past whole panels, K of 3 */
+      {7, 13, true},      /* the same with a Gemm's bias */
+      {1000, 100, true},  /* a classifier: N padded to whole panels */
+      {33, 17, false},    /* two vectors and one column */
+      {250, 513, false},  /* neither N nor K a multiple of the vector width */
+      {512, 64, true},    /* whole panels */
+      {96, 2049, false},  /* a long K */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int threads = 1; threads <= 2; threads++) check_case(&cases[i], threads);
+}
+
+/* The pass's widths: 16 rows and more get one vector, 2 to 15 rows and a
+ * GEMV with the GEMV width off are left alone (0). */
+static void test_pack_width(void **state) {
+  (void)state;
+  assert_int_equal(graph_pack_matmul_width(16, 1000, 16, 128), 16);
+  assert_int_equal(graph_pack_matmul_width(1, 1000, 16, 128), 128);
+  assert_int_equal(graph_pack_matmul_width(1, 7, 16, 128), 16);
+  assert_int_equal(graph_pack_matmul_width(1, 33, 8, 64), 40);
+  assert_int_equal(graph_pack_matmul_width(8, 1000, 16, 128), 0);
+  assert_int_equal(graph_pack_matmul_width(1, 1000, 16, 0), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemv_matches_matmul),
+      cmocka_unit_test(test_pack_width),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
