@@ -16,6 +16,7 @@
 #include "runtime/byoc_library.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,13 +215,12 @@ static void activation(DnnlOp *op, const loom_byoc_graph *g, const loom_byoc_nod
   }
 }
 
-static void matmul_op(Blob *b, DnnlOp *op, const loom_byoc_node *n, const loom_byoc_node *add) {
-  const loom_byoc_graph *g = &b->r->graph;
+/* A MatMul's or Gemm's geometry (what supports() asks oneDNN about too). */
+static void matmul_geometry(const loom_byoc_graph *g, const loom_byoc_node *n, const loom_byoc_node *add,
+                            DnnlOp *op) {
   const loom_byoc_tensor *a = &g->tensors[n->inputs[0]], *w = &g->tensors[n->inputs[1]];
   const loom_byoc_tensor *y = &g->tensors[add ? add->outputs[0] : n->outputs[0]];
   op->kind = DNNL_BLOB_MATMUL;
-  if (w->data) op->p_weights = loom_byoc_param(b->r, n->inputs[1]);
-  else op->rt_weights = value(b, n->inputs[1]);
   if (w->ndim == 2) { /* every row of A against one B */
     int64_t k = w->shape[0], nn = w->shape[1], rows = loom_byoc_numel(a) / k;
     op->ndims = 2;
@@ -233,11 +233,9 @@ static void matmul_op(Blob *b, DnnlOp *op, const loom_byoc_node *n, const loom_b
     copy_aligned(op->weights, y->ndim, w);
     copy_aligned(op->dst_dims, y->ndim, y);
   }
-  if (add) op->p_bias = loom_byoc_param(b->r, other_operand(add, n->outputs[0]));
 }
 
-static void gemm_op(Blob *b, DnnlOp *op, const loom_byoc_node *n) {
-  const loom_byoc_graph *g = &b->r->graph;
+static void gemm_geometry(const loom_byoc_graph *g, const loom_byoc_node *n, DnnlOp *op) {
   const loom_byoc_tensor *w = &g->tensors[n->inputs[1]], *y = &g->tensors[n->outputs[0]];
   op->kind = DNNL_BLOB_INNER_PRODUCT;
   op->ndims = 2;
@@ -248,8 +246,39 @@ static void gemm_op(Blob *b, DnnlOp *op, const loom_byoc_node *n) {
   op->weights[1] = op->trans_b ? w->shape[1] : w->shape[0]; /* K */
   op->src_dims[0] = y->shape[0], op->src_dims[1] = op->weights[1];
   op->dst_dims[0] = y->shape[0], op->dst_dims[1] = y->shape[1];
+}
+
+static void matmul_op(Blob *b, DnnlOp *op, const loom_byoc_node *n, const loom_byoc_node *add) {
+  const loom_byoc_graph *g = &b->r->graph;
+  matmul_geometry(g, n, add, op);
+  if (g->tensors[n->inputs[1]].data) op->p_weights = loom_byoc_param(b->r, n->inputs[1]);
+  else op->rt_weights = value(b, n->inputs[1]);
+  if (add) op->p_bias = loom_byoc_param(b->r, other_operand(add, n->outputs[0]));
+}
+
+static void gemm_op(Blob *b, DnnlOp *op, const loom_byoc_node *n) {
+  gemm_geometry(&b->r->graph, n, op);
   op->p_weights = loom_byoc_param(b->r, n->inputs[1]);
-  if (loom_byoc_input(g, n, 2)) op->p_bias = loom_byoc_param(b->r, n->inputs[2]);
+  if (loom_byoc_input(&b->r->graph, n, 2)) op->p_bias = loom_byoc_param(b->r, n->inputs[2]);
+}
+
+/* A conv's or pool's geometry: n the window op, last the composite's last
+ * node (its output is the primitive's). */
+static void window_op(const loom_byoc_graph *g, const loom_byoc_node *n, const loom_byoc_node *last, DnnlOp *op) {
+  op->ndims = 4;
+  copy_dims(op->src_dims, &g->tensors[n->inputs[0]]);
+  copy_dims(op->dst_dims, &g->tensors[last->outputs[0]]);
+  ints2(n, "strides", 1, op->stride);
+  ints2(n, "dilations", 1, op->dilation);
+  pads4(n, op->pad_l, op->pad_r);
+  op->groups = 1;
+  if (!strcmp(n->op, "Conv")) {
+    const loom_byoc_tensor *w = &g->tensors[n->inputs[1]];
+    op->kind = DNNL_BLOB_CONV;
+    copy_dims(op->weights, w);
+    op->kernel[0] = w->shape[2], op->kernel[1] = w->shape[3];
+    op->groups = loom_byoc_attr_int(n, "group", 1);
+  }
 }
 
 /* One composite (a pattern match) as one primitive. */
@@ -265,19 +294,8 @@ static void composite_op(Blob *b, const loom_byoc_composite *c, DnnlOp *op) {
     gemm_op(b, op, n);
     if (c->num_nodes > 1) activation(op, g, last);
   } else {
-    op->ndims = 4;
-    copy_dims(op->src_dims, &g->tensors[n->inputs[0]]);
-    copy_dims(op->dst_dims, &g->tensors[last->outputs[0]]);
-    ints2(n, "strides", 1, op->stride);
-    ints2(n, "dilations", 1, op->dilation);
-    pads4(n, op->pad_l, op->pad_r);
-    op->groups = 1;
-    if (!strcmp(n->op, "Conv")) {
-      const loom_byoc_tensor *w = &g->tensors[n->inputs[1]];
-      op->kind = DNNL_BLOB_CONV;
-      copy_dims(op->weights, w);
-      op->kernel[0] = w->shape[2], op->kernel[1] = w->shape[3];
-      op->groups = loom_byoc_attr_int(n, "group", 1);
+    window_op(g, n, last, op);
+    if (op->kind == DNNL_BLOB_CONV) {
       op->p_weights = loom_byoc_param(b->r, n->inputs[1]);
       if (loom_byoc_input(g, n, 2)) op->p_bias = loom_byoc_param(b->r, n->inputs[2]);
       for (int32_t i = c->first_node + 1; i < c->first_node + c->num_nodes; i++) {
@@ -296,6 +314,48 @@ static void composite_op(Blob *b, const loom_byoc_composite *c, DnnlOp *op) {
     }
   }
   op->dst = value(b, last->outputs[0]);
+}
+
+static dnnl_impl_fn g_impl;
+
+/* "gemm:jit", "x64:gemm:jit": a ':'-separated part "gemm" (brgemm is not). */
+static bool gemm_based(const char *impl) {
+  for (const char *p = impl; (p = strstr(p, "gemm")); p += 4)
+    if ((p == impl || p[-1] == ':') && (p[4] == ':' || !p[4])) return true;
+  return false;
+}
+
+static void find_impl(void) {
+  char why[1024];
+  void *h = byoc_library_open(runtime_library(), why, sizeof why);
+  void *sym = h ? dlsym(h, DNNL_IMPL_ENTRY) : NULL;
+  if (sym) memcpy(&g_impl, &sym, sizeof g_impl);
+}
+
+/* oneDNN's primitives built on its own gemm ("gemm:jit": what it picks
+ * where no direct or brgemm kernel fits at the CPU's ISA, e.g. every
+ * matmul and a conv of 4 channels a group on AVX2) malloc packing buffers
+ * at every execute, outside the scratchpad Loom plans: such an op stays
+ * with Loom's own kernels, so a run of a dnnl region allocates nothing.
+ * oneDNN itself is asked, in this process, under the ISA cap the run has
+ * too (ONEDNN_MAX_CPU_ISA). A runtime library that cannot be loaded vetoes
+ * nothing: codegen reports it. */
+static int dnnl_supports(const loom_byoc_graph *g, int32_t node, void *user) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  const loom_byoc_node *n = &g->nodes[node];
+  (void)user;
+  DnnlOp op;
+  memset(&op, 0, sizeof op);
+  op.sum = op.rt_weights = op.p_weights = op.p_bias = -1;
+  if (!strcmp(n->op, "Conv")) window_op(g, n, n, &op);
+  else if (!strcmp(n->op, "MatMul")) matmul_geometry(g, n, NULL, &op);
+  else if (!strcmp(n->op, "Gemm")) gemm_geometry(g, n, &op);
+  else return 1;
+  if (n->ninputs > 2 && loom_byoc_input(g, n, 2)) op.p_bias = 0;
+  if (op.kind == DNNL_BLOB_MATMUL && !g->tensors[n->inputs[1]].data) op.rt_weights = 0;
+  pthread_once(&once, find_impl);
+  char impl[128];
+  return !g_impl || g_impl(&op, impl, sizeof impl) != 0 || !gemm_based(impl);
 }
 
 /* The workspace the region needs (scratchpads, internal tensors), from
@@ -360,7 +420,7 @@ static loom_byoc_plugin k_dnnl = {
     .abi_version = LOOM_BYOC_ABI_VERSION,
     .name = "dnnl",
     .patterns = k_patterns,
-    .supports = NULL,
+    .supports = dnnl_supports,
     .merge_regions = 1,
     .runtime_library = DNNL_RUNTIME_LIBRARY,
     .codegen = dnnl_codegen,

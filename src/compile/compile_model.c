@@ -120,23 +120,22 @@ static loom_status step_pack_matmul(Compiled *c, LoomError *err) {
 
 /* BYOC (src/byoc): each --byoc back end claims the regions its patterns
  * match, before the layout passes rewrite the ops they name. A back end
- * that claims nothing was asked for in vain: an error naming it, unless a
- * back end listed before it claimed nodes (which it may have wanted too:
- * `--byoc dnnl,cblas` leaves cblas nothing on a model dnnl covers). */
+ * none of whose patterns matches was asked for in vain: an error naming
+ * it, unless a back end listed before it claimed nodes (which it may have
+ * wanted too: `--byoc dnnl,cblas` leaves cblas nothing on a model dnnl
+ * covers). One that declined every match (supports()) made a choice, which
+ * may depend on the CPU (dnnl declines what oneDNN would run on its
+ * allocating gemm, every matmul below AVX-512): Loom's kernels run them. */
 static loom_status step_partition(Compiled *c, LoomError *err) {
   if (!c->byoc) return LOOM_OK;
   loom_status st = byoc_partition(c->byoc, c->graph, err);
   bool earlier_claimed = false;
   for (int b = 0; !st && b < c->byoc->nbackends; b++) {
     const ByocBackend *be = &c->byoc->backends[b];
-    if (be->claimed || earlier_claimed) {
+    if (be->claimed || be->vetoed || earlier_claimed) {
       earlier_claimed |= be->claimed > 0;
       continue;
     }
-    if (be->vetoed)
-      return err_set(err, LOOM_ERR_UNSUPPORTED,
-                     "BYOC back end \"%s\" claimed nothing: its supports() vetoed all %d node%s its patterns matched",
-                     be->plugin->name, be->vetoed, be->vetoed == 1 ? "" : "s");
     StrBuf names;
     sb_init(&names);
     for (const loom_byoc_pattern *q = be->plugin->patterns; q->name; q++)

@@ -119,7 +119,7 @@ def run_one_test(job):
     of inputs that decide shapes), and runs it on every test_data_set.
     Returns (folder, status, message, inputs) with inputs None where no run
     finished, else (number of inputs, names of those compiled in)."""
-    loom, folder, cold = job
+    loom, folder, cold, threads = job
     seen = None
     path = os.path.join(DATA, folder)
     model = onnx.load(os.path.join(path, "model.onnx"), load_external_data=False)
@@ -136,7 +136,7 @@ def run_one_test(job):
             odir = os.path.join(tmp, "out_" + ds)
             try:
                 p = subprocess.run([loom, "run", os.path.join(path, "model.onnx"), *inputs, "--output-dir", odir,
-                                    "--output-format", "pb", "--threads", "1", "--json"],
+                                    "--output-format", "pb", "--threads", str(threads), "--json"],
                                    capture_output=True, text=True, errors="replace", timeout=TIMEOUT, env=env)
             except subprocess.TimeoutExpired:
                 return folder, "failed", "timed out after %d s" % TIMEOUT, seen
@@ -274,6 +274,7 @@ def main():
     ap.add_argument("--subset", help="only the test folders listed in this file (one per line, # comments)")
     ap.add_argument("--json", action="store_true", help="print the summary as a JSON last line")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--threads", type=int, default=1, help="threads of each model's run (loom run --threads)")
     ap.add_argument("--report", help="write the per-op table here (default docs/conformance.md for a full run)")
     ap.add_argument("--results", help="write every test's result as JSON here")
     ap.add_argument("--loom", default=os.environ.get("LOOM", os.path.join(ROOT, "build", "tools", "loom")))
@@ -297,7 +298,7 @@ def main():
         rows = [r for r in rows if r["folder"] in keep]
     if args.filter:
         rows = [r for r in rows if re.search(args.filter, r["folder"])]
-    jobs = [(args.loom, r["folder"], args.cold) for r in rows if not r["excluded"]]
+    jobs = [(args.loom, r["folder"], args.cold, args.threads) for r in rows if not r["excluded"]]
     results, bound, seconds = {}, {}, {}
     with multiprocessing.Pool(max(1, args.jobs)) as pool:
         for folder, status, msg, inputs, secs in pool.imap_unordered(run_test, jobs):

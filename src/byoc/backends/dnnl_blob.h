@@ -76,4 +76,12 @@ static inline size_t dnnl_blob_size(int32_t nvalues, int32_t nops) {
 #define DNNL_PLAN_ENTRY "loom_byoc_dnnl_plan"
 typedef int (*dnnl_plan_fn)(void *blob, size_t blob_size, int32_t num_threads, char *errbuf, size_t errlen);
 
+/* The implementation oneDNN picks for a conv, matmul or inner product
+ * (only op's kind, geometry, bias and whether B is a constant are read) on
+ * this CPU under the ISA cap it runs with (ONEDNN_MAX_CPU_ISA), written into
+ * impl ("jit:avx2", "gemm:jit"): the compiler asks before it claims one.
+ * 0 on success. */
+#define DNNL_IMPL_ENTRY "loom_byoc_dnnl_impl"
+typedef int (*dnnl_impl_fn)(const DnnlOp *op, char *impl, size_t len);
+
 #endif

@@ -565,6 +565,24 @@ int loom_byoc_dnnl_plan(void *blob, size_t size, int32_t num_threads, char *errb
   return 0;
 }
 
+int loom_byoc_dnnl_impl(const DnnlOp *op, char *impl, size_t len);
+int loom_byoc_dnnl_impl(const DnnlOp *op, char *impl, size_t len) {
+  DnnlState s = {0};
+  dnnl_primitive_desc_t pd = NULL;
+  const char *name = NULL;
+  int rc = 1;
+  if (op->kind == DNNL_BLOB_MAX_POOL || op->kind == DNNL_BLOB_AVG_POOL || op->ndims < 2 || op->ndims > 4) return 1;
+  TRY(dnnl_engine_create(&s.engine, dnnl_cpu, 0));
+  if (!op_desc(&s, op, &pd)) goto fail;
+  TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name));
+  snprintf(impl, len, "%s", name ? name : "");
+  rc = 0;
+fail:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (s.engine) dnnl_engine_destroy(s.engine);
+  return rc;
+}
+
 static int init(const void *blob, size_t size, const void *const *weights, int32_t nparams, int32_t num_threads,
                 void **state) {
   DnnlState *s = NULL;
