@@ -168,12 +168,18 @@ static const Expr *rt_body(Arena *a, const Expr *const *ax, void *user) {
   return te_load(a, t->r, (const Expr *[]){ax[0], ax[2], ax[1]});
 }
 
+/* xw[d, time * B + b, g]: the time steps and batch entries are one row
+ * axis, so the matmul schedule sees a T*B x K by K x 4H product per
+ * direction and tiles its rows (as [D, T, B, 4H] its row loop was the
+ * batch, one row: a GEMV per time step that streamed all of W^T from L2
+ * for every step). */
 static const Expr *xw_body(Arena *a, const Expr *const *ax, void *user) {
-  Rnn *t = user; /* ax: d, time, b, g */
+  Rnn *t = user; /* ax: d, row, g */
   IterVar ki = te_reduce_axis(a, "ki", t->in);
-  const Expr *xi = t->p->layout ? te_load(a, t->x, (const Expr *[]){ax[2], ax[1], ki.var})
-                                : te_load(a, t->x, (const Expr *[]){ax[1], ax[2], ki.var});
-  return te_sum(a, expr_mul(a, xi, te_load(a, t->wt, (const Expr *[]){ax[0], ki.var, ax[3]})), &ki, 1, NULL);
+  const Expr *tt = expr_floordiv(a, ax[1], I(a, t->bsz)), *b = expr_floormod(a, ax[1], I(a, t->bsz));
+  const Expr *xi = t->p->layout ? te_load(a, t->x, (const Expr *[]){b, tt, ki.var})
+                                : te_load(a, t->x, (const Expr *[]){tt, b, ki.var});
+  return te_sum(a, expr_mul(a, xi, te_load(a, t->wt, (const Expr *[]){ax[0], ki.var, ax[2]})), &ki, 1, NULL);
 }
 
 /* Initial hidden / cell state at (d, b, j): the input (layout-mapped) or 0. */
@@ -222,7 +228,8 @@ static const Expr *rh_body(Arena *a, const Expr *const *ax, void *user) {
 static const Expr *gate_input(Arena *a, const Rnn *t, int gate, const Expr *d, const Expr *b, const Expr *j, bool rb) {
   const Expr *g = expr_add(a, j, I(a, gate * t->h));
   const Expr *tt = time_of(a, t, d, b, t->loop->step);
-  const Expr *v = te_load(a, t->xw, (const Expr *[]){d, tt, b, g});
+  const Expr *row = expr_add(a, expr_mul(a, tt, I(a, t->bsz)), b);
+  const Expr *v = te_load(a, t->xw, (const Expr *[]){d, row, g});
   if (t->b) {
     v = expr_add(a, v, te_load(a, t->b, (const Expr *[]){d, g}));
     if (rb) v = expr_add(a, v, te_load(a, t->b, (const Expr *[]){d, expr_add(a, g, I(a, t->gates * t->h))}));
@@ -403,7 +410,7 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
     if (!err->status) err_set(err, LOOM_ERR_INVALID_ARG, "RNN: sequence_lens must be integers of shape [%lld]", (long long)t.bsz);
     return false;
   }
-  int64_t xws[4] = {nd, t.t, t.bsz, gh}, st[3] = {nd, t.bsz, t.h}, all[4] = {nd, t.t, t.bsz, t.h};
+  int64_t xws[3] = {nd, t.t * t.bsz, gh}, st[3] = {nd, t.bsz, t.h}, all[4] = {nd, t.t, t.bsz, t.h};
   int64_t wts[3] = {nd, t.in, gh};
   /* A rule of its own keeps the copy a stage (not inlined into the product). */
   if (!(t.wt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "wt"), 3, wts, wt_body, &t, err), "transpose")))
@@ -411,7 +418,7 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
   int64_t rts[3] = {nd, t.h, gh};
   if (!(t.rt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "rt"), 3, rts, rt_body, &t, err), "transpose")))
     return false;
-  if (!(t.xw = te_set_schedule_rule(te_compute(a, op_stage(a, name, "xw"), 4, xws, xw_body, &t, err), "matmul")))
+  if (!(t.xw = te_set_schedule_rule(te_compute(a, op_stage(a, name, "xw"), 3, xws, xw_body, &t, err), "matmul")))
     return false;
   /* The recurrence: for dir (independent), for step (ordered), the cell. */
   DType dt = x->dtype;
