@@ -12,8 +12,8 @@
  *     "<name>_hp"  H(s-1) (initial_h at step 0), one row per (d, b)
  *     "<name>_rh"  H(s-1) R^T for every gate (GRU without
  *                  linear_before_reset: z and r only)
- *     GRU: "<name>_r" (reset gate), "<name>_rhh" ((r * H) Rh^T) unless
- *          linear_before_reset
+ *     GRU: "<name>_r" (reset gate), "<name>_rhp" (r * H) and "<name>_rhh"
+ *          ((r * H) Rh^T) unless linear_before_reset
  *     LSTM: "<name>_cp" C(s-1), "<name>_c" (the cell, every step kept:
  *           [D, T, B, H])
  *     "<name>_h" (the hidden state, every step kept: [D, T, B, H]).
@@ -121,7 +121,7 @@ typedef struct Rnn {
   const TopiRnnParams *p;
   const TeTensor *x, *w, *r, *b, *len, *h0, *c0, *peep;
   const TeStepLoop *loop;
-  const TeTensor *wt, *rt, *xw, *hp, *cp, *rh, *rgate, *rhh, *hs, *cs; /* hs, cs: [D, T, B, H], every step */
+  const TeTensor *wt, *rt, *xw, *hp, *cp, *rh, *rgate, *rhp, *rhh, *hs, *cs; /* hs, cs: [D, T, B, H], every step */
   int64_t t, bsz, in, h, gates;
   int nact; /* activations per direction */
 } Rnn;
@@ -278,12 +278,20 @@ static const Expr *gru_r_body(Arena *a, const Expr *const *ax, void *user) {
   return act(a, t, 0, ax[0], pre);
 }
 
+/* rhp[d, b, j] = r * H(s-1): a row of its own, so the product below is a
+ * plain multiply-accumulate of two loads (the step loop's register-tiled
+ * GEMV, schedule_group.c) reading Rh^T along the gates. */
+static const Expr *gru_rhp_body(Arena *a, const Expr *const *ax, void *user) {
+  Rnn *t = user;
+  return expr_mul(a, te_load(a, t->rgate, ax), hprev_at(a, t, ax[0], ax[1], ax[2]));
+}
+
 /* (r * H) Rh^T */
 static const Expr *gru_rhh_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
   IterVar kj = te_reduce_axis(a, "kj", t->h);
-  const Expr *rhv = expr_mul(a, te_load(a, t->rgate, (const Expr *[]){ax[0], ax[1], kj.var}), hprev_at(a, t, ax[0], ax[1], kj.var));
-  const Expr *w = te_load(a, t->r, (const Expr *[]){ax[0], expr_add(a, ax[2], I(a, 2 * t->h)), kj.var});
+  const Expr *rhv = te_load(a, t->rhp, (const Expr *[]){ax[0], ax[1], kj.var});
+  const Expr *w = te_load(a, t->rt, (const Expr *[]){ax[0], kj.var, expr_add(a, ax[2], I(a, 2 * t->h))});
   return te_sum(a, expr_mul(a, rhv, w), &kj, 1, NULL);
 }
 
@@ -397,7 +405,8 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
   }
   t.t = x->shape[p->layout ? 1 : 0], t.bsz = x->shape[p->layout ? 0 : 1], t.in = x->shape[2], t.h = p->hidden;
   int64_t gh = t.gates * t.h;
-  int64_t ws[3] = {nd, gh, t.in}, rs[3] = {nd, gh, t.h}, bs[2] = {nd, 2 * gh}, ps[2] = {nd, 3 * t.h};
+  bool tr = p->weights_transposed;
+  int64_t ws[3] = {nd, tr ? t.in : gh, tr ? gh : t.in}, rs[3] = {nd, tr ? t.h : gh, tr ? gh : t.h}, bs[2] = {nd, 2 * gh}, ps[2] = {nd, 3 * t.h};
   int64_t hs0[3] = {nd, t.bsz, t.h}, hs1[3] = {t.bsz, nd, t.h};
   if (!check_rnn_input("W", w, x->dtype, 3, ws, err) || !check_rnn_input("R", r, x->dtype, 3, rs, err) ||
       (b && !check_rnn_input("B", b, x->dtype, 2, bs, err)) ||
@@ -411,13 +420,16 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
     return false;
   }
   int64_t xws[3] = {nd, t.t * t.bsz, gh}, st[3] = {nd, t.bsz, t.h}, all[4] = {nd, t.t, t.bsz, t.h};
-  int64_t wts[3] = {nd, t.in, gh};
-  /* A rule of its own keeps the copy a stage (not inlined into the product). */
-  if (!(t.wt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "wt"), 3, wts, wt_body, &t, err), "transpose")))
+  int64_t wts[3] = {nd, t.in, gh}, rts[3] = {nd, t.h, gh};
+  /* Transposed at compile time (constant weights, pass_pack_rnn.c), else
+   * on every run, in stages of their own (a rule of its own keeps a copy
+   * a stage, not inlined into the product). */
+  if (tr) {
+    t.wt = w, t.rt = r;
+  } else if (!(t.wt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "wt"), 3, wts, wt_body, &t, err), "transpose")) ||
+             !(t.rt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "rt"), 3, rts, rt_body, &t, err), "transpose"))) {
     return false;
-  int64_t rts[3] = {nd, t.h, gh};
-  if (!(t.rt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "rt"), 3, rts, rt_body, &t, err), "transpose")))
-    return false;
+  }
   if (!(t.xw = te_set_schedule_rule(te_compute(a, op_stage(a, name, "xw"), 3, xws, xw_body, &t, err), "matmul")))
     return false;
   /* The recurrence: for dir (independent), for step (ordered), the cell. */
@@ -435,7 +447,8 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
   } else if (p->kind == TOPI_RNN_GRU) {
     if (!(t.rgate = te_compute_step(a, t.loop, false, op_stage(a, name, "r"), dt, 3, st, gru_r_body, &t, err)) ||
         (!p->linear_before_reset &&
-         !(t.rhh = te_compute_step(a, t.loop, false, op_stage(a, name, "rhh"), dt, 3, st, gru_rhh_body, &t, err))) ||
+         (!(t.rhp = te_compute_step(a, t.loop, false, op_stage(a, name, "rhp"), dt, 3, st, gru_rhp_body, &t, err)) ||
+          !(t.rhh = te_compute_step(a, t.loop, false, op_stage(a, name, "rhh"), dt, 3, st, gru_rhh_body, &t, err)))) ||
         !te_step_define(a, hs, gru_h_body, &t, err))
       return false;
   } else if (!(t.cp = te_compute_step(a, t.loop, false, op_stage(a, name, "cp"), dt, 3, st, cp_body, &t, err)) ||
