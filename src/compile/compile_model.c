@@ -118,6 +118,9 @@ static loom_status step_pack_matmul(Compiled *c, LoomError *err) {
   return graph_pass_pack_matmul(c->graph, lanes, lanes * topi_gemv_accumulators(&c->target), err);
 }
 
+/* The recurrent ops' constant weights, transposed once (pass_pack_rnn.c). */
+static loom_status step_pack_rnn(Compiled *c, LoomError *err) { return graph_pass_pack_rnn(c->graph, err); }
+
 /* BYOC (src/byoc): each --byoc back end claims the regions its patterns
  * match, before the layout passes rewrite the ops they name. A back end
  * none of whose patterns matches was asked for in vain: an error naming
@@ -218,6 +221,7 @@ static const GraphStep k_graph_pipeline[] = {
     {"partition", 0, step_partition},
     {"split_gemv", 1, step_split_gemv},
     {"pack_matmul", 2, step_pack_matmul},
+    {"pack_rnn", 1, step_pack_rnn},
     {"cse", 1, step_cse},
     {"dce", 1, step_dce},
     {"layout_nchwc", 2, step_layout_nchwc},

@@ -44,7 +44,8 @@ static loom_status rnn_params(const Graph *g, const GraphNode *n, TopiRnnParams 
   p->linear_before_reset = kind == TOPI_RNN_GRU && graph_node_int(n, "linear_before_reset") != 0;
   p->input_forget = kind == TOPI_RNN_LSTM && graph_node_int(n, "input_forget") != 0;
   const GraphValue *r = &g->values[n->inputs[2]];
-  p->hidden = graph_attr_int(n, "hidden_size", r->rank == 3 ? r->dims[2] : 0);
+  p->weights_transposed = graph_node_int(n, "weights_transposed") != 0;
+  p->hidden = graph_attr_int(n, "hidden_size", r->rank == 3 ? r->dims[p->weights_transposed ? 1 : 2] : 0);
   int per = kind == TOPI_RNN_LSTM ? 3 : kind == TOPI_RNN_GRU ? 2 : 1;
   const char *acts = graph_attr_string(n, "activations", NULL);
   if (!acts || !*acts) return LOOM_OK;

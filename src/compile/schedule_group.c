@@ -320,6 +320,65 @@ static int tile_transpose(Schedule *s, const SchRV *l, int ns, int lanes, SchRV 
   return 4;
 }
 
+/* Body C[...] = C[...] + X[...] * Y[...] (a sum of products of two other
+ * reads): what the matmul schedule's tiling assumes, unlike a row max. */
+static bool is_multiply_accumulate(const Block *b) {
+  const Stmt *st = b->body;
+  if (st->kind != STMT_STORE || st->store.value->kind != EXPR_ADD) return false;
+  const Expr *v = st->store.value, *prod = v->bin.b;
+  if (v->bin.a->kind != EXPR_LOAD || v->bin.a->load.buffer != st->store.buffer) {
+    prod = v->bin.a;
+    if (v->bin.b->kind != EXPR_LOAD || v->bin.b->load.buffer != st->store.buffer) return false;
+  }
+  /* x * x (a sum of squares: layer norm's variance) is a row reduction, not a product of two matrices. */
+  return prod->kind == EXPR_MUL && prod->bin.a->kind == EXPR_LOAD && prod->bin.b->kind == EXPR_LOAD &&
+         !expr_equal(prod->bin.a, prod->bin.b);
+}
+
+/* A product inside a step loop (an RNN's H R^T: one row times a matrix,
+ * every step, each step waiting for the previous one) whose innermost
+ * spatial loop walks the weight contiguously. The generic schedule runs it
+ * as `for k { for g in vectors: acc[g] += h[k] * w[k, g] }` with the whole
+ * row of accumulators (4 x hidden floats) in memory: a load and a store
+ * per FMA. Here it gets a register tile: the columns split into panels of
+ * topi_gemv_accumulators vectors (FMA units x latency, what keeps the FMA
+ * units busy), `for panel { acc[0..v) = 0; for k { acc[t] += h[k] *
+ * w[k, panel, t] }; store }`, the accumulators in vector registers
+ * (cache_write, its tile unrolled). l[0..n): the block's own loops.
+ * Returns whether it applied (else the program is unchanged enough for
+ * the generic schedule: every step checks before it transforms). */
+static bool schedule_step_gemv(Schedule *s, const BlockInfo *bi, const Target *target, const SchRV *l, int n, int ns) {
+  if (bi->n_reduce != 1 || ns < 1 || n != ns + 1 || !is_multiply_accumulate(bi->block)) return false;
+  const Expr *last = bi->block->iters[bi->n_spatial - 1].var;
+  if (!innermost_reads_use(bi->block, last)) return false;
+  int lanes = target_lanes(target, DT_F32);
+  int64_t e = topi_loop_extent(s, l[ns - 1]);
+  if (lanes < 1 || e < lanes || e % lanes) return false;
+  int64_t vecs = topi_gemv_accumulators(target);
+  while (vecs > 1 && (e / lanes) % vecs) vecs--;
+  SchRV b = sch_get_block(s, bi->block->name), j[3];
+  if (b < 0 || sch_split(s, l[ns - 1], (int64_t[]){-1, vecs, lanes}, 3, j)) return false;
+  SchRV order[4] = {j[0], l[ns], j[1], j[2]};
+  if (sch_reorder(s, order, 4)) return topi_schedule_note(s, "step gemv: reorder"), true;
+  /* The init before the panel loop (one pass over the row), so the
+   * panel's loads, updates and stores are its accumulators' only accesses
+   * (cache_inplace; cache_write would put its copy-out after the whole
+   * step nest, where the cell's stages of the same step read too late). */
+  SchRV init = sch_decompose_reduction(s, b, j[0]), tile[2];
+  if (init < 0 || sch_cache_inplace(s, b, j[0], SCOPE_LOCAL, tile)) return topi_schedule_note(s, "step gemv: cache"), true;
+  if (sch_unroll(s, j[1]) || sch_vectorize(s, j[2])) return topi_schedule_note(s, "step gemv: tile"), true;
+  SchRV il[16];
+  int ni = sch_get_loops(s, init, il, 16);
+  if (ni < 1 || sch_vectorize(s, il[ni - 1])) topi_schedule_note(s, "step gemv: init");
+  for (int t = 0; t < 2; t++) {
+    SchRV tl[16];
+    int nt = sch_get_loops(s, tile[t], tl, 16);
+    if (nt < 1 || sch_vectorize(s, tl[nt - 1])) return topi_schedule_note(s, "step gemv: load and store"), true;
+    topi_unroll_tile_loops(s, tile[t], j[0]);
+  }
+  return true;
+}
+
 /* Step 3: loops are kept as they are (fusing them all would put a
  * floordiv/floormod per dimension into every index); the innermost spatial
  * loop is split into vector chunks and vectorized, the outermost loop with
@@ -343,6 +402,7 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
     if (bi->n_reduce > 0) vectorize_row_reduction(s, bi->block->name, target_lanes(target, DT_F32));
     return;
   }
+  if (depth > 0 && schedule_step_gemv(s, bi, target, l, n, bi->n_spatial - bound)) return;
   if (bi->n_reduce > 0 && sample_tiled_sketch(s, bi->block->name)) {
     if (topi_schedule_multi_level_tiling(s, bi->block->name, NULL, target, num_threads))
       topi_schedule_note(s, "multi-level tiling");
@@ -395,21 +455,6 @@ static void schedule_generic(Schedule *s, const BlockInfo *bi, const Target *tar
   SchRV p = k > 1 ? sch_fuse(s, outer + first, k) : outer[first];
   if (p < 0) p = outer[first], topi_schedule_note(s, "fuse the parallel loops");
   if (sch_parallel(s, p)) topi_schedule_note(s, "parallel");
-}
-
-/* Body C[...] = C[...] + X[...] * Y[...] (a sum of products of two other
- * reads): what the matmul schedule's tiling assumes, unlike a row max. */
-static bool is_multiply_accumulate(const Block *b) {
-  const Stmt *st = b->body;
-  if (st->kind != STMT_STORE || st->store.value->kind != EXPR_ADD) return false;
-  const Expr *v = st->store.value, *prod = v->bin.b;
-  if (v->bin.a->kind != EXPR_LOAD || v->bin.a->load.buffer != st->store.buffer) {
-    prod = v->bin.a;
-    if (v->bin.b->kind != EXPR_LOAD || v->bin.b->load.buffer != st->store.buffer) return false;
-  }
-  /* x * x (a sum of squares: layer norm's variance) is a row reduction, not a product of two matrices. */
-  return prod->kind == EXPR_MUL && prod->bin.a->kind == EXPR_LOAD && prod->bin.b->kind == EXPR_LOAD &&
-         !expr_equal(prod->bin.a, prod->bin.b);
 }
 
 /* A chain of row-wise stages with one output (softmax: max, exp, sum and

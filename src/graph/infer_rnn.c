@@ -2,7 +2,8 @@
  * three; they differ in the number of gates):
  *   X [T, B, I] (layout 0) or [B, T, I] (layout 1), W [D, G*H, I],
  *   R [D, G*H, H], B? [D, 2*G*H], sequence_lens? [B], initial_h? [D, B, H]
- *   (layout 1: [B, D, H]), LSTM also initial_c? and P? [D, 3*H]
+ *   (layout 1: [B, D, H]), LSTM also initial_c? and P? [D, 3*H]; with
+ *   weights_transposed = 1 (pass_pack_rnn.c) W [D, I, G*H], R [D, H, G*H]
  *   -> Y [T, D, B, H] (layout 1: [B, T, D, H]), Y_h [D, B, H] (layout 1:
  *   [B, D, H]), LSTM also Y_c like Y_h. */
 #include "graph/infer_internal.h"
@@ -41,10 +42,12 @@ loom_status infer_rnn(Graph *g, GraphNode *n, LoomError *err) {
     return infer_fail(g, n, err, "direction \"%s\" is not forward, reverse or bidirectional", dir);
   int64_t nd = !strcmp(dir, "bidirectional") ? 2 : 1;
   int64_t gates = rnn_gates(n->op);
-  int64_t h = graph_attr_int(n, "hidden_size", r->dims[2]);
+  /* weights_transposed (pass_pack_rnn.c): W [D, I, G*H], R [D, H, G*H]. */
+  bool tr = graph_node_int(n, "weights_transposed") != 0;
+  int64_t h = graph_attr_int(n, "hidden_size", r->dims[tr ? 1 : 2]);
   if (h < 1) return infer_fail(g, n, err, "hidden_size must be positive");
   int64_t t = x->dims[layout ? 1 : 0], b = x->dims[layout ? 0 : 1], in = x->dims[2];
-  int64_t gh = gates * h, wd[3] = {nd, gh, in}, rd[3] = {nd, gh, h}, bd[2] = {nd, 2 * gh}, sl[1] = {b};
+  int64_t gh = gates * h, wd[3] = {nd, tr ? in : gh, tr ? gh : in}, rd[3] = {nd, tr ? h : gh, tr ? gh : h}, bd[2] = {nd, 2 * gh}, sl[1] = {b};
   int64_t hd[3] = {nd, b, h}, hd1[3] = {b, nd, h}, pd[2] = {nd, 3 * h};
   loom_status st;
   if ((st = check_dims(g, n, err, 1, "W", 3, wd)) || (st = check_dims(g, n, err, 2, "R", 3, rd)) ||

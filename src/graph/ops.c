@@ -106,17 +106,20 @@ static const GraphAttrDef graph_attrs_linear_attention[] = {
 };
 static const GraphAttrDef graph_attrs_causal_conv_with_state[] = {STRING("activation", "none"), END};
 static const GraphAttrDef graph_attrs_tensor_scatter[] = {STRING("mode", "linear"), INT("axis", -2), END};
+/* weights_transposed: Loom's own (pass_pack_rnn.c), W and R given transposed. */
 static const GraphAttrDef graph_attrs_rnn[] = {
     OPTIONAL("hidden_size", INT), INT("layout", 0), STRING("direction", "forward"), OPTIONAL("clip", FLOAT),
-    OPTIONAL("activation_alpha", FLOATS), OPTIONAL("activation_beta", FLOATS), END
+    OPTIONAL("activation_alpha", FLOATS), OPTIONAL("activation_beta", FLOATS), INT("weights_transposed", 0), END
 };
 static const GraphAttrDef graph_attrs_gru[] = {
     OPTIONAL("hidden_size", INT), INT("layout", 0), STRING("direction", "forward"), OPTIONAL("clip", FLOAT),
-    OPTIONAL("activation_alpha", FLOATS), OPTIONAL("activation_beta", FLOATS), INT("linear_before_reset", 0), END
+    OPTIONAL("activation_alpha", FLOATS), OPTIONAL("activation_beta", FLOATS), INT("linear_before_reset", 0),
+    INT("weights_transposed", 0), END
 };
 static const GraphAttrDef graph_attrs_lstm[] = {
     OPTIONAL("hidden_size", INT), INT("layout", 0), STRING("direction", "forward"), OPTIONAL("clip", FLOAT),
-    OPTIONAL("activation_alpha", FLOATS), OPTIONAL("activation_beta", FLOATS), INT("input_forget", 0), END
+    OPTIONAL("activation_alpha", FLOATS), OPTIONAL("activation_beta", FLOATS), INT("input_forget", 0),
+    INT("weights_transposed", 0), END
 };
 static const GraphAttrDef graph_attrs_window[] = {INT("periodic", 1), END};
 static const GraphAttrDef graph_attrs_dft[] = {INT("inverse", 0), INT("onesided", 0), END};

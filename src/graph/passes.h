@@ -47,6 +47,12 @@ loom_status graph_pass_canonicalize(Graph *g, LoomError *err);
  * streams one contiguous range of the weights. Nothing for parts < 2. */
 loom_status graph_pass_split_gemv(Graph *g, int parts, LoomError *err);
 
+/* ---- pass_pack_rnn.c ---- */
+/* RNN, GRU and LSTM with constant f32 W and R: both transposed at compile
+ * time to [D, I, G*H] and [D, H, G*H], the node marked weights_transposed
+ * = 1 (the layout the op's products vectorize over). */
+loom_status graph_pass_pack_rnn(Graph *g, LoomError *err);
+
 /* ---- pass_pack_matmul.c ---- */
 /* A product A x B (MatMul, or Gemm without transposes or scaling) with a
  * constant f32 B [K, N] and at least 16 rows of A (batch dims flattened)

@@ -12,8 +12,8 @@
  *     "<name>_hp"  H(s-1) (initial_h at step 0), one row per (d, b)
  *     "<name>_rh"  H(s-1) R^T for every gate (GRU without
  *                  linear_before_reset: z and r only)
- *     GRU: "<name>_r" (reset gate), "<name>_rhh" ((r * H) Rh^T) unless
- *          linear_before_reset
+ *     GRU: "<name>_r" (reset gate), "<name>_rhp" (r * H) and "<name>_rhh"
+ *          ((r * H) Rh^T) unless linear_before_reset
  *     LSTM: "<name>_cp" C(s-1), "<name>_c" (the cell, every step kept:
  *           [D, T, B, H])
  *     "<name>_h" (the hidden state, every step kept: [D, T, B, H]).
@@ -121,7 +121,7 @@ typedef struct Rnn {
   const TopiRnnParams *p;
   const TeTensor *x, *w, *r, *b, *len, *h0, *c0, *peep;
   const TeStepLoop *loop;
-  const TeTensor *wt, *rt, *xw, *hp, *cp, *rh, *rgate, *rhh, *hs, *cs; /* hs, cs: [D, T, B, H], every step */
+  const TeTensor *wt, *rt, *xw, *hp, *cp, *rh, *rgate, *rhp, *rhh, *hs, *cs; /* hs, cs: [D, T, B, H], every step */
   int64_t t, bsz, in, h, gates;
   int nact; /* activations per direction */
 } Rnn;
@@ -168,12 +168,18 @@ static const Expr *rt_body(Arena *a, const Expr *const *ax, void *user) {
   return te_load(a, t->r, (const Expr *[]){ax[0], ax[2], ax[1]});
 }
 
+/* xw[d, time * B + b, g]: the time steps and batch entries are one row
+ * axis, so the matmul schedule sees a T*B x K by K x 4H product per
+ * direction and tiles its rows (as [D, T, B, 4H] its row loop was the
+ * batch, one row: a GEMV per time step that streamed all of W^T from L2
+ * for every step). */
 static const Expr *xw_body(Arena *a, const Expr *const *ax, void *user) {
-  Rnn *t = user; /* ax: d, time, b, g */
+  Rnn *t = user; /* ax: d, row, g */
   IterVar ki = te_reduce_axis(a, "ki", t->in);
-  const Expr *xi = t->p->layout ? te_load(a, t->x, (const Expr *[]){ax[2], ax[1], ki.var})
-                                : te_load(a, t->x, (const Expr *[]){ax[1], ax[2], ki.var});
-  return te_sum(a, expr_mul(a, xi, te_load(a, t->wt, (const Expr *[]){ax[0], ki.var, ax[3]})), &ki, 1, NULL);
+  const Expr *tt = expr_floordiv(a, ax[1], I(a, t->bsz)), *b = expr_floormod(a, ax[1], I(a, t->bsz));
+  const Expr *xi = t->p->layout ? te_load(a, t->x, (const Expr *[]){b, tt, ki.var})
+                                : te_load(a, t->x, (const Expr *[]){tt, b, ki.var});
+  return te_sum(a, expr_mul(a, xi, te_load(a, t->wt, (const Expr *[]){ax[0], ki.var, ax[2]})), &ki, 1, NULL);
 }
 
 /* Initial hidden / cell state at (d, b, j): the input (layout-mapped) or 0. */
@@ -222,7 +228,8 @@ static const Expr *rh_body(Arena *a, const Expr *const *ax, void *user) {
 static const Expr *gate_input(Arena *a, const Rnn *t, int gate, const Expr *d, const Expr *b, const Expr *j, bool rb) {
   const Expr *g = expr_add(a, j, I(a, gate * t->h));
   const Expr *tt = time_of(a, t, d, b, t->loop->step);
-  const Expr *v = te_load(a, t->xw, (const Expr *[]){d, tt, b, g});
+  const Expr *row = expr_add(a, expr_mul(a, tt, I(a, t->bsz)), b);
+  const Expr *v = te_load(a, t->xw, (const Expr *[]){d, row, g});
   if (t->b) {
     v = expr_add(a, v, te_load(a, t->b, (const Expr *[]){d, g}));
     if (rb) v = expr_add(a, v, te_load(a, t->b, (const Expr *[]){d, expr_add(a, g, I(a, t->gates * t->h))}));
@@ -271,12 +278,20 @@ static const Expr *gru_r_body(Arena *a, const Expr *const *ax, void *user) {
   return act(a, t, 0, ax[0], pre);
 }
 
+/* rhp[d, b, j] = r * H(s-1): a row of its own, so the product below is a
+ * plain multiply-accumulate of two loads (the step loop's register-tiled
+ * GEMV, schedule_group.c) reading Rh^T along the gates. */
+static const Expr *gru_rhp_body(Arena *a, const Expr *const *ax, void *user) {
+  Rnn *t = user;
+  return expr_mul(a, te_load(a, t->rgate, ax), hprev_at(a, t, ax[0], ax[1], ax[2]));
+}
+
 /* (r * H) Rh^T */
 static const Expr *gru_rhh_body(Arena *a, const Expr *const *ax, void *user) {
   Rnn *t = user;
   IterVar kj = te_reduce_axis(a, "kj", t->h);
-  const Expr *rhv = expr_mul(a, te_load(a, t->rgate, (const Expr *[]){ax[0], ax[1], kj.var}), hprev_at(a, t, ax[0], ax[1], kj.var));
-  const Expr *w = te_load(a, t->r, (const Expr *[]){ax[0], expr_add(a, ax[2], I(a, 2 * t->h)), kj.var});
+  const Expr *rhv = te_load(a, t->rhp, (const Expr *[]){ax[0], ax[1], kj.var});
+  const Expr *w = te_load(a, t->rt, (const Expr *[]){ax[0], kj.var, expr_add(a, ax[2], I(a, 2 * t->h))});
   return te_sum(a, expr_mul(a, rhv, w), &kj, 1, NULL);
 }
 
@@ -390,7 +405,8 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
   }
   t.t = x->shape[p->layout ? 1 : 0], t.bsz = x->shape[p->layout ? 0 : 1], t.in = x->shape[2], t.h = p->hidden;
   int64_t gh = t.gates * t.h;
-  int64_t ws[3] = {nd, gh, t.in}, rs[3] = {nd, gh, t.h}, bs[2] = {nd, 2 * gh}, ps[2] = {nd, 3 * t.h};
+  bool tr = p->weights_transposed;
+  int64_t ws[3] = {nd, tr ? t.in : gh, tr ? gh : t.in}, rs[3] = {nd, tr ? t.h : gh, tr ? gh : t.h}, bs[2] = {nd, 2 * gh}, ps[2] = {nd, 3 * t.h};
   int64_t hs0[3] = {nd, t.bsz, t.h}, hs1[3] = {t.bsz, nd, t.h};
   if (!check_rnn_input("W", w, x->dtype, 3, ws, err) || !check_rnn_input("R", r, x->dtype, 3, rs, err) ||
       (b && !check_rnn_input("B", b, x->dtype, 2, bs, err)) ||
@@ -403,15 +419,18 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
     if (!err->status) err_set(err, LOOM_ERR_INVALID_ARG, "RNN: sequence_lens must be integers of shape [%lld]", (long long)t.bsz);
     return false;
   }
-  int64_t xws[4] = {nd, t.t, t.bsz, gh}, st[3] = {nd, t.bsz, t.h}, all[4] = {nd, t.t, t.bsz, t.h};
-  int64_t wts[3] = {nd, t.in, gh};
-  /* A rule of its own keeps the copy a stage (not inlined into the product). */
-  if (!(t.wt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "wt"), 3, wts, wt_body, &t, err), "transpose")))
+  int64_t xws[3] = {nd, t.t * t.bsz, gh}, st[3] = {nd, t.bsz, t.h}, all[4] = {nd, t.t, t.bsz, t.h};
+  int64_t wts[3] = {nd, t.in, gh}, rts[3] = {nd, t.h, gh};
+  /* Transposed at compile time (constant weights, pass_pack_rnn.c), else
+   * on every run, in stages of their own (a rule of its own keeps a copy
+   * a stage, not inlined into the product). */
+  if (tr) {
+    t.wt = w, t.rt = r;
+  } else if (!(t.wt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "wt"), 3, wts, wt_body, &t, err), "transpose")) ||
+             !(t.rt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "rt"), 3, rts, rt_body, &t, err), "transpose"))) {
     return false;
-  int64_t rts[3] = {nd, t.h, gh};
-  if (!(t.rt = te_set_schedule_rule(te_compute(a, op_stage(a, name, "rt"), 3, rts, rt_body, &t, err), "transpose")))
-    return false;
-  if (!(t.xw = te_set_schedule_rule(te_compute(a, op_stage(a, name, "xw"), 4, xws, xw_body, &t, err), "matmul")))
+  }
+  if (!(t.xw = te_set_schedule_rule(te_compute(a, op_stage(a, name, "xw"), 3, xws, xw_body, &t, err), "matmul")))
     return false;
   /* The recurrence: for dir (independent), for step (ordered), the cell. */
   DType dt = x->dtype;
@@ -428,7 +447,8 @@ bool topi_rnn(Arena *a, const char *name, const TopiRnnParams *p, const TeTensor
   } else if (p->kind == TOPI_RNN_GRU) {
     if (!(t.rgate = te_compute_step(a, t.loop, false, op_stage(a, name, "r"), dt, 3, st, gru_r_body, &t, err)) ||
         (!p->linear_before_reset &&
-         !(t.rhh = te_compute_step(a, t.loop, false, op_stage(a, name, "rhh"), dt, 3, st, gru_rhh_body, &t, err))) ||
+         (!(t.rhp = te_compute_step(a, t.loop, false, op_stage(a, name, "rhp"), dt, 3, st, gru_rhp_body, &t, err)) ||
+          !(t.rhh = te_compute_step(a, t.loop, false, op_stage(a, name, "rhh"), dt, 3, st, gru_rhh_body, &t, err)))) ||
         !te_step_define(a, hs, gru_h_body, &t, err))
       return false;
   } else if (!(t.cp = te_compute_step(a, t.loop, false, op_stage(a, name, "cp"), dt, 3, st, cp_body, &t, err)) ||

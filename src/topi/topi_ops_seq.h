@@ -104,6 +104,7 @@ typedef struct TopiRnnParams {
   double clip;           /* > 0: gate pre-activations clipped to [-clip, clip] */
   bool linear_before_reset; /* GRU */
   bool input_forget;     /* LSTM: the forget gate is 1 - input gate */
+  bool weights_transposed; /* W given as [D, I, G*H], R as [D, H, G*H] (pass_pack_rnn.c) */
   TopiRnnAct act[6];     /* per direction: f (and g, h): RNN 1, GRU 2, LSTM 3 */
   double alpha[6], beta[6];
 } TopiRnnParams;

@@ -49,3 +49,17 @@ def one_node(op, steps, inputs=16, hidden=32, batch=3, direction="reverse", **at
                             direction=direction, name=op.lower(), **attrs)
     return _model([node], [("x", F, [steps, batch, inputs]), ("lens", TensorProto.INT32, [batch]),
                            ("h0", F, [dirs, batch, hidden])], ["y", "yh"], inits)
+
+
+def one_layer(op, steps, inputs=64, hidden=128, batch=1, direction="forward"):
+    """One LSTM or GRU layer without optional inputs past the bias (bench/lstm.py):
+    x [T, B, inputs] -> y [T, D, B, hidden]."""
+    rng = np.random.default_rng(2)
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    dirs = 2 if direction == "bidirectional" else 1
+    inits = [numpy_helper.from_array(_weight(rng, dirs, gates * hidden, inputs), "w"),
+             numpy_helper.from_array(_weight(rng, dirs, gates * hidden, hidden), "r"),
+             numpy_helper.from_array(_weight(rng, dirs, 2 * gates * hidden), "b")]
+    node = helper.make_node(op, ["x", "w", "r", "b"], ["y"], hidden_size=hidden, direction=direction,
+                            name=op.lower())
+    return _model([node], [("x", F, [steps, batch, inputs])], ["y"], inits)

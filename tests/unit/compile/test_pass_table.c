@@ -19,7 +19,7 @@
 
 static const char *const k_graph_steps[] = {
     "fold_empty", "fold_batchnorm", "canonicalize", "partition",  "split_gemv", "pack_matmul",
-    "cse",        "dce",            "layout_nchwc", "winograd",   "dce",
+    "pack_rnn",   "cse",        "dce",            "layout_nchwc", "winograd",   "dce",
     "infer",      "attach_extents", "materialize_outputs", "fuse", "plan_memory",
 };
 static const char *const k_lowering_steps[] = {
