@@ -17,6 +17,8 @@ sgemv layouts."""
 import json
 import sys
 
+from doc_block import replace_block
+
 BEGIN, END = "<!-- matmul-tables begin -->", "<!-- matmul-tables end -->"
 
 
@@ -89,14 +91,7 @@ def main(argv):
     if not update:
         print(text)
         return
-    with open(update) as f:
-        doc = f.read()
-    if BEGIN not in doc or END not in doc:
-        sys.exit(f"{update}: no '{BEGIN}' ... '{END}' block to replace")
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    with open(update, "w") as f:
-        f.write(head + BEGIN + "\n" + text + END + tail)
+    replace_block(update, BEGIN, END, text)
 
 
 if __name__ == "__main__":

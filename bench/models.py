@@ -2,7 +2,7 @@
 """Model latency, Loom against ONNX Runtime, side by side in one run.
 
 usage: bench/models [--threads 1,2] [--repeat N] [--warmup W] [--target NAME] [--records FILE]
-                    [--variants native,dnnl,cblas,...] [name ...]
+                    [--variants native,dnnl,cblas,...] [--label TEXT] [--out FILE] [name ...]
        (default models: resnet18 resnet50 mobilenet_v2 bert_base_like)
 
 For each model (exported with scripts/export-zoo when missing; batch 1, its
@@ -22,9 +22,13 @@ rotation: `native` is Loom alone, any other variant names the back ends of
 one table holds Loom native, Loom + each back end and ORT; err = each Loom
 artifact's largest error against ORT's outputs (the bench refuses to
 report a model whose err is over 1e-3). Prints a markdown table (ratio =
-ORT ms / Loom ms, > 1 means Loom is faster) and the compile times, writes
-them to build/bench/models-<date>.md, and exits 1 when any model failed (its
-cells say "FAILED: <first error line>").
+ORT ms / Loom ms, > 1 means Loom is faster; range = the lowest and highest
+per-round ratio) and the compile times, writes them to
+build/bench/models-<date>.md, writes the raw results (every block median of
+every side, the run's conditions) to --out (default
+bench/results/models-<date>-<time>.json: commit the ones a doc quotes;
+bench/models_table.py makes docs tables from them), and exits 1 when any
+model failed (its cells say "FAILED: <first error line>").
 Environment: LOOM (default build/tools/loom), LOOM_RT (default build/libloomrt.so),
 LOOM_MODEL_DIR (default models/).
 Runs on the pyenv python3 (numpy + onnxruntime); exporting runs Debian's
@@ -119,9 +123,11 @@ def side_by_side(sess, models, x, repeat, warmup):
     """ORT and each Loom artifact in one process, in alternating blocks of a
     few runs (the order rotates each round), so that a shared machine's
     speed, which drifts by tens of percent within seconds, hits all alike.
-    Returns (ORT ms, [(Loom ms, ratio, err)] per model): the medians of each
-    side's block medians, the median of the per-round ratios ORT/Loom, and
-    Loom's largest error against ORT's outputs, max|loom - ort| / max(1, max|ort|)."""
+    Returns (ORT ms, [(Loom ms, ratio, err)] per model, raw): the medians of
+    each side's block medians, the median of the per-round ratios ORT/Loom,
+    Loom's largest error against ORT's outputs, max|loom - ort| / max(1,
+    max|ort|), and raw = {"ort_blocks_ms": [...], "loom_blocks_ms": [[...]
+    per model]}, every block median in round order."""
     name = sess.get_inputs()[0].name
     feed = {name: x}
     for m in models:
@@ -147,7 +153,7 @@ def side_by_side(sess, models, x, repeat, warmup):
             side()
     return statistics.median(ort_ms), [
         (statistics.median(ms), statistics.median([o / lo for o, lo in zip(ort_ms, ms)]), e)
-        for ms, e in zip(loom_ms, errs)]
+        for ms, e in zip(loom_ms, errs)], {"ort_blocks_ms": ort_ms, "loom_blocks_ms": loom_ms}
 
 
 def loom_target(loom, target):
@@ -193,9 +199,10 @@ def compile_variant(loom, onnx_path, artifact, variant, a, work):
         return f"{time.perf_counter() - t0:.1f}"
 
 
-def time_model(onnx_path, artifacts, x, t, a):
+def time_model(onnx_path, artifacts, x, t, a, raw):
     """One model at t threads: (ORT ms, [(Loom ms, ratio, err)] per variant),
-    a cell holding "FAILED: ..." where a side failed."""
+    a cell holding "FAILED: ..." where a side failed; the block medians go
+    to raw (side_by_side's)."""
     try:
         sess = ort_session(onnx_path, t)
     except Exception as e:  # noqa: BLE001 - ORT failures are reported, not raised
@@ -214,7 +221,8 @@ def time_model(onnx_path, artifacts, x, t, a):
         if not loaded:
             feed = {sess.get_inputs()[0].name: x}
             return block_ms(lambda: sess.run(None, feed), a.repeat), cells
-        ort_ms, timed = side_by_side(sess, loaded, x, a.repeat, a.warmup)
+        ort_ms, timed, blocks = side_by_side(sess, loaded, x, a.repeat, a.warmup)
+        raw.update(blocks)
     except LoomError as e:
         return "-", [c or (f"FAILED: {first_error_line(str(e))}", "-", "-") for c in cells]
     except Exception as e:  # noqa: BLE001
@@ -236,6 +244,42 @@ def time_model(onnx_path, artifacts, x, t, a):
     return ort_ms, out
 
 
+def git_commit():
+    try:
+        out = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True,
+                             timeout=30)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def load_average():
+    try:
+        return [float(v) for v in open("/proc/loadavg").read().split()[:3]]
+    except (OSError, ValueError):
+        return None
+
+
+def write_raw(path, a, variants, started, loom, rows, raw_rows):
+    """The run's raw results: its conditions, the summary rows (as the JSON
+    line) and, per model and thread count, every block median of ORT and of
+    each variant, in round order (round i's ratio: ort[i] / loom[v][i])."""
+    policy = {getattr(os, n): n for n in ("SCHED_OTHER", "SCHED_FIFO", "SCHED_RR", "SCHED_BATCH", "SCHED_IDLE")
+              if hasattr(os, n)}.get(os.sched_getscheduler(0), "?") if hasattr(os, "sched_getscheduler") else "?"
+    doc = {
+        "bench": "models", "label": a.label, "started": f"{started:%Y-%m-%d %H:%M:%S}", "cpu": cpu_name(), "cpus": os.cpu_count(),
+        "onnxruntime": ort.__version__, "loom": loom, "loom_rt": os.environ.get("LOOM_RT", "build/libloomrt.so"),
+        "commit": git_commit(), "target": a.target or "host", "records": a.records, "repeat": a.repeat,
+        "warmup": a.warmup, "settle_s": SETTLE_S, "variants": variants, "sched_policy": policy,
+        "load_average_at_end": load_average(), "argv": sys.argv[1:], "rows": rows,
+        "blocks": [{"model": m, "threads": t, **raw} for m, t, raw in raw_rows],
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(prog="bench/models", description="Loom vs ONNX Runtime latency on the model zoo")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
@@ -248,6 +292,9 @@ def main():
     ap.add_argument("--variants", default="native",
                     help="comma-separated Loom variants timed side by side: native, or --byoc back ends "
                          "joined by '+' (e.g. native,dnnl,cblas,dnnl+cblas; default native)")
+    ap.add_argument("--label", default=None, help="a name for this run in its raw results (bench/models_table.py)")
+    ap.add_argument("--out", default=None,
+                    help="the raw results' JSON file (default bench/results/models-<date>-<time>.json)")
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     a = ap.parse_args()
     try:
@@ -264,7 +311,8 @@ def main():
     work = os.path.join(ROOT, "build", "bench", "models")
     os.makedirs(work, exist_ok=True)
 
-    rows, compile_rows, failed = [], [], False
+    rows, compile_rows, raw_rows, failed = [], [], [], False
+    started = datetime.datetime.now()
     for name in a.models:
         try:
             onnx_path, input_path = ensure_exported(model_dir, name)
@@ -290,11 +338,19 @@ def main():
         compile_rows.append((name, secs))
         for t in threads:
             print(f"-- {name}: {t} thread(s)", file=sys.stderr, flush=True)
-            ort_ms, cells = time_model(onnx_path, artifacts, x, t, a)
+            raw = {}
+            ort_ms, cells = time_model(onnx_path, artifacts, x, t, a, raw)
+            raw_rows.append((name, t, raw))
             failed |= not (isinstance(ort_ms, float) and all(isinstance(c[0], float) for c in cells))
             rows.append((name, t, fmt_ms(ort_ms), [(fmt_ms(ms), r, e) for ms, r, e in cells]))
 
     label = ["Loom" if v == "native" else f"Loom+{v}" for v in variants]
+    ranges = {}
+    for m, t, raw in raw_rows:
+        for i, _ in enumerate(variants):
+            if raw and raw["loom_blocks_ms"][i]:
+                rs = [o / lo for o, lo in zip(raw["ort_blocks_ms"], raw["loom_blocks_ms"][i])]
+                ranges[(m, t, i)] = f"{min(rs):.2f}-{max(rs):.2f}"
     report = [
         f"# bench/models, {datetime.datetime.now():%Y-%m-%d %H:%M}",
         "",
@@ -305,12 +361,13 @@ def main():
         f"max(1, max|ort|); loom: {loom}, target {a.target or 'host'} ({loom_target(loom, a.target)}); "
         f"schedules: {'tuned, records ' + a.records if a.records else 'the defaults'}",
         "",
-        "| model | threads | ORT ms | " + " | ".join(f"{lb} ms | ORT/{lb} | err" for lb in label) + " |",
-        "|---|---|---|" + "---|---|---|" * len(label),
-        *(f"| {m} | {t} | {o} | " + " | ".join(f"{ms} | {r} | {e}" for ms, r, e in cells) + " |"
+        "| model | threads | ORT ms | " + " | ".join(f"{lb} ms | ORT/{lb} | range | err" for lb in label) + " |",
+        "|---|---|---|" + "---|---|---|---|" * len(label),
+        *(f"| {m} | {t} | {o} | " + " | ".join(f"{ms} | {r} | {ranges.get((m, t, i), '-')} | {e}"
+                                             for i, (ms, r, e) in enumerate(cells)) + " |"
           for m, t, o, cells in rows),
         "",
-        "ORT/Loom > 1 means Loom is faster.",
+        "ORT/Loom > 1 means Loom is faster; range: the lowest and highest per-round ratio.",
         "",
         "| model | " + " | ".join(f"{lb} compile s" for lb in label) + " |",
         "|---|" + "---|" * len(label),
@@ -334,6 +391,9 @@ def main():
     with open(out, "w") as f:
         f.write(text)
     print(f"wrote {out}")
+    raw_out = a.out or os.path.join(ROOT, "bench", "results", f"models-{started:%Y-%m-%d-%H%M%S}.json")
+    write_raw(raw_out, a, variants, started, loom, js, raw_rows)
+    print(f"wrote {raw_out}")
     return 1 if failed else 0
 
 

@@ -5,8 +5,10 @@
  * every call of the same extent, so its data stays in that core's caches),
  * then whatever chunks of the others are left; the caller returns when all
  * chunks are done. Idle
- * workers spin briefly (a kernel usually runs several parallel loops back to
- * back) and then sleep on a condition variable, so an idle pool costs no CPU.
+ * workers spin (a model runs its parallel loops back to back), for as long
+ * as the other threads' last chunks of the loop may take while the caller
+ * is running, and then sleep on a condition variable, so an idle pool costs
+ * no CPU.
  *
  * A parallel_for issued while the pool is busy (a nested parallel loop, or a
  * second thread sharing the pool) runs serially in its caller: correct, and

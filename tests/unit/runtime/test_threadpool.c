@@ -4,9 +4,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/threadpool.h"
 
@@ -101,6 +103,110 @@ static void test_large_range_and_env(void **state) {
   assert_null(env.parallel_for);
 }
 
+typedef struct Slow {
+  atomic_int *counts;
+  int64_t work; /* busy iterations per index */
+} Slow;
+
+static void slow_body(void *c, int64_t begin, int64_t end) {
+  Slow *s = c;
+  for (int64_t i = begin; i < end; i++) {
+    volatile int64_t sink = 0;
+    for (int64_t j = 0; j < s->work * (1 + i % 3); j++) sink += j;
+    atomic_fetch_add(&s->counts[i], 1);
+  }
+}
+
+/* Loops of long chunks (threads then spin past their minimum, up to twice
+ * their longest chunk) between instant ones and pauses (they sleep), loops
+ * of fewer iterations than threads, of uneven chunks: every iteration runs
+ * once whichever way the threads wait. */
+static void test_long_and_short_chunks(void **state) {
+  (void)state;
+  struct timespec pause = {0, 2 * 1000 * 1000};
+  for (int threads = 2; threads <= 4; threads++) {
+    ThreadPool *p;
+    assert_int_equal(threadpool_create(threads, &p, NULL), LOOM_OK);
+    enum { MAXN = 29 };
+    atomic_int counts[MAXN];
+    for (int job = 0; job < 300; job++) {
+      int64_t n = 1 + job % MAXN;
+      for (int i = 0; i < MAXN; i++) atomic_init(&counts[i], 0);
+      Slow s = {counts, job % 3 == 0 ? 20000 : job % 3 == 1 ? 0 : 500};
+      threadpool_parallel_for(p, n, slow_body, &s);
+      for (int i = 0; i < MAXN; i++) assert_int_equal(atomic_load(&counts[i]), i < n ? 1 : 0);
+      if (job % 50 == 49) nanosleep(&pause, NULL);
+    }
+    threadpool_destroy(p);
+  }
+}
+
+typedef struct Caller {
+  ThreadPool *pool;
+  atomic_int counts[41];
+  int wrong;
+} Caller;
+
+static void *caller_main(void *arg) {
+  Caller *c = arg;
+  for (int job = 0; job < 1000; job++) {
+    int64_t n = 1 + job % 41;
+    for (int i = 0; i < 41; i++) atomic_init(&c->counts[i], 0);
+    Hits h = {c->counts, 0};
+    threadpool_parallel_for(c->pool, n, count_body, &h);
+    for (int i = 0; i < 41; i++) c->wrong += atomic_load(&c->counts[i]) != (i < n ? 1 : 0);
+  }
+  return NULL;
+}
+
+/* Two threads share a pool: whichever finds it busy runs its loop
+ * serially; every iteration of both runs once. */
+static void test_concurrent_callers(void **state) {
+  (void)state;
+  ThreadPool *p;
+  assert_int_equal(threadpool_create(3, &p, NULL), LOOM_OK);
+  Caller a = {.pool = p}, b = {.pool = p};
+  pthread_t ta, tb;
+  assert_int_equal(pthread_create(&ta, NULL, caller_main, &a), 0);
+  assert_int_equal(pthread_create(&tb, NULL, caller_main, &b), 0);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  assert_int_equal(a.wrong, 0);
+  assert_int_equal(b.wrong, 0);
+  threadpool_destroy(p);
+}
+
+static void slow_once_body(void *c, int64_t begin, int64_t end) {
+  Slow s = {c, 200000};
+  slow_body(&s, begin, end);
+}
+
+/* Shutdown finds the workers asleep (after a pause far longer than their
+ * spin; whether they slept yet does not change what is checked), spinning
+ * after a loop of long chunks (their deadline far ahead), or never having
+ * seen a job. */
+static void test_shutdown(void **state) {
+  (void)state;
+  struct timespec pause = {0, 50 * 1000 * 1000};
+  for (int threads = 2; threads <= 4; threads++) {
+    for (int how = 0; how < 3; how++) {
+      ThreadPool *p;
+      assert_int_equal(threadpool_create(threads, &p, NULL), LOOM_OK);
+      atomic_int counts[16];
+      for (int i = 0; i < 16; i++) atomic_init(&counts[i], 0);
+      Hits h = {counts, 0};
+      if (how == 0) {
+        threadpool_parallel_for(p, 16, count_body, &h);
+        nanosleep(&pause, NULL);
+      } else if (how == 1) {
+        threadpool_parallel_for(p, 16, slow_once_body, counts);
+      }
+      threadpool_destroy(p);
+      for (int i = 0; i < 16; i++) assert_int_equal(atomic_load(&counts[i]), how < 2 ? 1 : 0);
+    }
+  }
+}
+
 static void test_env_thread_count(void **state) {
   (void)state;
   setenv("LOOM_NUM_THREADS", "3", 1);
@@ -121,6 +227,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_many_small_jobs),
       cmocka_unit_test(test_nested),
+      cmocka_unit_test(test_long_and_short_chunks),
+      cmocka_unit_test(test_concurrent_callers),
+      cmocka_unit_test(test_shutdown),
       cmocka_unit_test(test_large_range_and_env),
       cmocka_unit_test(test_env_thread_count),
   };
