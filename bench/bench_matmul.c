@@ -25,8 +25,8 @@
  * raw results), GFLOP/s and ratio = OpenBLAS time / Loom time (> 1: Loom
  * faster).
  *
- * usage: bench_matmul [--repeat N] [--threads 1,2] [--target NAME] [--runtime-b]
- *                     [--gemv] [--bert] [--out FILE] [--dump DIR] [M N K ...]
+ * usage: bench_matmul [--repeat N] [--threads 1,2] [--target NAME] [--target-opt K=V,...]
+ *                     [--runtime-b] [--gemv] [--bert] [--out FILE] [--dump DIR] [M N K ...]
  * --gemv: the 25 GEMV shapes 1 x N x K, N, K in {768, 1000, 2048, 3072,
  * 4096}; --bert: BERT-base's products at sequence 128 (128 x 768 x 768,
  * 128 x 3072 x 768, 128 x 768 x 3072); --out FILE appends one JSON line
@@ -129,7 +129,7 @@ static int bench_one(Shape sh, int threads, const Options *o) {
   ThreadPool *pool = NULL;
   Schedule *keep = NULL;
   int lanes = target_lanes(o->target, DT_F32);
-  int64_t w = o->runtime_b ? 0 : graph_pack_matmul_width(sh.M, sh.N, lanes, lanes * topi_gemv_accumulators(o->target));
+  int64_t w = o->runtime_b ? 0 : graph_pack_matmul_width(sh.M, sh.N, lanes, lanes * topi_gemv_panel_vectors(o->target));
   size_t na = (size_t)(sh.M * sh.K), nb = (size_t)(sh.K * sh.N), nc = (size_t)(sh.M * sh.N);
   size_t np = w > 0 ? (size_t)((sh.N + w - 1) / w * w * sh.K) : nb;
   float *A = falloc(na), *B = falloc(nb), *Bt = falloc(nb), *Bl = falloc(np), *Cl = falloc(nc), *Cp = falloc(nc);
@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
   int thread_counts[4] = {1, 2}, n_threads = 2;
   Shape shapes[MAX_SHAPES];
   int n_shapes = 0;
-  const char *target_name = NULL, *out_path = NULL;
+  const char *target_name = NULL, *target_opt = NULL, *out_path = NULL;
   static const int64_t gemv_sizes[] = {768, 1000, 2048, 3072, 4096};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
@@ -266,6 +266,8 @@ int main(int argc, char **argv) {
       for (char *p = strtok(argv[++i], ","); p && n_threads < 4; p = strtok(NULL, ",")) thread_counts[n_threads++] = atoi(p);
     } else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
       target_name = argv[++i];
+    } else if (strcmp(argv[i], "--target-opt") == 0 && i + 1 < argc) {
+      target_opt = argv[++i];
     } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out_path = argv[++i];
     } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
@@ -282,8 +284,8 @@ int main(int argc, char **argv) {
       shapes[n_shapes++] = (Shape){atoll(argv[i]), atoll(argv[i + 1]), atoll(argv[i + 2])};
       i += 2;
     } else {
-      fprintf(stderr, "usage: bench_matmul [--repeat N] [--threads 1,2] [--target NAME] [--runtime-b] [--gemv] "
-                      "[--bert] [--out FILE] [--dump DIR] [M N K ...]\n");
+      fprintf(stderr, "usage: bench_matmul [--repeat N] [--threads 1,2] [--target NAME] [--target-opt K=V,...] "
+                      "[--runtime-b] [--gemv] [--bert] [--out FILE] [--dump DIR] [M N K ...]\n");
       return 2;
     }
   }
@@ -302,7 +304,7 @@ int main(int argc, char **argv) {
   }
   Target target;
   LoomError err = {0};
-  if (target_parse(target_name, &target, &err)) {
+  if (target_parse(target_name, &target, &err) || target_apply_options(&target, target_opt, &err)) {
     fprintf(stderr, "bench_matmul: --target: %s\n", err.msg);
     return 2;
   }

@@ -108,14 +108,14 @@ static loom_status step_split_gemv(Compiled *c, LoomError *err) {
   return graph_pass_split_gemv(c->graph, c->target.num_cores, err);
 }
 
-/* Panels one vector wide, the matmul schedule's column unit; a GEMV's as
- * wide as its schedule's column tile (topi_gemv_accumulators vectors). Not
+/* Panels one vector wide, the matmul schedule's column unit; a GEMV's
+ * topi_gemv_panel_vectors wide (its column tile streams several). Not
  * on a target with a local memory: its schedule stages B's tiles by DMA,
  * which needs B's indices affine (a panel's are floordiv/floormod). */
 static loom_status step_pack_matmul(Compiled *c, LoomError *err) {
   if (!packs_matmul(c)) return LOOM_OK;
   int lanes = target_lanes(&c->target, DT_F32);
-  return graph_pass_pack_matmul(c->graph, lanes, lanes * topi_gemv_accumulators(&c->target), err);
+  return graph_pass_pack_matmul(c->graph, lanes, lanes * topi_gemv_panel_vectors(&c->target), err);
 }
 
 /* The recurrent ops' constant weights, transposed once (pass_pack_rnn.c). */

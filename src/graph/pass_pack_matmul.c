@@ -20,10 +20,10 @@
  * flattened: BERT's [128, 1, 768] is 128 rows) get panels one vector wide.
  * A matrix-vector product (one row: a classifier, a decode step) reads B
  * once, so it is bound by streaming B from memory: its panels are
- * `gemv_width` columns wide (the schedule's whole column tile, as many
- * vectors as the FMA units need accumulators), so the product reads B
- * from the first byte to the last in one sequential stream, and threads
- * that take ranges of panels each stream one contiguous range. Unpacked,
+ * `gemv_width` columns wide (topi_gemv_panel_vectors: the schedule's column
+ * tile streams several panels side by side, each sequentially from its
+ * first byte to its last), and threads that take ranges of tiles each
+ * stream one contiguous range of B. Unpacked,
  * a column tile reads a piece of each row of B, one row (N floats) apart
  * per k: 0.24-0.6 of OpenBLAS's sgemv on Zen 3 (issue 32). A GEMV panel
  * is no wider than N rounded up to `width`. Products with 2 to 15 rows are

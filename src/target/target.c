@@ -90,8 +90,13 @@ static double host_ghz(void) {
 /* fp32 FLOP per cycle of one core: FMA units x lanes x 2, by
  * microarchitecture. Zen 2-4 have two 256-bit FMA pipes (Zen 4 runs
  * AVX-512 through them in two halves); Intel's AVX-512 server cores
- * (Skylake-SP to Sapphire Rapids) two 512-bit ones. Anything else: one FMA
- * unit of the vector width, a floor the real core reaches or beats. */
+ * (Skylake-SP to Sapphire Rapids) two 512-bit ones. A hypervisor may
+ * report another model (a KVM guest on Sapphire Rapids shows model 167,
+ * Rocket Lake's, a client core with one 512-bit FMA unit), so a feature
+ * only the server cores have counts too: AMX (CPUID 7.0 EDX bit 24,
+ * Sapphire Rapids and later Xeons; no client core has it). Anything else:
+ * one FMA unit of the vector width, a floor the real core reaches or
+ * beats. */
 static int host_flops_per_cycle(int vector_bits) {
   unsigned eax, ebx, ecx, edx;
   char vendor[13] = {0};
@@ -106,8 +111,13 @@ static int host_flops_per_cycle(int vector_bits) {
   int lanes = vector_bits / 32;
   if (!strcmp(vendor, "AuthenticAMD") && (family == 0x17 || family == 0x19 || family == 0x1a))
     return 2 * (lanes < 8 ? lanes : 8) * 2; /* the pipes are 256 bits wide */
+  unsigned max_leaf = __get_cpuid_max(0, NULL), amx_tile = 0;
+  if (max_leaf >= 7) {
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    amx_tile = (edx >> 24) & 1;
+  }
   if (!strcmp(vendor, "GenuineIntel") && family == 6 &&
-      (model == 0x55 || model == 0x6a || model == 0x6c || model == 0x8f || model == 0xcf))
+      (model == 0x55 || model == 0x6a || model == 0x6c || model == 0x8f || model == 0xcf || amx_tile))
     return 2 * lanes * 2;
   return lanes * 2;
 }

@@ -22,6 +22,19 @@ int topi_gemv_accumulators(const Target *t) {
   return acc < room ? acc : room > 1 ? room : 1;
 }
 
+int topi_gemv_panel_vectors(const Target *t) {
+  int vecs = topi_gemv_accumulators(t) / GEMV_MIN_STREAMS;
+  return vecs > 1 ? vecs : 1;
+}
+
+int topi_gemv_streams(const Target *t, int64_t panels, int num_threads) {
+  int64_t room = (topi_vector_registers(t) - 2) / topi_gemv_panel_vectors(t), threads = num_threads > 1 ? num_threads : 1;
+  int streams = 1;
+  for (int s = 2; s <= GEMV_MAX_STREAMS && s <= room; s *= 2)
+    if (panels % s == 0 && panels / s % threads == 0) streams = s;
+  return streams;
+}
+
 bool topi_register_tile_fits(const Target *t, int64_t rows, int64_t vecs, int regs_per_vec) {
   return (rows * vecs + vecs) * regs_per_vec + 1 <= topi_vector_registers(t);
 }

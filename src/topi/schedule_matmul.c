@@ -108,8 +108,9 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   /* Packed B: a column vector is one panel (the pass packs panels one
    * target vector wide), so each vector of the tile streams its panel. A
    * matrix-vector product's panels are several vectors wide (the pass's
-   * GEMV panels, topi_gemv_accumulators): its column tile is one whole
-   * panel, which it streams from first byte to last. */
+   * GEMV panels, topi_gemv_panel_vectors): its column tile is
+   * topi_gemv_streams whole panels, each streamed from first byte to last,
+   * side by side. */
   int target_vec = target_lanes(target, DT_F32);
   bool gemv_panel = M == 1 && panel > target_vec && panel % target_vec == 0;
   int lanes = panel > 0 && !gemv_panel ? (int)panel : target_vec;
@@ -138,7 +139,9 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   int64_t gemv_vecs = (N_vecs + tiles - 1) / tiles;
   if (gemv_vecs > GEMV_MAX_VECS) gemv_vecs = GEMV_MAX_VECS;
   if (gemv_vecs < 1) gemv_vecs = 1;
-  if (gemv_panel) gemv_vecs = panel / target_vec;
+  /* GEMV panels: the tile streams topi_gemv_streams whole panels at once
+   * (one panel's indices are affine only for whole panels). */
+  if (gemv_panel) gemv_vecs = topi_gemv_streams(target, (N + panel - 1) / panel, num_threads) * (panel / target_vec);
   enum { N_MR = 7, N_NR = 5 };
   static const int64_t mr_choices[N_MR] = {1, 2, 3, 4, 6, 8, 12};
   const int64_t nr_choices[N_NR] = {1, 2, 3, 4, gemv_vecs};
@@ -193,16 +196,30 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   if (mr > M) mr = M;
   if (kblock && (M % mr || K % kc)) kblock = false; /* partial tiles: see above; a partial K block cannot decompose */
 
-  SchRV io[2], jo[3], ks[2] = {lk, -1};
+  SchRV io[2], jo[3], ks[2] = {lk, -1}, jp = -1;
   if (sch_split(s, li, (int64_t[]){-1, mr}, 2, io)) return LOOM_ERR_SCHEDULE;
-  if (sch_split(s, lj, (int64_t[]){-1, nr_vecs, lanes}, 3, jo)) return LOOM_ERR_SCHEDULE;
+  int64_t panel_vecs = gemv_panel ? panel / lanes : nr_vecs;
+  if (nr_vecs > panel_vecs) {
+    SchRV j4[4];
+    if (sch_split(s, lj, (int64_t[]){-1, nr_vecs / panel_vecs, panel_vecs, lanes}, 4, j4)) return LOOM_ERR_SCHEDULE;
+    jo[0] = j4[0], jp = j4[1], jo[1] = j4[2], jo[2] = j4[3];
+  } else if (sch_split(s, lj, (int64_t[]){-1, nr_vecs, lanes}, 3, jo)) {
+    return LOOM_ERR_SCHEDULE;
+  }
   if (kblock && sch_split(s, lk, (int64_t[]){-1, kc}, 2, ks)) return LOOM_ERR_SCHEDULE;
-  SchRV order[7] = {jo[0], io[0], lk, io[1], jo[1], jo[2]};
+  SchRV order[8] = {jo[0], io[0], lk, io[1], jo[1], jo[2]};
+  int n_order = 6;
   if (kblock) {
     SchRV o[7] = {ks[0], jo[0], io[0], ks[1], io[1], jo[1], jo[2]};
     memcpy(order, o, sizeof o);
+    n_order = 7;
   }
-  if (sch_reorder(s, order, kblock ? 7 : 6)) return LOOM_ERR_SCHEDULE;
+  if (jp >= 0) { /* the panels of the tile just outside its vectors */
+    memmove(order + n_order - 1, order + n_order - 2, 2 * sizeof(SchRV));
+    order[n_order - 2] = jp;
+    n_order++;
+  }
+  if (sch_reorder(s, order, n_order)) return LOOM_ERR_SCHEDULE;
 
   SchRV copy = sch_cache_write(s, b, 0, SCOPE_LOCAL);
   if (fail_rv(s, copy)) return LOOM_ERR_SCHEDULE;
@@ -227,6 +244,7 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   }
   /* Micro-kernel: MR x NR/lanes vector FMAs per k, fully unrolled. */
   if (sch_unroll(s, io[1]) || sch_unroll(s, jo[1]) || sch_vectorize(s, jo[2])) return LOOM_ERR_SCHEDULE;
+  if (jp >= 0 && sch_unroll(s, jp)) return LOOM_ERR_SCHEDULE;
   /* Init and copy-out: vectorize their innermost (column) loop; unrolled
    * when they are the register tile's. */
   SchRV il[8], cl[8];

@@ -1,13 +1,14 @@
 /* Matrix-vector products (1 x N x K) with a constant weight, the way the
  * model compiler builds them: B packed by graph_pack_panels_f32 in panels
- * as wide as graph_pack_matmul_width gives one row (the GEMV schedule's
- * whole column tile, topi_gemv_accumulators vectors, at most N rounded up
- * to a vector), topi_matmul_packed, and the group scheduler
- * (compile_schedule_group). Each must compute what the unscheduled,
+ * as wide as graph_pack_matmul_width gives one row (topi_gemv_panel_vectors
+ * vectors, at most N rounded up to a vector), topi_matmul_packed, and the
+ * group scheduler (compile_schedule_group: a column tile of
+ * topi_gemv_streams panels). Each must compute what the unscheduled,
  * unpacked MatMul computes, with and without a bias add (a Gemm), at 1 and
- * 2 threads: odd sizes (1x1x1, 1x7x13, 1x4097x3), N and K that are no
- * multiple of the vector width, N padded to whole panels, a single panel,
- * and whole panels. */
+ * 2 threads, for the host's target and AVX2's: odd sizes (1x1x1, 1x7x13,
+ * 1x4097x3), N and K that are no multiple of the vector width, N padded to
+ * whole panels, a single panel, whole panels, and tiles of 2 and 4 panels
+ * (1x1024x50: 16 or 32 panels) and of one (1x96x2049: 3 or 6 panels). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,11 +48,11 @@ static PrimFunc *build(Arena *a, const GemvCase *c, int64_t w, const char *name)
   return f;
 }
 
-static void check_case(const GemvCase *c, int threads) {
+static void check_case(const GemvCase *c, const Target *t, int threads) {
   Arena *a = arena_new();
   LoomError err = {0};
-  Target target = target_host();
-  int lanes = target_lanes(&target, DT_F32), gemv_width = lanes * topi_gemv_accumulators(&target);
+  Target target = *t;
+  int lanes = target_lanes(&target, DT_F32), gemv_width = lanes * topi_gemv_panel_vectors(&target);
   int64_t w = graph_pack_matmul_width(1, c->n, lanes, gemv_width);
   int64_t n_rounded = (c->n + lanes - 1) / lanes * lanes;
   /* The pass's width: whole vectors, one column tile, no wider than N needs. */
@@ -89,8 +90,8 @@ static void check_case(const GemvCase *c, int threads) {
   for (size_t i = 0; i < count; i++) scale = fmax(scale, fabs(want[i]));
   for (size_t i = 0; i < count; i++)
     if (!(fabs((double)want[i] - got[i]) <= 1e-4 * scale))
-      fail_msg("1x%lldx%lld%s, %d threads, panels of %lld: element %zu: reference %g, packed %g", (long long)c->n,
-               (long long)c->k, c->bias ? " + bias" : "", threads, (long long)w, i, want[i], got[i]);
+      fail_msg("%s, 1x%lldx%lld%s, %d threads, panels of %lld: element %zu: reference %g, packed %g", target.name,
+               (long long)c->n, (long long)c->k, c->bias ? " + bias" : "", threads, (long long)w, i, want[i], got[i]);
   driver_tensors_free(&tr);
   driver_tensors_free(&tp);
   driver_module_free(m);
@@ -110,9 +111,41 @@ static void test_gemv_matches_matmul(void **state) {
       {250, 513, false},  /* neither N nor K a multiple of the vector width */
       {512, 64, true},    /* whole panels */
       {96, 2049, false},  /* a long K */
+      {1024, 50, true},   /* tiles of several panels */
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    for (int threads = 1; threads <= 2; threads++) check_case(&cases[i], threads);
+  Target targets[2] = {target_host()};
+  int n_targets = 1;
+  LoomError err = {0};
+  if (targets[0].vector_bits > 256 && target_parse("x86_64-avx2", &targets[1], &err) == LOOM_OK) n_targets = 2;
+  for (int t = 0; t < n_targets; t++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+      for (int threads = 1; threads <= 2; threads++) check_case(&cases[i], &targets[t], threads);
+}
+
+/* Panels per GEMV column tile: a power of two up to GEMV_MAX_STREAMS whose
+ * accumulators fit the registers, dividing the panels into as many tiles
+ * for each thread. AVX-512 with two FMA pipes: panels of 4 vectors (8
+ * accumulators in two streams), 32 registers hold 4 panels; AVX2 (16
+ * registers) 2. */
+static void test_gemv_streams(void **state) {
+  (void)state;
+  Target avx512 = {.vector_bits = 512, .vector_registers = 32, .flops_per_cycle = 64, .fma_latency = 4};
+  Target avx2 = {.vector_bits = 256, .vector_registers = 16, .flops_per_cycle = 32, .fma_latency = 4};
+  assert_int_equal(topi_gemv_accumulators(&avx512), 8);
+  assert_int_equal(topi_gemv_panel_vectors(&avx512), 4);
+  assert_int_equal(topi_gemv_panel_vectors(&avx2), 4);
+  assert_int_equal(topi_gemv_streams(&avx512, 16, 1), 4);
+  assert_int_equal(topi_gemv_streams(&avx512, 16, 2), 4);
+  assert_int_equal(topi_gemv_streams(&avx512, 12, 2), 2); /* 3 tiles of 4 would not split evenly */
+  assert_int_equal(topi_gemv_streams(&avx512, 12, 1), 4);
+  assert_int_equal(topi_gemv_streams(&avx512, 3, 1), 1);
+  assert_int_equal(topi_gemv_streams(&avx512, 6, 2), 1);
+  assert_int_equal(topi_gemv_streams(&avx2, 32, 2), 2);
+  assert_int_equal(topi_gemv_streams(&avx2, 1, 1), 1);
+  /* One FMA pipe: 4 accumulators, panels of 2 vectors. */
+  Target one_pipe = {.vector_bits = 256, .vector_registers = 16, .flops_per_cycle = 16, .fma_latency = 4};
+  assert_int_equal(topi_gemv_panel_vectors(&one_pipe), 2);
+  assert_int_equal(topi_gemv_streams(&one_pipe, 32, 2), 4);
 }
 
 /* The pass's widths: 16 rows and more get one vector, 2 to 15 rows and a
@@ -131,6 +164,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemv_matches_matmul),
       cmocka_unit_test(test_pack_width),
+      cmocka_unit_test(test_gemv_streams),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
