@@ -382,7 +382,8 @@ static loom_status build_env_init(const BuildOptions *opt, BuildEnv *env, LoomEr
 
 static loom_status build_tmpdir_create(BuildEnv *env, LoomError *err) {
   char base[PATH_MAX];
-  snprintf(base, sizeof base, "%s/cc", env->cache);
+  if (snprintf(base, sizeof base, "%s/cc", env->cache) >= (int)sizeof base)
+    return err_set(err, LOOM_ERR_IO, "cache directory path too long: \"%s\"", env->cache);
   subprocess_temp_name(env->tmpdir, sizeof env->tmpdir, base);
   subprocess_track_file(env->tmpdir);
   snprintf(env->tmpdir_assignment, sizeof env->tmpdir_assignment, "TMPDIR=%s", env->tmpdir);
