@@ -51,11 +51,10 @@ def tables(paths):
         for r in d["rows"]:
             if r["variant"] == "native" and (r["model"], r["threads"]) not in keys:
                 keys.append((r["model"], r["threads"]))
-    cond = sorted({f"{d['cpu']}, {d['cpus']} CPUs, onnxruntime {d['onnxruntime']}, scheduling "
-                   f"{d.get('sched_policy', '?')}" for d in docs})
-    out = ["Runs: " + "; ".join(f"`{p}` ({run_name(d)}: {d['started']}, commit {d.get('commit')}, "
-                                   f"{d['repeat']} timed runs a side, load average at the end "
-                                   f"{(d.get('load_average_at_end') or ['?'])[0]})"
+    cond = sorted({f"{d['cpu']}, {d['cpus']} CPUs, onnxruntime {d['onnxruntime']}" for d in docs})
+    out = ["Runs: " + "; ".join(f"`{p}` ({run_name(d)}: {d['started']}, commit {d.get('commit')}, runtime "
+                                   f"`{d.get('loom_rt')}`, {d.get('sched_policy', '?')}, {d['repeat']} timed runs "
+                                   f"a side, load average at the end {(d.get('load_average_at_end') or ['?'])[0]})"
                                    for p, d in zip(paths, docs)),
            "", "Conditions: " + "; ".join(cond), "",
            ]
