@@ -186,6 +186,7 @@ static loom_status model_source(Arena *a, const CompileModelParts *parts, Export
   LOOM_ASSERT(inc); /* codegen_c_prelude includes the kernel ABI: replaced by k_abi */
   sb_printf(out, "/* %s: the model's kernels, run entry and API (Loom export-c, target %s). */\n", m->prefix,
             m->target);
+  if (m->threads > 1) export_threads_feature_macros(m, out);
   sb_printf(out, "#include \"%s.h\"\n\n", m->prefix);
   sb_printf(out, "%.*s", (int)(inc - pre), pre);
   sb_puts(out, k_abi);

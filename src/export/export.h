@@ -128,6 +128,7 @@ void export_read_weights_function(const ExportModel *m, StrBuf *out);
 /* ---- export_threads.c: the worker pool of --threads N ---- */
 void export_threads_api(const ExportModel *m, StrBuf *out);   /* PREFIX.h: PREFIX_context, init, destroy */
 void export_threads_source(const ExportModel *m, StrBuf *out); /* PREFIX.c: the pool and PREFIX_parallel_for */
+void export_threads_feature_macros(const ExportModel *m, StrBuf *out); /* PREFIX.c's first lines: POSIX for the pool */
 
 /* ---- export_bench.c: PREFIX_bench.c (--bench) ---- */
 void export_bench(const ExportModel *m, StrBuf *out);

@@ -6,7 +6,8 @@ of the host artifact; the object has no allocation symbols, builds with
 arguments fail with `loom: error:` and leave nothing behind. Also the
 weights file (its documented layout, and every refusal of the generated
 loader), --threads (results, two instances, no allocation, records tuned
-at that many threads) and --bench (builds and runs; no timing checked).
+at that many threads, the pool through the runtime pool's test cases) and
+--bench (builds and runs; no timing checked).
 
 Metric: max |export - host| / max |host| over each output (<= 1e-5).
 Environment: LOOM_BIN (CTest sets it). python3 with numpy and onnx.
@@ -22,7 +23,7 @@ import unittest
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from export_fixtures import CC, ExportCase, cross_cc, read_outputs, rel_err, save
+from export_fixtures import CC, ExportCase, cross_cc, cross_tools_missing, qemu_runner, read_outputs, rel_err, save
 
 REL_TOL = 1e-5
 
@@ -166,7 +167,8 @@ class ExportTest(ExportCase):
             self.assertIn("vector_size(16)", f.read())  # 128-bit NEON through GCC vector types
 
     def test_riscv64_under_qemu(self):
-        self.check_cross("riscv64")
+        runner = self.check_cross("riscv64")
+        self.check_matches_host("mlp", "--target", "riscv64", "--threads", "2", runner=runner)
 
     # ---- the generated code ----
 
@@ -435,6 +437,28 @@ class ExportTest(ExportCase):
             self.assertIn(f"{model}_context_init", self.assert_symbols_prefixed(obj, model + "_"))
         self.assertTrue(parallel, "no kernel has a parallel loop at 2 threads")
 
+    def test_threads_pool_passes_the_runtime_pools_cases(self):
+        """The exported pool (3 threads: uneven shares) through the runtime
+        pool's unit-test cases (every iteration once: many small jobs,
+        nested, long and short chunks, two callers on one context, shutdown
+        asleep and mid-spin) and in the runtime's chunks, with the caller's
+        CPU clock and without it (the plain spin bound); natively, and
+        cross-compiled under qemu-user where the toolchains are here."""
+        proj = self.project("mlp", "--threads", "3")
+        src = os.path.join(proj, "pool_cases.c")
+        with open(src, "w") as f:
+            f.write(POOL_CASES)
+        builds = [(CC, [], "1"), (CC, ["-DMLP_POOL_CALLER_CLOCK=0"], "0")]
+        builds += [(cross_cc(t), [], t) for t in ("aarch64", "riscv64") if not cross_tools_missing(t)]
+        for cc, defs, what in builds:
+            exe = os.path.join(proj, f"pool_cases_{what}")
+            self.run_cmd([cc, "-std=c11", "-pedantic", "-O1", "-Wall", "-Wextra", "-Werror", *defs, "-o", exe, src,
+                          "mlp_weights.c", "-lm", "-pthread"], cwd=proj)
+            runner = qemu_runner(what) if what in ("aarch64", "riscv64") else []
+            r = self.run_cmd([*runner, exe])
+            clock = "0" if defs else "1"
+            self.assertIn(f"pool ok (3 threads, caller clock {clock})", r.stdout, what)
+
     def test_threads_two_instances_side_by_side(self):
         """Each thread its own context (a pool of 2) and workspace."""
         self.two_instances("--threads", "2")
@@ -638,6 +662,211 @@ int main(int argc, char **argv) {
   return 0;
 }
 """
+
+POOL_CASES = r"""
+/* The exported pool (mlp.c's static mlp_parallel_for) through the cases of
+ * the runtime pool's unit test (tests/unit/runtime/test_threadpool.c), and
+ * its chunks checked against the runtime's split (chunking_of, chunk_range).
+ * mlp.c first: its feature macros precede every system header. */
+#include "mlp.c"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { THREADS = MLP_THREADS, PER = 4 };
+
+#define CHECK(cond)                                                    \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      printf("%s:%d: %s failed\n", __FILE__, __LINE__, #cond);         \
+      exit(1);                                                         \
+    }                                                                  \
+  } while (0)
+
+typedef struct Hits {
+  atomic_int *counts; /* how often each iteration ran */
+  atomic_int calls;
+  int64_t begins[THREADS * PER], ends[THREADS * PER];
+} Hits;
+
+static void count_body(void *c, int64_t begin, int64_t end) {
+  Hits *h = c;
+  int k = atomic_fetch_add(&h->calls, 1);
+  if (k < THREADS * PER) h->begins[k] = begin, h->ends[k] = end;
+  for (int64_t i = begin; i < end; i++) atomic_fetch_add(&h->counts[i], 1);
+}
+
+static void run(mlp_context *ctx, int64_t n, loom_parallel_body body, void *closure) {
+  mlp_parallel_for(mlp_pool_of(ctx), n, body, closure);
+}
+
+/* The runtime's chunks of a loop of n (src/runtime/threadpool.c). */
+static int expected_chunks(int64_t n, int64_t *begins, int64_t *ends) {
+  int threads = THREADS < n ? THREADS : (int)n;
+  int per = n / threads < PER ? (int)(n / threads) : PER, m = 0;
+  for (int t = 0; t < threads; t++)
+    for (int j = 0; j < per; j++) {
+      int64_t tb = t * n / threads, te = (t + 1) * n / threads;
+      begins[m] = tb + j * (te - tb) / per;
+      ends[m++] = tb + (j + 1) * (te - tb) / per;
+    }
+  return m;
+}
+
+/* Every iteration once, in the runtime's chunks, for many small jobs back to back. */
+static void many_small_jobs(mlp_context *ctx) {
+  enum { MAXN = 97 };
+  atomic_int counts[MAXN];
+  static Hits h;
+  for (int job = 0; job < 3000; job++) {
+    int64_t n = job % MAXN;
+    for (int i = 0; i < MAXN; i++) atomic_init(&counts[i], 0);
+    h.counts = counts;
+    atomic_init(&h.calls, 0);
+    run(ctx, n, count_body, &h);
+    for (int i = 0; i < MAXN; i++) CHECK(atomic_load(&counts[i]) == (i < n ? 1 : 0));
+    if (n <= 1) continue;
+    int64_t want_b[THREADS * PER], want_e[THREADS * PER];
+    int m = expected_chunks(n, want_b, want_e);
+    CHECK(atomic_load(&h.calls) == m);
+    for (int i = 0; i < m; i++) { /* each chunk run is one of the runtime's (they do not overlap) */
+      int found = 0;
+      for (int j = 0; j < m; j++) found |= h.begins[i] == want_b[j] && h.ends[i] == want_e[j];
+      CHECK(found);
+    }
+  }
+}
+
+typedef struct Nested {
+  mlp_context *ctx;
+  atomic_int *counts; /* 16 x 16 */
+} Nested;
+
+static void inner_body(void *c, int64_t begin, int64_t end) {
+  atomic_int *row = c;
+  for (int64_t j = begin; j < end; j++) atomic_fetch_add(&row[j], 1);
+}
+
+static void outer_body(void *c, int64_t begin, int64_t end) {
+  Nested *n = c;
+  for (int64_t i = begin; i < end; i++) run(n->ctx, 16, inner_body, &n->counts[i * 16]);
+}
+
+/* A parallel loop inside one runs serially instead of deadlocking. */
+static void nested(mlp_context *ctx) {
+  atomic_int counts[256];
+  for (int rep = 0; rep < 200; rep++) {
+    for (int i = 0; i < 256; i++) atomic_init(&counts[i], 0);
+    Nested n = {ctx, counts};
+    run(ctx, 16, outer_body, &n);
+    for (int i = 0; i < 256; i++) CHECK(atomic_load(&counts[i]) == 1);
+  }
+}
+
+typedef struct Slow {
+  atomic_int *counts;
+  int64_t work; /* busy iterations per index */
+} Slow;
+
+static void slow_body(void *c, int64_t begin, int64_t end) {
+  Slow *s = c;
+  for (int64_t i = begin; i < end; i++) {
+    volatile int64_t sink = 0;
+    for (int64_t j = 0; j < s->work * (1 + i % 3); j++) sink += j;
+    atomic_fetch_add(&s->counts[i], 1);
+  }
+}
+
+/* Long chunks (threads then spin past their minimum), instant ones, pauses
+ * (they sleep), fewer iterations than threads. */
+static void long_and_short_chunks(mlp_context *ctx) {
+  struct timespec pause = {0, 2 * 1000 * 1000};
+  enum { MAXN = 29 };
+  atomic_int counts[MAXN];
+  for (int job = 0; job < 300; job++) {
+    int64_t n = 1 + job % MAXN;
+    for (int i = 0; i < MAXN; i++) atomic_init(&counts[i], 0);
+    Slow s = {counts, job % 3 == 0 ? 20000 : job % 3 == 1 ? 0 : 500};
+    run(ctx, n, slow_body, &s);
+    for (int i = 0; i < MAXN; i++) CHECK(atomic_load(&counts[i]) == (i < n ? 1 : 0));
+    if (job % 50 == 49) nanosleep(&pause, NULL);
+  }
+}
+
+typedef struct Caller {
+  mlp_context *ctx;
+  atomic_int counts[41];
+  int wrong;
+} Caller;
+
+static void *caller_main(void *arg) {
+  Caller *c = arg;
+  static _Thread_local Hits h;
+  for (int job = 0; job < 1000; job++) {
+    int64_t n = 1 + job % 41;
+    for (int i = 0; i < 41; i++) atomic_init(&c->counts[i], 0);
+    h.counts = c->counts;
+    atomic_init(&h.calls, 0);
+    run(c->ctx, n, count_body, &h);
+    for (int i = 0; i < 41; i++) c->wrong += atomic_load(&c->counts[i]) != (i < n ? 1 : 0);
+  }
+  return NULL;
+}
+
+/* Two threads share a context: whichever finds it busy runs serially. */
+static void concurrent_callers(mlp_context *ctx) {
+  static Caller a, b;
+  a.ctx = b.ctx = ctx;
+  pthread_t ta, tb;
+  CHECK(pthread_create(&ta, NULL, caller_main, &a) == 0);
+  CHECK(pthread_create(&tb, NULL, caller_main, &b) == 0);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  CHECK(a.wrong == 0 && b.wrong == 0);
+}
+
+static void slow_once_body(void *c, int64_t begin, int64_t end) {
+  Slow s = {c, 200000};
+  slow_body(&s, begin, end);
+}
+
+/* Destroy finds the workers asleep, spinning after long chunks (their
+ * deadline far ahead), or never having seen a job. */
+static void shutdown(void) {
+  struct timespec pause = {0, 50 * 1000 * 1000};
+  for (int how = 0; how < 3; how++) {
+    static mlp_context ctx;
+    CHECK(mlp_context_init(&ctx) == MLP_OK);
+    atomic_int counts[16];
+    static Hits h;
+    for (int i = 0; i < 16; i++) atomic_init(&counts[i], 0);
+    h.counts = counts;
+    atomic_init(&h.calls, 0);
+    if (how == 0) {
+      run(&ctx, 16, count_body, &h);
+      nanosleep(&pause, NULL);
+    } else if (how == 1) {
+      run(&ctx, 16, slow_once_body, counts);
+    }
+    mlp_context_destroy(&ctx);
+    for (int i = 0; i < 16; i++) CHECK(atomic_load(&counts[i]) == (how < 2 ? 1 : 0));
+  }
+}
+
+int main(void) {
+  static mlp_context ctx;
+  CHECK(mlp_context_init(&ctx) == MLP_OK);
+  many_small_jobs(&ctx);
+  nested(&ctx);
+  long_and_short_chunks(&ctx);
+  concurrent_callers(&ctx);
+  mlp_context_destroy(&ctx);
+  shutdown();
+  printf("pool ok (%d threads, caller clock %d)\n", THREADS, MLP_POOL_CALLER_CLOCK);
+  return 0;
+}
+"""
+
 
 if __name__ == "__main__":
     unittest.main()
