@@ -33,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+import doc_block  # noqa: E402
 import loom_rt  # noqa: E402
 import models  # noqa: E402  (bench/models.py: ort_session, side_by_side, cpu_name)
 from rnn_models import lstm_stack, one_layer  # noqa: E402
@@ -80,13 +81,19 @@ def main():
     ap.add_argument("--steps", default="64,512,2048")
     ap.add_argument("--single-steps", default="512", help="steps of the one-layer LSTM and GRU ('' for none)")
     ap.add_argument("--table", help="print the markdown table of this raw results file and exit")
+    ap.add_argument("--update", metavar="DOC", help="with --table: write it into DOC between its markers instead")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--out", default=os.path.join(HERE, "results", f"lstm-{platform.node() or 'host'}.json"))
     a = ap.parse_args()
     if a.table:
         with open(a.table) as f:
-            print(table(json.load(f)))
+            text = table(json.load(f))
+        if a.update:
+            doc_block.replace_block(a.update, f"<!-- bench/lstm.py --table {os.path.relpath(a.table, ROOT)} -->",
+                                    "<!-- end of the generated table -->", text + "\n")
+        else:
+            print(text)
         return
     loom = os.environ.get("LOOM", os.path.join(ROOT, "build", "tools", "loom"))
     lib = os.environ.get("LOOM_RT", os.path.join(ROOT, "build", "libloomrt.so"))
