@@ -54,13 +54,16 @@ loom_status graph_pass_split_gemv(Graph *g, int parts, LoomError *err);
  * packed at compile time into column panels Bp [ceil(N / width), K, width]
  * (zero-padded), so each vector of the schedule's column tile reads one
  * contiguous panel. A matrix-vector product (one row of A) gets panels
- * min(gemv_width, N rounded up to width) wide, the GEMV schedule's whole
- * column tile (none when gemv_width < 1: left to split_gemv). Nothing for
- * width < 1. */
+ * min(gemv_width, N rounded up to width) wide, or half that where the
+ * panels still come in pairs (graph_pack_matmul_width; none when
+ * gemv_width < 1: left to split_gemv). Nothing for width < 1. */
 loom_status graph_pass_pack_matmul(Graph *g, int width, int gemv_width, LoomError *err);
 /* The panel width the pass gives a product of `rows` rows of A (batch
  * dims flattened) and n columns: width from 16 rows on, the GEMV width for
- * one row, 0 (left alone) otherwise. */
+ * one row (halved, if to more than width, where the panel count is even: the
+ * GEMV schedule's tile streams several panels side by side, as many as its
+ * registers hold, so narrower panels make more streams; an even count
+ * keeps tiles of two panels possible), 0 (left alone) otherwise. */
 int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_width);
 /* B [K, N] (row-major f32) into panels dst [ceil(N / width), K, width],
  * zero-padded past column N. */

@@ -101,14 +101,15 @@ int topi_gemv_accumulators(const Target *t);
  * topi_gemv_panel_vectors vectors, the accumulators split among
  * GEMV_MIN_STREAMS panels (compile_model.c), so the tile still has
  * topi_gemv_accumulators of them. */
-enum { GEMV_MIN_STREAMS = 2, GEMV_MAX_STREAMS = 4 };
+enum { GEMV_MIN_STREAMS = 2, GEMV_MAX_STREAMS = 8 };
 int topi_gemv_panel_vectors(const Target *t);
-/* Panels a GEMV's column tile streams (topi_schedule_matmul_cpu): the most,
- * a power of two up to GEMV_MAX_STREAMS, whose accumulators fit the vector
- * registers (beside the broadcast and one loaded vector), that divide the
- * `panels` into whole tiles, as many for each of `num_threads` threads (a
- * tile is the unit the threads share). 1 when none does. */
-int topi_gemv_streams(const Target *t, int64_t panels, int num_threads);
+/* Panels of `panel_vecs` vectors a GEMV's column tile streams
+ * (topi_schedule_matmul_cpu): the most, a power of two up to
+ * GEMV_MAX_STREAMS, whose accumulators fit the vector registers (beside
+ * the broadcast and one loaded vector), that divide the `panels` into
+ * whole tiles, as many for each of `num_threads` threads (a tile is the
+ * unit the threads share). 1 when none does. */
+int topi_gemv_streams(const Target *t, int64_t panels, int64_t panel_vecs, int num_threads);
 /* The register tile of an outer-product micro-kernel (matmul, conv): `rows`
  * broadcast operands x `vecs` loaded vectors of `regs_per_vec` registers
  * each; per reduction step rows x vecs FMAs for rows + vecs loads. Fits

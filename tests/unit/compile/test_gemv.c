@@ -55,9 +55,11 @@ static void check_case(const GemvCase *c, const Target *t, int threads) {
   int lanes = target_lanes(&target, DT_F32), gemv_width = lanes * topi_gemv_panel_vectors(&target);
   int64_t w = graph_pack_matmul_width(1, c->n, lanes, gemv_width);
   int64_t n_rounded = (c->n + lanes - 1) / lanes * lanes;
-  /* The pass's width: whole vectors, one column tile, no wider than N needs. */
+  /* The pass's width: whole vectors, no wider than N needs; half the GEMV
+   * width where that gives an even number of panels. */
+  int64_t full = gemv_width < n_rounded ? gemv_width : n_rounded;
   assert_true(w >= lanes && w % lanes == 0 && w <= gemv_width);
-  assert_int_equal(w, gemv_width < n_rounded ? gemv_width : n_rounded);
+  assert_true(w == full || (w == full / 2 && w > lanes && (c->n + w - 1) / w % 2 == 0));
 
   PrimFunc *ref = build(a, c, 0, "reference"), *packed = build(a, c, w, "packed");
   GroupFunc gf = {.func = packed};
@@ -134,18 +136,22 @@ static void test_gemv_streams(void **state) {
   assert_int_equal(topi_gemv_accumulators(&avx512), 8);
   assert_int_equal(topi_gemv_panel_vectors(&avx512), 4);
   assert_int_equal(topi_gemv_panel_vectors(&avx2), 4);
-  assert_int_equal(topi_gemv_streams(&avx512, 16, 1), 4);
-  assert_int_equal(topi_gemv_streams(&avx512, 16, 2), 4);
-  assert_int_equal(topi_gemv_streams(&avx512, 12, 2), 2); /* 3 tiles of 4 would not split evenly */
-  assert_int_equal(topi_gemv_streams(&avx512, 12, 1), 4);
-  assert_int_equal(topi_gemv_streams(&avx512, 3, 1), 1);
-  assert_int_equal(topi_gemv_streams(&avx512, 6, 2), 1);
-  assert_int_equal(topi_gemv_streams(&avx2, 32, 2), 2);
-  assert_int_equal(topi_gemv_streams(&avx2, 1, 1), 1);
+  assert_int_equal(topi_gemv_streams(&avx512, 16, 4, 1), 4);
+  assert_int_equal(topi_gemv_streams(&avx512, 16, 4, 2), 4);
+  assert_int_equal(topi_gemv_streams(&avx512, 12, 4, 2), 2); /* 3 tiles of 4 would not split evenly */
+  assert_int_equal(topi_gemv_streams(&avx512, 12, 4, 1), 4);
+  assert_int_equal(topi_gemv_streams(&avx512, 3, 4, 1), 1);
+  assert_int_equal(topi_gemv_streams(&avx512, 6, 4, 2), 1);
+  assert_int_equal(topi_gemv_streams(&avx2, 32, 4, 2), 2);
+  assert_int_equal(topi_gemv_streams(&avx2, 1, 4, 1), 1);
+  /* Narrower panels (the pass halves them where they pair up): more streams. */
+  assert_int_equal(topi_gemv_streams(&avx512, 32, 2, 2), 8);
+  assert_int_equal(topi_gemv_streams(&avx512, 24, 2, 2), 4);
+  assert_int_equal(topi_gemv_streams(&avx2, 48, 2, 2), 4);
   /* One FMA pipe: 4 accumulators, panels of 2 vectors. */
   Target one_pipe = {.vector_bits = 256, .vector_registers = 16, .flops_per_cycle = 16, .fma_latency = 4};
   assert_int_equal(topi_gemv_panel_vectors(&one_pipe), 2);
-  assert_int_equal(topi_gemv_streams(&one_pipe, 32, 2), 4);
+  assert_int_equal(topi_gemv_streams(&one_pipe, 32, 2, 2), 4);
 }
 
 /* The pass's widths: 16 rows and more get one vector, 2 to 15 rows and a
@@ -153,7 +159,10 @@ static void test_gemv_streams(void **state) {
 static void test_pack_width(void **state) {
   (void)state;
   assert_int_equal(graph_pack_matmul_width(16, 1000, 16, 128), 16);
-  assert_int_equal(graph_pack_matmul_width(1, 1000, 16, 128), 128);
+  assert_int_equal(graph_pack_matmul_width(1, 1000, 16, 128), 64); /* 16 panels of 64 */
+  assert_int_equal(graph_pack_matmul_width(1, 1000, 8, 32), 32);   /* 63 panels of 16: kept at 32 */
+  assert_int_equal(graph_pack_matmul_width(1, 768, 8, 32), 16);
+  assert_int_equal(graph_pack_matmul_width(1, 768, 16, 32), 32);   /* not down to one vector */
   assert_int_equal(graph_pack_matmul_width(1, 7, 16, 128), 16);
   assert_int_equal(graph_pack_matmul_width(1, 33, 8, 64), 40);
   assert_int_equal(graph_pack_matmul_width(8, 1000, 16, 128), 0);
