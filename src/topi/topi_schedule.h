@@ -93,14 +93,15 @@ int topi_registers_per_vector(const Target *t, int64_t lanes);
  * AVX2 cores with two FMA pipes), within the registers beside the
  * broadcast and one loaded vector. */
 int topi_gemv_accumulators(const Target *t);
-/* A GEMV's column tile streams several panels at once, GEMV_MIN_STREAMS at
- * least: one sequential stream per thread left memory bandwidth unused
- * (1 x 3072 x 4096 at 1 thread: 0.8 of OpenBLAS's sgemv with one stream,
- * 1.0-1.1 with two to four, issue 32), as OpenBLAS's kernels read several
- * rows at once. graph_pass_pack_matmul packs a GEMV's weights in panels of
+/* A GEMV's column tile streams several panels at once: one sequential
+ * stream per thread left memory bandwidth unused (1 x 3072 x 4096 at 1
+ * thread: 0.8 of OpenBLAS's sgemv with one stream, 1.0-1.1 with two to
+ * four, issue 32), as OpenBLAS's kernels read several rows at once.
+ * graph_pass_pack_matmul packs a GEMV's weights in panels of
  * topi_gemv_panel_vectors vectors, the accumulators split among
- * GEMV_MIN_STREAMS panels (compile_model.c), so the tile still has
- * topi_gemv_accumulators of them. */
+ * GEMV_MIN_STREAMS panels (compile_model.c), halved again where the panels
+ * pair up (graph_pack_matmul_width), so a tile of GEMV_MIN_STREAMS panels
+ * or more has topi_gemv_accumulators accumulators at least. */
 enum { GEMV_MIN_STREAMS = 2, GEMV_MAX_STREAMS = 8 };
 int topi_gemv_panel_vectors(const Target *t);
 /* Panels of `panel_vecs` vectors a GEMV's column tile streams
