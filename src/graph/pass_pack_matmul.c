@@ -9,7 +9,9 @@
  *   Y = MatMul(A, B)      ->  Y = MatMulPacked(A, Bp) {n = N}
  *   Y = Gemm(A, B, C)     ->  T = MatMulPacked(A, Bp) {n = N};  Y = Add(T, C)
  *
- *   Bp [ceil(N / b), K, b],  Bp[p, k, c] = B[k, p * b + c]  (0 past column N)
+ *   Bp [P, K, b],  Bp[p, k, c] = B[k, p * b + c]  (0 past column N)
+ *
+ * P = ceil(N / b), for a GEMV rounded up to an even count.
  *
  * so the column tile's NR/b vectors each stream one panel with unit stride
  * in k (infer_matmul_packed.c has the op's semantics). b is the vector
@@ -63,14 +65,18 @@ int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_wid
   if (rows >= MIN_ROWS) return width;
   if (rows != 1 || gemv_width < 1) return 0;
   int64_t n_rounded = (n + width - 1) / width * width, w = gemv_width < n_rounded ? gemv_width : n_rounded;
-  if (w / 2 > width && (w / 2) % width == 0 && (n + w / 2 - 1) / (w / 2) % 2 == 0) w /= 2;
+  if (w / 2 > width && (w / 2) % width == 0) w /= 2;
   return w;
 }
 
-void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width, float *dst) {
-  int64_t panels = (N + width - 1) / width;
+int64_t graph_pack_matmul_panels(int64_t rows, int64_t n, int64_t w) {
+  int64_t panels = w > 0 ? (n + w - 1) / w : 0;
+  return rows == 1 && panels > 1 && panels % 2 ? panels + 1 : panels;
+}
+
+void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width, int64_t panels, float *dst) {
   for (int64_t p = 0; p < panels; p++) {
-    int64_t c0 = p * width, cols = N - c0 < width ? N - c0 : width;
+    int64_t c0 = p * width, cols = N - c0 <= 0 ? 0 : N - c0 < width ? N - c0 : width;
     for (int64_t k = 0; k < K; k++, dst += width) {
       memcpy(dst, src + k * N + c0, sizeof(float) * (size_t)cols);
       if (cols < width) memset(dst + cols, 0, sizeof(float) * (size_t)(width - cols));
@@ -78,11 +84,11 @@ void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width
   }
 }
 
-/* B [K, N] in panels of `width` columns, zero-padded to whole panels. */
-static GraphTensor *pack_panels(Graph *g, const GraphTensor *b, int64_t width) {
-  int64_t K = b->dims[0], N = b->dims[1], panels = (N + width - 1) / width;
+/* B [K, N] in `panels` panels of `width` columns, zero past column N. */
+static GraphTensor *pack_panels(Graph *g, const GraphTensor *b, int64_t width, int64_t panels) {
+  int64_t K = b->dims[0], N = b->dims[1];
   GraphTensor *t = graph_tensor_new(g->arena, b->dtype, 3, (int64_t[]){panels, K, width});
-  graph_pack_panels_f32(b->data, K, N, width, t->data);
+  graph_pack_panels_f32(b->data, K, N, width, panels, t->data);
   return t;
 }
 
@@ -128,7 +134,7 @@ loom_status graph_pass_pack_matmul(Graph *g, int width, int gemv_width, LoomErro
     ValueId bv = copy.inputs[1], *slot = &packed[2 * bv + gemv];
     if (*slot == GRAPH_NO_VALUE)
       *slot = graph_add_constant_derived(g, g->values[bv].name, arena_printf(g->arena, "panels%lld", (long long)w),
-                                         pack_panels(g, b, w));
+                                         pack_panels(g, b, w, graph_pack_matmul_panels(rows, b->dims[1], w)));
     rewrite(g, &buf, &copy, *slot, b->dims[1]);
     any = true;
   }

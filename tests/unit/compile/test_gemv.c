@@ -34,7 +34,7 @@ typedef struct GemvCase {
 static PrimFunc *build(Arena *a, const GemvCase *c, int64_t w, const char *name) {
   LoomError err = {0};
   TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){1, c->k}, &err);
-  TeTensor *B = w > 0 ? te_placeholder(a, "Bp", DT_F32, 3, (int64_t[]){(c->n + w - 1) / w, c->k, w}, &err)
+  TeTensor *B = w > 0 ? te_placeholder(a, "Bp", DT_F32, 3, (int64_t[]){graph_pack_matmul_panels(1, c->n, w), c->k, w}, &err)
                       : te_placeholder(a, "B", DT_F32, 2, (int64_t[]){c->k, c->n}, &err);
   TeTensor *bias = te_placeholder(a, "bias", DT_F32, 1, &c->n, &err);
   TeTensor *y = w > 0 ? topi_matmul_packed(a, "y", A, B, c->n, &err) : topi_matmul_nd(a, "y", A, B, &err);
@@ -55,11 +55,13 @@ static void check_case(const GemvCase *c, const Target *t, int threads) {
   int lanes = target_lanes(&target, DT_F32), gemv_width = lanes * topi_gemv_panel_vectors(&target);
   int64_t w = graph_pack_matmul_width(1, c->n, lanes, gemv_width);
   int64_t n_rounded = (c->n + lanes - 1) / lanes * lanes;
-  /* The pass's width: whole vectors, no wider than N needs; half the GEMV
-   * width where that gives an even number of panels. */
-  int64_t full = gemv_width < n_rounded ? gemv_width : n_rounded;
+  /* The pass's width: whole vectors, no wider than N needs, halved where
+   * that stays wider than one vector; an even number of panels but one. */
+  int64_t full = gemv_width < n_rounded ? gemv_width : n_rounded, panels = graph_pack_matmul_panels(1, c->n, w);
   assert_true(w >= lanes && w % lanes == 0 && w <= gemv_width);
-  assert_true(w == full || (w == full / 2 && w > lanes && (c->n + w - 1) / w % 2 == 0));
+  assert_true(w == full || (w == full / 2 && w > lanes));
+  assert_true(panels == 1 || panels % 2 == 0);
+  assert_true(panels * w >= c->n && (panels - 1) * w < c->n + w);
 
   PrimFunc *ref = build(a, c, 0, "reference"), *packed = build(a, c, w, "packed");
   GroupFunc gf = {.func = packed};
@@ -72,7 +74,7 @@ static void check_case(const GemvCase *c, const Target *t, int threads) {
   assert_int_equal(driver_tensors_alloc(driver_lowered(m, 1), 32, &tp, &err), LOOM_OK);
   int out = tr.n - 1;
   memcpy(tp.tensors[0].data, tr.tensors[0].data, tr.bytes[0]); /* A */
-  graph_pack_panels_f32(tr.tensors[1].data, c->k, c->n, w, tp.tensors[1].data);
+  graph_pack_panels_f32(tr.tensors[1].data, c->k, c->n, w, graph_pack_matmul_panels(1, c->n, w), tp.tensors[1].data);
   if (c->bias) memcpy(tp.tensors[2].data, tr.tensors[2].data, tr.bytes[2]);
   Kernel kr, kp;
   assert_int_equal(driver_get_kernel(m, "reference", &kr, &err), LOOM_OK);
@@ -114,6 +116,7 @@ static void test_gemv_matches_matmul(void **state) {
       {512, 64, true},    /* whole panels */
       {96, 2049, false},  /* a long K */
       {1024, 50, true},   /* tiles of several panels */
+      {1000, 40, false},  /* an odd panel count made even (AVX2: 63 panels of 16 and a zero one) */
   };
   Target targets[2] = {target_host()};
   int n_targets = 1;
@@ -160,7 +163,11 @@ static void test_pack_width(void **state) {
   (void)state;
   assert_int_equal(graph_pack_matmul_width(16, 1000, 16, 128), 16);
   assert_int_equal(graph_pack_matmul_width(1, 1000, 16, 128), 64); /* 16 panels of 64 */
-  assert_int_equal(graph_pack_matmul_width(1, 1000, 8, 32), 32);   /* 63 panels of 16: kept at 32 */
+  assert_int_equal(graph_pack_matmul_width(1, 1000, 8, 32), 16);
+  assert_int_equal(graph_pack_matmul_panels(1, 1000, 16), 64);      /* 63 and one of zeros */
+  assert_int_equal(graph_pack_matmul_panels(1, 1024, 16), 64);
+  assert_int_equal(graph_pack_matmul_panels(1, 7, 8), 1);
+  assert_int_equal(graph_pack_matmul_panels(16, 1000, 16), 63);     /* not a GEMV: ceil */
   assert_int_equal(graph_pack_matmul_width(1, 768, 8, 32), 16);
   assert_int_equal(graph_pack_matmul_width(1, 768, 16, 32), 32);   /* not down to one vector */
   assert_int_equal(graph_pack_matmul_width(1, 7, 16, 128), 16);

@@ -157,7 +157,7 @@ static void test_gemv_panels(void **state) {
   assert_int_equal(wide->dims[1], 24);
   assert_int_equal(wide->dims[2], 2 * W);
   float want[4 * 24 * 2 * W];
-  graph_pack_panels_f32(bt->data, 24, 100, 2 * W, want);
+  graph_pack_panels_f32(bt->data, 24, 100, 2 * W, 4, want);
   assert_memory_equal(wide->data, want, sizeof want);
   assert_packed(g, bt, g->nodes[2].inputs[1]);
   graph_free(g);
