@@ -11,22 +11,21 @@
  *
  *   Bp [P, K, b],  Bp[p, k, c] = B[k, p * b + c]  (0 past column N)
  *
- * P = ceil(N / b), for a GEMV rounded up to an even count.
- *
- * so the column tile's NR/b vectors each stream one panel with unit stride
- * in k (infer_matmul_packed.c has the op's semantics). b is the vector
- * width the schedule uses (16 floats with AVX-512). Any N is accepted: the
- * last panel is padded with zeros, which the product never reads.
+ * P = ceil(N / b) (a GEMV's rounded up to an even count), so the column
+ * tile's NR/b vectors each stream one panel with unit stride in k
+ * (infer_matmul_packed.c has the op's semantics). b is the vector width
+ * the schedule uses (16 floats with AVX-512). Any N is accepted: the
+ * columns past N are zeros (a GEMV computes them and drops them).
  *
  * Products with at least MIN_ROWS rows of A sharing B (batch dims of A
  * flattened: BERT's [128, 1, 768] is 128 rows) get panels one vector wide.
  * A matrix-vector product (one row: a classifier, a decode step) reads B
  * once, so it is bound by streaming B from memory: its panels are
- * `gemv_width` columns wide (topi_gemv_panel_vectors), or narrower where
- * the panels still pair up (graph_pack_matmul_width): the schedule's
- * column tile streams as many panels side by side as its registers hold,
- * each sequentially from its first byte to its last, and threads that
- * take ranges of tiles each stream one contiguous range of B. Unpacked,
+ * `gemv_width` columns wide (topi_gemv_panel_vectors), an even number of
+ * them (graph_pack_matmul_panels): the schedule's column tile streams as
+ * many panels side by side as its registers hold, each sequentially from
+ * its first byte to its last, and threads that take ranges of tiles each
+ * stream one contiguous range of B. Unpacked,
  * a column tile reads a piece of each row of B, one row (N floats) apart
  * per k: 0.24-0.6 of OpenBLAS's sgemv on Zen 3 (issue 32). A GEMV panel
  * is no wider than N rounded up to `width`. Products with 2 to 15 rows are
@@ -64,9 +63,8 @@ int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_wid
   if (width < 1 || n < 1) return 0;
   if (rows >= MIN_ROWS) return width;
   if (rows != 1 || gemv_width < 1) return 0;
-  int64_t n_rounded = (n + width - 1) / width * width, w = gemv_width < n_rounded ? gemv_width : n_rounded;
-  if (w / 2 > width && (w / 2) % width == 0) w /= 2;
-  return w;
+  int64_t n_rounded = (n + width - 1) / width * width;
+  return gemv_width < n_rounded ? gemv_width : n_rounded;
 }
 
 int64_t graph_pack_matmul_panels(int64_t rows, int64_t n, int64_t w) {

@@ -54,16 +54,14 @@ loom_status graph_pass_split_gemv(Graph *g, int parts, LoomError *err);
  * packed at compile time into column panels Bp [ceil(N / width), K, width]
  * (zero-padded), so each vector of the schedule's column tile reads one
  * contiguous panel. A matrix-vector product (one row of A) gets panels
- * min(gemv_width, N rounded up to width) wide, or half that
- * (graph_pack_matmul_width), an even number of them
+ * min(gemv_width, N rounded up to width) wide, an even number of them
  * (graph_pack_matmul_panels; none when gemv_width < 1: left to
  * split_gemv). Nothing for width < 1. */
 loom_status graph_pass_pack_matmul(Graph *g, int width, int gemv_width, LoomError *err);
 /* The panel width the pass gives a product of `rows` rows of A (batch
  * dims flattened) and n columns: width from 16 rows on, the GEMV width for
- * one row (halved where that stays wider than width: the GEMV schedule's
- * tile streams several panels side by side, as many as its registers
- * hold, so narrower panels make more streams), 0 (left alone) otherwise. */
+ * one row (the GEMV schedule's tile streams several panels side by side),
+ * 0 (left alone) otherwise. */
 int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_width);
 /* The panels of that width: ceil(n / w), for one row rounded up to an even
  * count (one zero panel more) so the GEMV schedule's tiles of two or more

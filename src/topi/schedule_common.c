@@ -23,8 +23,8 @@ int topi_gemv_accumulators(const Target *t) {
 }
 
 int topi_gemv_panel_vectors(const Target *t) {
-  int vecs = topi_gemv_accumulators(t) / GEMV_MIN_STREAMS;
-  return vecs > 1 ? vecs : 1;
+  int vecs = topi_gemv_accumulators(t) / GEMV_PANEL_STREAMS;
+  return vecs > 2 ? vecs : 2;
 }
 
 int topi_gemv_streams(const Target *t, int64_t panels, int64_t panel_vecs, int num_threads) {
