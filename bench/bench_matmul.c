@@ -80,10 +80,10 @@ static void fill_random(float *p, size_t n, uint64_t seed) {
 }
 
 /* The product as the compiler builds it: A [M, K] x B, B packed (width w >
- * 0, Bp [ceil(N / w), K, w]) or plain [K, N]. */
+ * 0, Bp [graph_pack_matmul_panels, K, w]) or plain [K, N]. */
 static PrimFunc *matmul_func(Arena *a, Shape sh, int64_t w, LoomError *err) {
   TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){sh.M, sh.K}, err);
-  TeTensor *B = w > 0 ? te_placeholder(a, "B", DT_F32, 3, (int64_t[]){(sh.N + w - 1) / w, sh.K, w}, err)
+  TeTensor *B = w > 0 ? te_placeholder(a, "B", DT_F32, 3, (int64_t[]){graph_pack_matmul_panels(sh.M, sh.N, w), sh.K, w}, err)
                       : te_placeholder(a, "B", DT_F32, 2, (int64_t[]){sh.K, sh.N}, err);
   if (!A || !B) return NULL;
   TeTensor *C = w > 0 ? topi_matmul_packed(a, "C", A, B, sh.N, err) : topi_matmul_nd(a, "C", A, B, err);
@@ -131,7 +131,8 @@ static int bench_one(Shape sh, int threads, const Options *o) {
   int lanes = target_lanes(o->target, DT_F32);
   int64_t w = o->runtime_b ? 0 : graph_pack_matmul_width(sh.M, sh.N, lanes, lanes * topi_gemv_panel_vectors(o->target));
   size_t na = (size_t)(sh.M * sh.K), nb = (size_t)(sh.K * sh.N), nc = (size_t)(sh.M * sh.N);
-  size_t np = w > 0 ? (size_t)((sh.N + w - 1) / w * w * sh.K) : nb;
+  int64_t panels = graph_pack_matmul_panels(sh.M, sh.N, w);
+  size_t np = w > 0 ? (size_t)(panels * w * sh.K) : nb;
   float *A = falloc(na), *B = falloc(nb), *Bt = falloc(nb), *Bl = falloc(np), *Cl = falloc(nc), *Cp = falloc(nc);
   double *tl = malloc(sizeof(double) * (size_t)o->repeat), *tp[2];
   tp[0] = malloc(sizeof(double) * (size_t)o->repeat);
@@ -140,7 +141,7 @@ static int bench_one(Shape sh, int threads, const Options *o) {
   fill_random(B, nb, 2);
   for (int64_t k = 0; k < sh.K; k++)
     for (int64_t n = 0; n < sh.N; n++) Bt[n * sh.K + k] = B[k * sh.N + n];
-  if (w > 0) graph_pack_panels_f32(B, sh.K, sh.N, w, Bl);
+  if (w > 0) graph_pack_panels_f32(B, sh.K, sh.N, w, panels, Bl);
   else memcpy(Bl, B, nb * sizeof(float));
 
   PrimFunc *f = matmul_func(a, sh, w, &err);
@@ -161,7 +162,7 @@ static int bench_one(Shape sh, int threads, const Options *o) {
   }
   if (threadpool_create(threads, &pool, &err)) goto out;
   openblas_set_num_threads(threads);
-  int64_t bshape[3] = {w > 0 ? (sh.N + w - 1) / w : sh.K, w > 0 ? sh.K : sh.N, w};
+  int64_t bshape[3] = {w > 0 ? panels : sh.K, w > 0 ? sh.K : sh.N, w};
   DLTensor t[3] = {
       {.data = A, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = (int64_t[]){sh.M, sh.K}},
       {.data = Bl, .device = {kDLCPU, 0}, .ndim = w > 0 ? 3 : 2, .dtype = {kDLFloat, 32, 1}, .shape = bshape},

@@ -10,11 +10,13 @@ and `<!-- matmul-tables end -->` of the given file; the tables are never
 typed by hand.
 
 Per file: the run's header (date, CPU, Loom's target, OpenBLAS's core,
-load), a grid of GEMV ratios (rows N, columns K) per thread count, and a
+load), a grid of GEMV ratios (rows N, columns K, then each row's lowest
+and median ratio) per thread count, and a
 table of the other shapes. ratio = OpenBLAS median time / Loom median
 time (> 1: Loom faster); for M = 1 OpenBLAS is the faster of its two
 sgemv layouts."""
 import json
+import statistics
 import sys
 
 from doc_block import replace_block
@@ -51,14 +53,17 @@ def tables(path):
             out.append(f"GEMV 1 x N x K, {t} thread{'s' if t > 1 else ''}: OpenBLAS sgemv time / Loom time "
                        f"(Loom GFLOP/s)")
             out.append("")
-            out.append("| N \\ K | " + " | ".join(str(k) for k in ks) + " |")
-            out.append("|---:|" + "---:|" * len(ks))
+            out.append("| N \\ K | " + " | ".join(str(k) for k in ks) + " | min | median |")
+            out.append("|---:|" + "---:|" * (len(ks) + 2))
             for n in ns:
-                cells = []
+                cells, ratios = [], []
                 for k in ks:
                     r = by.get((n, k, t))
                     cells.append("-" if not r else
                                  f"{r['openblas_over_loom']:.2f} ({2e-6 * n * k / r['loom_ms']:.1f})")
+                    if r:
+                        ratios.append(r["openblas_over_loom"])
+                cells += [f"{min(ratios):.2f}", f"{statistics.median(ratios):.2f}"] if ratios else ["-", "-"]
                 out.append(f"| {n} | " + " | ".join(cells) + " |")
             out.append("")
     other = [r for r in rows if r["M"] > 1]

@@ -2,7 +2,7 @@
  * column panels (produced by pass_pack_matmul.c):
  *
  *   MatMulPacked(A, Bp) {n}: A [..., M, K] (rank >= 2); Bp [P, K, b] with
- *     P = ceil(n / b); output [..., M, n] with
+ *     P >= ceil(n / b) (pass_pack_matmul gives a GEMV an even P); output [..., M, n] with
  *       Y[..., i, j] = sum_k A[..., i, k] * Bp[j / b, k, j % b]
  *     Bp[p, k, c] holds B[k, p * b + c]; the columns from n up to P * b
  *     are zero padding that the product never reads. */
@@ -23,8 +23,8 @@ loom_status infer_matmul_packed(Graph *g, GraphNode *n, LoomError *err) {
   if (ka >= 0 && kb >= 0 && ka != kb)
     return infer_fail(g, n, err, "inner extents differ: A \"%s\" gives %lld, Bp \"%s\" gives %lld", a->name, (long long)ka,
                       bp->name, (long long)kb);
-  if (panels >= 0 && width >= 0 && (width < 1 || panels != (cols + width - 1) / width))
-    return infer_fail(g, n, err, "Bp \"%s\" has %lld panels of %lld columns, expected ceil(%lld / %lld)", bp->name,
+  if (panels >= 0 && width >= 0 && (width < 1 || panels < (cols + width - 1) / width))
+    return infer_fail(g, n, err, "Bp \"%s\" has %lld panels of %lld columns, expected ceil(%lld / %lld) or more", bp->name,
                       (long long)panels, (long long)width, (long long)cols, (long long)width);
   int64_t dims[INFER_MAX_RANK];
   for (int d = 0; d < a->rank - 1; d++) dims[d] = a->dims[d];

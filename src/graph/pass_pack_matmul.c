@@ -9,20 +9,22 @@
  *   Y = MatMul(A, B)      ->  Y = MatMulPacked(A, Bp) {n = N}
  *   Y = Gemm(A, B, C)     ->  T = MatMulPacked(A, Bp) {n = N};  Y = Add(T, C)
  *
- *   Bp [ceil(N / b), K, b],  Bp[p, k, c] = B[k, p * b + c]  (0 past column N)
+ *   Bp [P, K, b],  Bp[p, k, c] = B[k, p * b + c]  (0 past column N)
  *
- * so the column tile's NR/b vectors each stream one panel with unit stride
- * in k (infer_matmul_packed.c has the op's semantics). b is the vector
- * width the schedule uses (16 floats with AVX-512). Any N is accepted: the
- * last panel is padded with zeros, which the product never reads.
+ * P = ceil(N / b) (a GEMV's rounded up to an even count), so the column
+ * tile's NR/b vectors each stream one panel with unit stride in k
+ * (infer_matmul_packed.c has the op's semantics). b is the vector width
+ * the schedule uses (16 floats with AVX-512). Any N is accepted: the
+ * columns past N are zeros (a GEMV computes them and drops them).
  *
  * Products with at least MIN_ROWS rows of A sharing B (batch dims of A
  * flattened: BERT's [128, 1, 768] is 128 rows) get panels one vector wide.
  * A matrix-vector product (one row: a classifier, a decode step) reads B
  * once, so it is bound by streaming B from memory: its panels are
- * `gemv_width` columns wide (topi_gemv_panel_vectors: the schedule's column
- * tile streams several panels side by side, each sequentially from its
- * first byte to its last), and threads that take ranges of tiles each
+ * `gemv_width` columns wide (topi_gemv_panel_vectors), an even number of
+ * them (graph_pack_matmul_panels): the schedule's column tile streams as
+ * many panels side by side as its registers hold, each sequentially from
+ * its first byte to its last, and threads that take ranges of tiles each
  * stream one contiguous range of B. Unpacked,
  * a column tile reads a piece of each row of B, one row (N floats) apart
  * per k: 0.24-0.6 of OpenBLAS's sgemv on Zen 3 (issue 32). A GEMV panel
@@ -65,10 +67,14 @@ int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_wid
   return gemv_width < n_rounded ? gemv_width : n_rounded;
 }
 
-void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width, float *dst) {
-  int64_t panels = (N + width - 1) / width;
+int64_t graph_pack_matmul_panels(int64_t rows, int64_t n, int64_t w) {
+  int64_t panels = w > 0 ? (n + w - 1) / w : 0;
+  return rows == 1 && panels > 1 && panels % 2 ? panels + 1 : panels;
+}
+
+void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width, int64_t panels, float *dst) {
   for (int64_t p = 0; p < panels; p++) {
-    int64_t c0 = p * width, cols = N - c0 < width ? N - c0 : width;
+    int64_t c0 = p * width, cols = N - c0 <= 0 ? 0 : N - c0 < width ? N - c0 : width;
     for (int64_t k = 0; k < K; k++, dst += width) {
       memcpy(dst, src + k * N + c0, sizeof(float) * (size_t)cols);
       if (cols < width) memset(dst + cols, 0, sizeof(float) * (size_t)(width - cols));
@@ -76,11 +82,11 @@ void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width
   }
 }
 
-/* B [K, N] in panels of `width` columns, zero-padded to whole panels. */
-static GraphTensor *pack_panels(Graph *g, const GraphTensor *b, int64_t width) {
-  int64_t K = b->dims[0], N = b->dims[1], panels = (N + width - 1) / width;
+/* B [K, N] in `panels` panels of `width` columns, zero past column N. */
+static GraphTensor *pack_panels(Graph *g, const GraphTensor *b, int64_t width, int64_t panels) {
+  int64_t K = b->dims[0], N = b->dims[1];
   GraphTensor *t = graph_tensor_new(g->arena, b->dtype, 3, (int64_t[]){panels, K, width});
-  graph_pack_panels_f32(b->data, K, N, width, t->data);
+  graph_pack_panels_f32(b->data, K, N, width, panels, t->data);
   return t;
 }
 
@@ -126,7 +132,7 @@ loom_status graph_pass_pack_matmul(Graph *g, int width, int gemv_width, LoomErro
     ValueId bv = copy.inputs[1], *slot = &packed[2 * bv + gemv];
     if (*slot == GRAPH_NO_VALUE)
       *slot = graph_add_constant_derived(g, g->values[bv].name, arena_printf(g->arena, "panels%lld", (long long)w),
-                                         pack_panels(g, b, w));
+                                         pack_panels(g, b, w, graph_pack_matmul_panels(rows, b->dims[1], w)));
     rewrite(g, &buf, &copy, *slot, b->dims[1]);
     any = true;
   }

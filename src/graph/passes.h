@@ -60,17 +60,22 @@ loom_status graph_pass_pack_rnn(Graph *g, LoomError *err);
  * packed at compile time into column panels Bp [ceil(N / width), K, width]
  * (zero-padded), so each vector of the schedule's column tile reads one
  * contiguous panel. A matrix-vector product (one row of A) gets panels
- * min(gemv_width, N rounded up to width) wide, the GEMV schedule's whole
- * column tile (none when gemv_width < 1: left to split_gemv). Nothing for
- * width < 1. */
+ * min(gemv_width, N rounded up to width) wide, an even number of them
+ * (graph_pack_matmul_panels; none when gemv_width < 1: left to
+ * split_gemv). Nothing for width < 1. */
 loom_status graph_pass_pack_matmul(Graph *g, int width, int gemv_width, LoomError *err);
 /* The panel width the pass gives a product of `rows` rows of A (batch
  * dims flattened) and n columns: width from 16 rows on, the GEMV width for
- * one row, 0 (left alone) otherwise. */
+ * one row (the GEMV schedule's tile streams several panels side by side),
+ * 0 (left alone) otherwise. */
 int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_width);
-/* B [K, N] (row-major f32) into panels dst [ceil(N / width), K, width],
- * zero-padded past column N. */
-void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width, float *dst);
+/* The panels of that width: ceil(n / w), for one row rounded up to an even
+ * count (one zero panel more) so the GEMV schedule's tiles of two or more
+ * panels divide them (1 x 1000 columns in 16-column panels: 64, not 63). */
+int64_t graph_pack_matmul_panels(int64_t rows, int64_t n, int64_t w);
+/* B [K, N] (row-major f32) into `panels` panels dst [panels, K, width]
+ * (at least ceil(N / width)), zero past column N. */
+void graph_pack_panels_f32(const float *src, int64_t K, int64_t N, int64_t width, int64_t panels, float *dst);
 
 /* ---- pass_winograd.c ---- */
 /* A 3x3 stride-1, dilation-1 ConvNCHWc (group 1, pads <= 2) with a constant

@@ -178,9 +178,9 @@ TeTensor *topi_matmul_packed(Arena *a, const char *name, const TeTensor *A, cons
     return NULL;
   }
   int64_t K = A->shape[A->ndim - 1], panels = Bp->shape[0], width = Bp->shape[2];
-  if (Bp->shape[1] != K || width < 1 || n < 1 || panels != (n + width - 1) / width) {
+  if (Bp->shape[1] != K || width < 1 || n < 1 || panels < (n + width - 1) / width) {
     err_set(err, LOOM_ERR_INVALID_ARG,
-            "MatMulPacked: Bp \"%s\" is [%lld, %lld, %lld], expected [ceil(%lld / b), %lld, b] for A \"%s\"", Bp->name,
+            "MatMulPacked: Bp \"%s\" is [%lld, %lld, %lld], expected [ceil(%lld / b) or more, %lld, b] for A \"%s\"", Bp->name,
             (long long)panels, (long long)Bp->shape[1], (long long)width, (long long)n, (long long)K, A->name);
     return NULL;
   }

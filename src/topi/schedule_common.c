@@ -23,12 +23,12 @@ int topi_gemv_accumulators(const Target *t) {
 }
 
 int topi_gemv_panel_vectors(const Target *t) {
-  int vecs = topi_gemv_accumulators(t) / GEMV_MIN_STREAMS;
-  return vecs > 1 ? vecs : 1;
+  int vecs = topi_gemv_accumulators(t) / GEMV_PANEL_STREAMS;
+  return vecs > 2 ? vecs : 2;
 }
 
-int topi_gemv_streams(const Target *t, int64_t panels, int num_threads) {
-  int64_t room = (topi_vector_registers(t) - 2) / topi_gemv_panel_vectors(t), threads = num_threads > 1 ? num_threads : 1;
+int topi_gemv_streams(const Target *t, int64_t panels, int64_t panel_vecs, int num_threads) {
+  int64_t room = (topi_vector_registers(t) - 2) / (panel_vecs > 1 ? panel_vecs : 1), threads = num_threads > 1 ? num_threads : 1;
   int streams = 1;
   for (int s = 2; s <= GEMV_MAX_STREAMS && s <= room; s *= 2)
     if (panels % s == 0 && panels / s % threads == 0) streams = s;

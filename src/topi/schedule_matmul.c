@@ -141,7 +141,7 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   if (gemv_vecs < 1) gemv_vecs = 1;
   /* GEMV panels: the tile streams topi_gemv_streams whole panels at once
    * (one panel's indices are affine only for whole panels). */
-  if (gemv_panel) gemv_vecs = topi_gemv_streams(target, (N + panel - 1) / panel, num_threads) * (panel / target_vec);
+  if (gemv_panel) gemv_vecs = topi_gemv_streams(target, (N + panel - 1) / panel, panel / target_vec, num_threads) * (panel / target_vec);
   enum { N_MR = 7, N_NR = 5 };
   static const int64_t mr_choices[N_MR] = {1, 2, 3, 4, 6, 8, 12};
   const int64_t nr_choices[N_NR] = {1, 2, 3, 4, gemv_vecs};

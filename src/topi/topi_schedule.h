@@ -93,22 +93,25 @@ int topi_registers_per_vector(const Target *t, int64_t lanes);
  * AVX2 cores with two FMA pipes), within the registers beside the
  * broadcast and one loaded vector. */
 int topi_gemv_accumulators(const Target *t);
-/* A GEMV's column tile streams several panels at once, GEMV_MIN_STREAMS at
- * least: one sequential stream per thread left memory bandwidth unused
- * (1 x 3072 x 4096 at 1 thread: 0.8 of OpenBLAS's sgemv with one stream,
- * 1.0-1.1 with two to four, issue 32), as OpenBLAS's kernels read several
- * rows at once. graph_pass_pack_matmul packs a GEMV's weights in panels of
- * topi_gemv_panel_vectors vectors, the accumulators split among
- * GEMV_MIN_STREAMS panels (compile_model.c), so the tile still has
- * topi_gemv_accumulators of them. */
-enum { GEMV_MIN_STREAMS = 2, GEMV_MAX_STREAMS = 4 };
+/* A GEMV's column tile streams several panels at once: one sequential
+ * stream per thread left memory bandwidth unused (1 x 3072 x 4096 at 1
+ * thread: 0.8 of OpenBLAS's sgemv with one stream, 1.0-1.1 with two to
+ * four; 1 x 768 x 768 at 2 threads with AVX2: 0.83-0.93 with two panels
+ * of 4 vectors, 1.03-1.07 with four of 2; issue 32), as OpenBLAS's kernels
+ * read several rows at once. graph_pass_pack_matmul packs a GEMV's weights
+ * in panels of topi_gemv_panel_vectors vectors (compile_model.c): the
+ * accumulators split among GEMV_PANEL_STREAMS panels, two vectors at
+ * least (a GEMV panel is wider than one vector: the schedule tells it
+ * from the one-vector panels of bigger products by that). */
+enum { GEMV_PANEL_STREAMS = 4, GEMV_MAX_STREAMS = 8 };
 int topi_gemv_panel_vectors(const Target *t);
-/* Panels a GEMV's column tile streams (topi_schedule_matmul_cpu): the most,
- * a power of two up to GEMV_MAX_STREAMS, whose accumulators fit the vector
- * registers (beside the broadcast and one loaded vector), that divide the
- * `panels` into whole tiles, as many for each of `num_threads` threads (a
- * tile is the unit the threads share). 1 when none does. */
-int topi_gemv_streams(const Target *t, int64_t panels, int num_threads);
+/* Panels of `panel_vecs` vectors a GEMV's column tile streams
+ * (topi_schedule_matmul_cpu): the most, a power of two up to
+ * GEMV_MAX_STREAMS, whose accumulators fit the vector registers (beside
+ * the broadcast and one loaded vector), that divide the `panels` into
+ * whole tiles, as many for each of `num_threads` threads (a tile is the
+ * unit the threads share). 1 when none does. */
+int topi_gemv_streams(const Target *t, int64_t panels, int64_t panel_vecs, int num_threads);
 /* The register tile of an outer-product micro-kernel (matmul, conv): `rows`
  * broadcast operands x `vecs` loaded vectors of `regs_per_vec` registers
  * each; per reduction step rows x vecs FMAs for rows + vecs loads. Fits

@@ -34,7 +34,7 @@ typedef struct GemvCase {
 static PrimFunc *build(Arena *a, const GemvCase *c, int64_t w, const char *name) {
   LoomError err = {0};
   TeTensor *A = te_placeholder(a, "A", DT_F32, 2, (int64_t[]){1, c->k}, &err);
-  TeTensor *B = w > 0 ? te_placeholder(a, "Bp", DT_F32, 3, (int64_t[]){(c->n + w - 1) / w, c->k, w}, &err)
+  TeTensor *B = w > 0 ? te_placeholder(a, "Bp", DT_F32, 3, (int64_t[]){graph_pack_matmul_panels(1, c->n, w), c->k, w}, &err)
                       : te_placeholder(a, "B", DT_F32, 2, (int64_t[]){c->k, c->n}, &err);
   TeTensor *bias = te_placeholder(a, "bias", DT_F32, 1, &c->n, &err);
   TeTensor *y = w > 0 ? topi_matmul_packed(a, "y", A, B, c->n, &err) : topi_matmul_nd(a, "y", A, B, &err);
@@ -55,9 +55,13 @@ static void check_case(const GemvCase *c, const Target *t, int threads) {
   int lanes = target_lanes(&target, DT_F32), gemv_width = lanes * topi_gemv_panel_vectors(&target);
   int64_t w = graph_pack_matmul_width(1, c->n, lanes, gemv_width);
   int64_t n_rounded = (c->n + lanes - 1) / lanes * lanes;
-  /* The pass's width: whole vectors, one column tile, no wider than N needs. */
+  /* The pass's width: whole vectors, no wider than N needs; an even number
+   * of panels but one. */
+  int64_t panels = graph_pack_matmul_panels(1, c->n, w);
   assert_true(w >= lanes && w % lanes == 0 && w <= gemv_width);
   assert_int_equal(w, gemv_width < n_rounded ? gemv_width : n_rounded);
+  assert_true(panels == 1 || panels % 2 == 0);
+  assert_true(panels * w >= c->n && (panels - 1) * w < c->n + w);
 
   PrimFunc *ref = build(a, c, 0, "reference"), *packed = build(a, c, w, "packed");
   GroupFunc gf = {.func = packed};
@@ -70,7 +74,7 @@ static void check_case(const GemvCase *c, const Target *t, int threads) {
   assert_int_equal(driver_tensors_alloc(driver_lowered(m, 1), 32, &tp, &err), LOOM_OK);
   int out = tr.n - 1;
   memcpy(tp.tensors[0].data, tr.tensors[0].data, tr.bytes[0]); /* A */
-  graph_pack_panels_f32(tr.tensors[1].data, c->k, c->n, w, tp.tensors[1].data);
+  graph_pack_panels_f32(tr.tensors[1].data, c->k, c->n, w, graph_pack_matmul_panels(1, c->n, w), tp.tensors[1].data);
   if (c->bias) memcpy(tp.tensors[2].data, tr.tensors[2].data, tr.bytes[2]);
   Kernel kr, kp;
   assert_int_equal(driver_get_kernel(m, "reference", &kr, &err), LOOM_OK);
@@ -112,6 +116,7 @@ static void test_gemv_matches_matmul(void **state) {
       {512, 64, true},    /* whole panels */
       {96, 2049, false},  /* a long K */
       {1024, 50, true},   /* tiles of several panels */
+      {1000, 40, false},  /* an odd panel count made even (AVX2: 63 panels of 16 and a zero one) */
   };
   Target targets[2] = {target_host()};
   int n_targets = 1;
@@ -124,36 +129,41 @@ static void test_gemv_matches_matmul(void **state) {
 
 /* Panels per GEMV column tile: a power of two up to GEMV_MAX_STREAMS whose
  * accumulators fit the registers, dividing the panels into as many tiles
- * for each thread. AVX-512 with two FMA pipes: panels of 4 vectors (8
- * accumulators in two streams), 32 registers hold 4 panels; AVX2 (16
- * registers) 2. */
+ * for each thread. Two FMA pipes: 8 accumulators, panels of 2 vectors
+ * (four streams' worth); 32 registers hold 8 panels, 16 hold 4. */
 static void test_gemv_streams(void **state) {
   (void)state;
   Target avx512 = {.vector_bits = 512, .vector_registers = 32, .flops_per_cycle = 64, .fma_latency = 4};
   Target avx2 = {.vector_bits = 256, .vector_registers = 16, .flops_per_cycle = 32, .fma_latency = 4};
-  assert_int_equal(topi_gemv_accumulators(&avx512), 8);
-  assert_int_equal(topi_gemv_panel_vectors(&avx512), 4);
-  assert_int_equal(topi_gemv_panel_vectors(&avx2), 4);
-  assert_int_equal(topi_gemv_streams(&avx512, 16, 1), 4);
-  assert_int_equal(topi_gemv_streams(&avx512, 16, 2), 4);
-  assert_int_equal(topi_gemv_streams(&avx512, 12, 2), 2); /* 3 tiles of 4 would not split evenly */
-  assert_int_equal(topi_gemv_streams(&avx512, 12, 1), 4);
-  assert_int_equal(topi_gemv_streams(&avx512, 3, 1), 1);
-  assert_int_equal(topi_gemv_streams(&avx512, 6, 2), 1);
-  assert_int_equal(topi_gemv_streams(&avx2, 32, 2), 2);
-  assert_int_equal(topi_gemv_streams(&avx2, 1, 1), 1);
-  /* One FMA pipe: 4 accumulators, panels of 2 vectors. */
   Target one_pipe = {.vector_bits = 256, .vector_registers = 16, .flops_per_cycle = 16, .fma_latency = 4};
-  assert_int_equal(topi_gemv_panel_vectors(&one_pipe), 2);
-  assert_int_equal(topi_gemv_streams(&one_pipe, 32, 2), 4);
+  assert_int_equal(topi_gemv_accumulators(&avx512), 8);
+  assert_int_equal(topi_gemv_panel_vectors(&avx512), 2);
+  assert_int_equal(topi_gemv_panel_vectors(&avx2), 2);
+  assert_int_equal(topi_gemv_panel_vectors(&one_pipe), 2); /* two vectors at least */
+  assert_int_equal(topi_gemv_streams(&avx512, 32, 2, 1), 8);
+  assert_int_equal(topi_gemv_streams(&avx512, 32, 2, 2), 8);
+  assert_int_equal(topi_gemv_streams(&avx512, 24, 2, 2), 4); /* 3 tiles of 8 would not split evenly */
+  assert_int_equal(topi_gemv_streams(&avx512, 24, 2, 1), 8);
+  assert_int_equal(topi_gemv_streams(&avx512, 3, 2, 1), 1);
+  assert_int_equal(topi_gemv_streams(&avx512, 6, 2, 2), 1);
+  assert_int_equal(topi_gemv_streams(&avx512, 16, 4, 2), 4); /* wider panels: fewer fit */
+  assert_int_equal(topi_gemv_streams(&avx2, 48, 2, 2), 4);   /* 16 registers: 4 panels of 2 */
+  assert_int_equal(topi_gemv_streams(&avx2, 64, 2, 2), 4);
+  assert_int_equal(topi_gemv_streams(&avx2, 1, 2, 1), 1);
 }
 
 /* The pass's widths: 16 rows and more get one vector, 2 to 15 rows and a
- * GEMV with the GEMV width off are left alone (0). */
+ * GEMV with the GEMV width off are left alone (0); a GEMV's panel count is
+ * even (but one). */
 static void test_pack_width(void **state) {
   (void)state;
   assert_int_equal(graph_pack_matmul_width(16, 1000, 16, 128), 16);
   assert_int_equal(graph_pack_matmul_width(1, 1000, 16, 128), 128);
+  assert_int_equal(graph_pack_matmul_width(1, 1000, 8, 16), 16);
+  assert_int_equal(graph_pack_matmul_panels(1, 1000, 16), 64); /* 63 and one of zeros */
+  assert_int_equal(graph_pack_matmul_panels(1, 1024, 16), 64);
+  assert_int_equal(graph_pack_matmul_panels(1, 7, 8), 1);
+  assert_int_equal(graph_pack_matmul_panels(16, 1000, 16), 63); /* not a GEMV: ceil */
   assert_int_equal(graph_pack_matmul_width(1, 7, 16, 128), 16);
   assert_int_equal(graph_pack_matmul_width(1, 33, 8, 64), 40);
   assert_int_equal(graph_pack_matmul_width(8, 1000, 16, 128), 0);
