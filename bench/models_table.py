@@ -6,8 +6,9 @@ column per run, so that a table shows how much separate runs agree.
 usage: bench/models_table.py FILE.json ...                     # prints the tables
        bench/models_table.py --update docs/models.md FILE.json ...
 --update replaces the text between the lines `<!-- models-tables begin -->`
-and `<!-- models-tables end -->` of the given file; the tables are never
-typed by hand.
+and `<!-- models-tables end -->` of the given file (with --block NAME:
+`<!-- models-tables NAME begin -->` and `... NAME end -->`); the tables are
+never typed by hand.
 
 Tables: Loom / ORT per run (the median of the per-round ratios Loom block
 median / ORT block median: < 1 means Loom is faster), each run's lowest and
@@ -76,18 +77,26 @@ def tables(paths):
 
 
 def main(argv):
-    update = None
+    usage = "usage: bench/models_table.py [--update DOC.md [--block NAME]] FILE.json ..."
+    update, block = None, None
     if argv[:1] == ["--update"]:
         if len(argv) < 3:
-            sys.exit("usage: bench/models_table.py [--update DOC.md] FILE.json ...")
+            sys.exit(usage)
         update, argv = argv[1], argv[2:]
+        if argv[:1] == ["--block"]:
+            if len(argv) < 3:
+                sys.exit(usage)
+            block, argv = argv[1], argv[2:]
     if not argv:
-        sys.exit("usage: bench/models_table.py [--update DOC.md] FILE.json ...")
+        sys.exit(usage)
     text = tables(argv)
     if not update:
         sys.stdout.write(text)
         return
-    replace_block(update, BEGIN, END, text)
+    if block:  # a second block of the same doc: <!-- models-tables NAME begin --> ... end -->
+        replace_block(update, f"<!-- models-tables {block} begin -->", f"<!-- models-tables {block} end -->", text)
+    else:
+        replace_block(update, BEGIN, END, text)
 
 
 if __name__ == "__main__":
