@@ -114,7 +114,7 @@ def main():
             for t in [int(s) for s in a.threads.split(",")]:
                 sess = models.ort_session(path, t)
                 m = loom_rt.Model(art, t, lib)
-                ort_ms, [(loom_ms, ratio, err)] = models.side_by_side(sess, [m], x, a.repeat, 3)
+                ort_ms, [(loom_ms, ratio, err)], _ = models.side_by_side(sess, [m], x, a.repeat, 3)
                 m.close()
                 rows.append({"model": model, "steps": steps, "threads": t, "compile_s": round(compile_s, 3), "loom_ms": loom_ms,
                              "ort_ms": ort_ms, "ort_over_loom": ratio, "err": err})
