@@ -177,6 +177,17 @@ static void test_gemv_streams(void **state) {
   assert_int_equal(topi_gemv_streams(&avx2, 1, 2, 1), 1);
 }
 
+/* Threads only where the split repays the fork/join: a 4 x 16 x 64
+ * product (4 KiB of weights, ~0.1 us at peak) runs on one thread, 4 x 768
+ * x 768 (2.25 MiB) on two; one thread never splits. */
+static void test_parallel_pays(void **state) {
+  (void)state;
+  Target t = {.vector_bits = 512, .vector_registers = 32, .flops_per_cycle = 64, .l2_bytes_per_cycle = 32, .ghz = 2};
+  assert_false(topi_parallel_pays(&t, 2.0 * 4 * 16 * 64, 4.0 * 16 * 64, 2));
+  assert_true(topi_parallel_pays(&t, 2.0 * 4 * 768 * 768, 4.0 * 768 * 768, 2));
+  assert_false(topi_parallel_pays(&t, 2.0 * 4 * 768 * 768, 4.0 * 768 * 768, 1));
+}
+
 /* The pass's widths: 2 rows and more get one vector, a GEMV with the GEMV
  * width off is left alone (0); a GEMV's panel count is even (but one). */
 static void test_pack_width(void **state) {
@@ -202,6 +213,7 @@ int main(void) {
       cmocka_unit_test(test_small_m_matches_matmul),
       cmocka_unit_test(test_pack_width),
       cmocka_unit_test(test_gemv_streams),
+      cmocka_unit_test(test_parallel_pays),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
