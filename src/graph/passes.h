@@ -55,7 +55,7 @@ loom_status graph_pass_pack_rnn(Graph *g, LoomError *err);
 
 /* ---- pass_pack_matmul.c ---- */
 /* A product A x B (MatMul, or Gemm without transposes or scaling) with a
- * constant f32 B [K, N] and at least 16 rows of A (batch dims flattened)
+ * constant f32 B [K, N] and at least 2 rows of A (batch dims flattened)
  * becomes MatMulPacked(A, Bp) {n = N} (then the Gemm's bias Add), with B
  * packed at compile time into column panels Bp [ceil(N / width), K, width]
  * (zero-padded), so each vector of the schedule's column tile reads one
@@ -65,9 +65,9 @@ loom_status graph_pass_pack_rnn(Graph *g, LoomError *err);
  * split_gemv). Nothing for width < 1. */
 loom_status graph_pass_pack_matmul(Graph *g, int width, int gemv_width, LoomError *err);
 /* The panel width the pass gives a product of `rows` rows of A (batch
- * dims flattened) and n columns: width from 16 rows on, the GEMV width for
+ * dims flattened) and n columns: width from 2 rows on, the GEMV width for
  * one row (the GEMV schedule's tile streams several panels side by side),
- * 0 (left alone) otherwise. */
+ * 0 (left alone) when width < 1, n < 1 or, for one row, gemv_width < 1. */
 int64_t graph_pack_matmul_width(int64_t rows, int64_t n, int width, int gemv_width);
 /* The panels of that width: ceil(n / w), for one row rounded up to an even
  * count (one zero panel more) so the GEMV schedule's tiles of two or more

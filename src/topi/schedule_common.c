@@ -1,6 +1,7 @@
 /* Small pieces shared by the default schedules. */
 #include "topi/topi_schedule.h"
 
+#include "runtime/threadpool.h"
 #include "tir/transform/transform.h"
 
 #include <string.h>
@@ -33,6 +34,14 @@ int topi_gemv_streams(const Target *t, int64_t panels, int64_t panel_vecs, int n
   for (int s = 2; s <= GEMV_MAX_STREAMS && s <= room; s *= 2)
     if (panels % s == 0 && panels / s % threads == 0) streams = s;
   return streams;
+}
+
+bool topi_parallel_pays(const Target *t, double flops, double bytes, int num_threads) {
+  if (num_threads < 2) return false;
+  double ghz = t->ghz > 0 ? t->ghz : 1, fpc = t->flops_per_cycle > 0 ? t->flops_per_cycle : 1;
+  double bpc = t->l2_bytes_per_cycle > 0 ? t->l2_bytes_per_cycle : 1;
+  double cycles = flops / fpc > bytes / bpc ? flops / fpc : bytes / bpc;
+  return cycles / ghz * (1.0 - 1.0 / num_threads) > THREADPOOL_FORK_JOIN_NS;
 }
 
 bool topi_register_tile_fits(const Target *t, int64_t rows, int64_t vecs, int regs_per_vec) {

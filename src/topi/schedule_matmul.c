@@ -95,6 +95,12 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   int n = sch_get_loops(s, b, loops, 8);
   if (n < 3) return LOOM_ERR_SCHEDULE;
   SchRV li = loops[n - 3], lj = loops[n - 2], lk = loops[n - 1];
+  /* The work, for whether threads pay (topi_parallel_pays): 2 flops an
+   * iteration, B read once (once per batch where the batch has its own). */
+  double iters = 1, b_bytes = (double)sizeof(float) * (double)topi_loop_extent(s, lj) * (double)topi_loop_extent(s, lk);
+  for (int d = 0; d < n; d++) iters *= (double)topi_loop_extent(s, loops[d]);
+  if (n > 3 && !batch_shares_b(s, block, n - 3))
+    for (int d = 0; d < n - 3; d++) b_bytes *= (double)topi_loop_extent(s, loops[d]);
   /* Batch loops over a shared B ([S, 1, K] x [K, N], as transformer
    * exports have it) make one tall matmul: fuse them into the row loop so
    * the register tile and the packed panel see all S rows, instead of S
@@ -260,8 +266,9 @@ loom_status topi_schedule_matmul_cpu(Schedule *s, const char *block, const char 
   }
   /* Threads: the column tiles, fused with the batch loops of a batch
    * matmul (12 heads x 1 column tile in BERT's attention). Blocked K: the
-   * init and the copy-out (whole C) run in parallel over their rows. */
-  if (num_threads > 1) {
+   * init and the copy-out (whole C) run in parallel over their rows. A
+   * product too small to repay the fork/join runs on one thread. */
+  if (topi_parallel_pays(target, 2 * iters, b_bytes, num_threads)) {
     SchRV l2[8];
     int nl = sch_get_loops(s, b, l2, 8), at = -1;
     for (int i = 0; i < nl; i++)

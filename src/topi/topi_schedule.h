@@ -112,6 +112,13 @@ int topi_gemv_panel_vectors(const Target *t);
  * whole tiles, as many for each of `num_threads` threads (a tile is the
  * unit the threads share). 1 when none does. */
 int topi_gemv_streams(const Target *t, int64_t panels, int64_t panel_vecs, int num_threads);
+/* Whether splitting work of `flops` floating-point operations that read
+ * `bytes` (a product's weights) among num_threads threads saves more than
+ * the pool's fork/join (THREADPOOL_FORK_JOIN_NS): the serial time, the
+ * longer of the flops at the target's peak and the bytes at its L2
+ * bandwidth (a lower bound, so a split that pays is never refused for a
+ * too high estimate), less its share per thread. */
+bool topi_parallel_pays(const Target *t, double flops, double bytes, int num_threads);
 /* The register tile of an outer-product micro-kernel (matmul, conv): `rows`
  * broadcast operands x `vecs` loaded vectors of `regs_per_vec` registers
  * each; per reduction step rows x vecs FMAs for rows + vecs loads. Fits

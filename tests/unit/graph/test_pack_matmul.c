@@ -1,7 +1,7 @@
 /* graph_pass_pack_matmul: a MatMul or Gemm with a constant f32 B [K, N]
- * and at least 16 rows of A becomes MatMulPacked over B packed into
+ * and at least 2 rows of A becomes MatMulPacked over B packed into
  * zero-padded column panels [ceil(N / w), K, w] (then the Gemm's bias
- * Add); products with fewer rows, a non-constant or batched B, transposes,
+ * Add); one-row products without the GEMV width, a non-constant or batched B, transposes,
  * scaling or integer types are left alone. Numbers before and after on the
  * double reference evaluator; test_matmul_packed.c (topi) checks the
  * compiled kernel, compiler_vs_ort (transformer_block) the whole path. */
@@ -128,14 +128,14 @@ static void test_shared_weight(void **state) {
  * bias gets panels of min(gemv width, N rounded up to W) columns, an even
  * number of them (100 columns in panels of 3 W: 4, the last one zeros),
  * the same bytes as graph_pack_panels_f32 makes, and computes what it did;
- * the same weight under 16 rows gets its one-vector panels besides. */
+ * the same weight under 4 rows gets its one-vector panels besides. */
 static void test_gemv_panels(void **state) {
   (void)state;
   LoomError err = {0};
   uint64_t seed = 8;
   Graph *g = graph_new("gemv");
   ValueId a = gb_input(g, "a", 2, (int64_t[]){1, 24});
-  ValueId x = gb_input(g, "x", 2, (int64_t[]){16, 24});
+  ValueId x = gb_input(g, "x", 2, (int64_t[]){4, 24});
   ValueId b = gb_const(g, "b", 2, (int64_t[]){24, 100}, &seed, -1, 1);
   ValueId c = gb_const(g, "c", 1, (int64_t[]){100}, &seed, -1, 1);
   gb_output(g, gb_node(g, GRAPH_OP_GEMM, "fc", (ValueId[]){a, b, c}, 3));
@@ -194,15 +194,13 @@ static void expect_unchanged(Graph *g, int width) {
   graph_free(g);
 }
 
-/* Left alone: matrix-vector (M = 1, split_gemv's), 15 rows, 8 rows in a
- * batch, B an input, i32, a transposed A, scaled Gemms, a batched constant
+/* Left alone: matrix-vector (M = 1, split_gemv's, with the GEMV width
+ * off), B an input, i32, a transposed A, scaled Gemms, a batched constant
  * B, and width 0 (the pass off). */
 static void test_left_alone(void **state) {
   (void)state;
   expect_unchanged(product(GRAPH_OP_MATMUL, 2, (int64_t[]){1, 64}, DT_F32, true, 64), W);
   expect_unchanged(product(GRAPH_OP_GEMM, 2, (int64_t[]){1, 64}, DT_F32, true, 64), W);
-  expect_unchanged(product(GRAPH_OP_MATMUL, 2, (int64_t[]){15, 64}, DT_F32, true, 64), W);
-  expect_unchanged(product(GRAPH_OP_MATMUL, 3, (int64_t[]){2, 4, 64}, DT_F32, true, 64), W);
   expect_unchanged(product(GRAPH_OP_MATMUL, 2, (int64_t[]){32, 64}, DT_F32, false, 64), W);
   expect_unchanged(product(GRAPH_OP_MATMUL, 2, (int64_t[]){32, 64}, DT_I32, true, 64), W);
   expect_unchanged(product(GRAPH_OP_MATMUL, 2, (int64_t[]){32, 64}, DT_F32, true, 64), 0);
@@ -255,9 +253,30 @@ static void test_infer_errors(void **state) {
   }
 }
 
+/* Few rows (a batch-4 classifier, decode tokens, 8 rows in a batch, 15
+ * rows with N off the vector width) get one-vector panels too and compute
+ * what they did. */
+static void test_few_rows(void **state) {
+  (void)state;
+  LoomError err = {0};
+  Graph *graphs[3] = {product(GRAPH_OP_MATMUL, 2, (int64_t[]){4, 64}, DT_F32, true, 64),
+                      product(GRAPH_OP_MATMUL, 3, (int64_t[]){2, 4, 64}, DT_F32, true, 64),
+                      product(GRAPH_OP_GEMM, 2, (int64_t[]){15, 40}, DT_F32, true, 23)};
+  for (int i = 0; i < 3; i++) {
+    Graph *g = graphs[i];
+    assert_int_equal(graph_pass_infer(g, &err), LOOM_OK);
+    const GraphTensor *bt = graph_value_constant(g, g->nodes[0].inputs[1]);
+    assert_true(rewrite_error(g, 11) < 1e-12);
+    assert_int_equal(gb_count_op(g, GRAPH_OP_MATMUL_PACKED), 1);
+    assert_packed(g, bt, g->nodes[0].inputs[1]);
+    graph_free(g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_rows_in_batch),
+      cmocka_unit_test(test_few_rows),
       cmocka_unit_test(test_gemm_bias_padded),
       cmocka_unit_test(test_shared_weight),
       cmocka_unit_test(test_gemv_panels),
