@@ -4,10 +4,10 @@ results bench/matmul writes with --out (bench/results/matmul-*.jsonl: one
 JSON line per run header, then one per shape and thread count).
 
 usage: bench/matmul_table.py FILE.jsonl ...               # prints the tables
-       bench/matmul_table.py --update docs/bench.md FILE.jsonl ...
+       bench/matmul_table.py --update docs/bench.md [--block NAME] FILE.jsonl ...
 --update replaces the text between the lines `<!-- matmul-tables begin -->`
-and `<!-- matmul-tables end -->` of the given file; the tables are never
-typed by hand.
+and `<!-- matmul-tables end -->` of the given file (--block NAME after it:
+`<!-- matmul-tables NAME begin -->`); the tables are never typed by hand.
 
 Per file: the run's header (date, CPU, Loom's target, OpenBLAS's core,
 load), a grid of GEMV ratios (rows N, columns K, then each row's lowest
@@ -19,10 +19,7 @@ import json
 import statistics
 import sys
 
-from doc_block import replace_block
-
-BEGIN, END = "<!-- matmul-tables begin -->", "<!-- matmul-tables end -->"
-
+import doc_block
 
 def load(path):
     header, rows = None, []
@@ -86,18 +83,5 @@ def tables(path):
     return "\n".join(out)
 
 
-def main(argv):
-    update = None
-    if len(argv) >= 2 and argv[0] == "--update":
-        update, argv = argv[1], argv[2:]
-    if not argv:
-        sys.exit(__doc__)
-    text = "\n".join(tables(p) for p in argv)
-    if not update:
-        print(text)
-        return
-    replace_block(update, BEGIN, END, text)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    doc_block.main(sys.argv[1:], "matmul-tables", lambda paths: "\n".join(tables(p) for p in paths), __doc__)

@@ -18,10 +18,7 @@ import json
 import statistics
 import sys
 
-from doc_block import replace_block
-
-BEGIN, END = "<!-- models-tables begin -->", "<!-- models-tables end -->"
-
+import doc_block
 
 def load(path):
     with open(path) as f:
@@ -76,28 +73,6 @@ def tables(paths):
     return "\n".join(out) + "\n"
 
 
-def main(argv):
-    usage = "usage: bench/models_table.py [--update DOC.md [--block NAME]] FILE.json ..."
-    update, block = None, None
-    if argv[:1] == ["--update"]:
-        if len(argv) < 3:
-            sys.exit(usage)
-        update, argv = argv[1], argv[2:]
-        if argv[:1] == ["--block"]:
-            if len(argv) < 3:
-                sys.exit(usage)
-            block, argv = argv[1], argv[2:]
-    if not argv:
-        sys.exit(usage)
-    text = tables(argv)
-    if not update:
-        sys.stdout.write(text)
-        return
-    if block:  # a second block of the same doc: <!-- models-tables NAME begin --> ... end -->
-        replace_block(update, f"<!-- models-tables {block} begin -->", f"<!-- models-tables {block} end -->", text)
-    else:
-        replace_block(update, BEGIN, END, text)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    doc_block.main(sys.argv[1:], "models-tables", tables,
+                   "usage: bench/models_table.py [--update DOC.md [--block NAME]] FILE.json ...")
