@@ -1072,9 +1072,12 @@ static void tune_progress(const TuneProgress *p, void *user) {
   print_duration(p->eta_s, eta, sizeof eta);
   if (p->trials_total > 0) snprintf(trials, sizeof trials, "%d/%d", p->trials, p->trials_total);
   else snprintf(trials, sizeof trials, "%d", p->trials);
-  printf("%strials %s (%d failed), tasks %d/%d done, %s: best %.1f GFLOP/s, model %.4f ms -> %.4f ms, ETA %s%s",
+  char model[48] = "";
+  if (p->model_update_failures > 0)
+    snprintf(model, sizeof model, ", cost model: %d failed updates", p->model_update_failures);
+  printf("%strials %s (%d failed), tasks %d/%d done, %s: best %.1f GFLOP/s, model %.4f ms -> %.4f ms, ETA %s%s%s",
          tty ? "\r\033[K" : "", trials, p->failed, p->tasks_done, p->tasks, p->task ? p->task : "-",
-         p->task_best_gflops, p->model_ms_default, p->model_ms_now, eta, tty ? "" : "\n");
+         p->task_best_gflops, p->model_ms_default, p->model_ms_now, eta, model, tty ? "" : "\n");
   fflush(stdout);
 }
 
@@ -1138,6 +1141,8 @@ static int cmd_tune(int argc, char **argv) {
   if (st) return fail(1, "tune: %s", err.msg);
   printf("tuned %s: %d candidates measured (%d failed), model kernels %.4f ms -> %.4f ms (estimate); records in %s\n",
          model, last.trials, last.failed, last.model_ms_default, last.model_ms_now, opt.records);
+  if (last.model_update_failures > 0) /* the run went on: they cost ranking quality only (tune.h) */
+    printf("cost model: %d failed updates (first: %s)\n", last.model_update_failures, last.model_error);
   return 0;
 }
 

@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -45,12 +46,23 @@ def run_db(out, op, search, seed):
     return os.path.join(out, f"eff-{op.replace('/', '_')}-{search}-{seed}.db")
 
 
+def remove_run_state(db):
+    """Everything an earlier run into db left: the records (and SQLite's
+    side files), the cost model the tuner saves beside them and loads at
+    its start (a run that found one would not start fresh), the timing,
+    and the run's own build cache (LOOM_CACHE_DIR, set per run in tune():
+    a shared cache's hits would shorten the tuning times compared)."""
+    for path in (db, db + "-wal", db + "-shm", db + "-journal", db + ".model", db + ".json"):
+        if os.path.exists(path):
+            os.remove(path)
+    shutil.rmtree(db + ".cache", ignore_errors=True)
+
+
 def tune(bench, op, search, seed, trials, threads, target, db):
-    if os.path.exists(db):
-        os.remove(db)
+    remove_run_state(db)
     cmd = [bench, "--threads", str(threads), "--filter", op, "--records", db, "--tune", str(trials), "--tune-only",
            "--search", search, "--seed", str(seed)] + (["--target", target] if target else [])
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LOOM_CACHE_DIR": db + ".cache"})
     if r.returncode != 0:
         sys.exit(f"efficiency: {' '.join(cmd)} failed:\n{r.stderr}")
     m = re.search(r"in ([0-9.]+) s, .* flops (\d+)", r.stderr)

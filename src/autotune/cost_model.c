@@ -143,6 +143,12 @@ void cost_model_free(CostModel *cm) {
 
 bool cost_model_trained(const CostModel *cm) { return cm && cm->booster; }
 int cost_model_num_samples(const CostModel *cm) { return cm ? cm->n : 0; }
+
+int cost_model_num_rounds(const CostModel *cm) {
+  int rounds = 0;
+  if (!cm || !cm->booster || XGBoosterBoostedRounds(cm->booster, &rounds) != 0) return 0;
+  return rounds;
+}
 int cost_model_dim(const CostModel *cm) { return cm ? cm->dim : 0; }
 
 static bool reserve_samples(CostModel *cm, int need) {

@@ -71,6 +71,8 @@ loom_status cost_model_predict(CostModel *cm, const float *X, int n, int dim, fl
 /* Whether predictions come from trees (trained here or loaded). */
 bool cost_model_trained(const CostModel *cm);
 int cost_model_num_samples(const CostModel *cm);
+/* The booster's boosting rounds (trees per output): 0 until trained. */
+int cost_model_num_rounds(const CostModel *cm);
 /* Whether the model holds samples of `workload`. */
 bool cost_model_knows(const CostModel *cm, const char *workload);
 int cost_model_dim(const CostModel *cm);

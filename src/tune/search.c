@@ -102,7 +102,8 @@ int tune_select_diverse(const float *X, const float *scores, int n, int dim, int
   return picked;
 }
 
-int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_taken, Candidate *out) {
+int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_taken, Candidate *out,
+                 LoomError *err_out) {
   Population pop = {arena_new(), {{0}}, 0};
   LoomError err = {0};
   if (t->opt->search == TUNE_SEARCH_EVOLUTIONARY)
@@ -142,9 +143,13 @@ int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_t
     float *X = loom_malloc(sizeof(float) * FEATURES_DIM * (size_t)n), *scores = loom_malloc(sizeof(float) * (size_t)n);
     int *pick = loom_malloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) memcpy(X + (size_t)i * FEATURES_DIM, pool[i].feat, sizeof pool[i].feat);
-    if (cost_model_predict(t->cm, X, n, FEATURES_DIM, scores, &err) == LOOM_OK)
-      for (int i = 0; i < n; i++) pool[i].score = scores[i];
-    for (int i = 0; i < n; i++) scores[i] = pool[i].score;
+    if (tune_model_predict(t, X, n, scores, err_out)) {
+      loom_free(pick), loom_free(X), loom_free(scores);
+      tune_free_candidates(pool, n);
+      loom_free(pool);
+      return -1;
+    }
+    for (int i = 0; i < n; i++) pool[i].score = scores[i];
     /* Reorder the pool: the diverse picks first (by score), then the rest by score. */
     int np = tune_select_diverse(X, scores, n, FEATURES_DIM, n, pick);
     Candidate *sorted = loom_malloc(sizeof *sorted * (size_t)n);

@@ -62,6 +62,36 @@ loom_status tune_load_best(Tuner *t, Task *task, LoomError *err) {
   return st;
 }
 
+/* ---- the cost model's calls, their failures counted ---- */
+
+static void note_model_failure(Tuner *t, int *count, const char *msg) {
+  if (t->prog.model_update_failures + t->prog.model_predict_failures == 0)
+    snprintf(t->prog.model_error, sizeof t->prog.model_error, "%.*s", (int)sizeof t->prog.model_error - 1, msg);
+  (*count)++;
+}
+
+void tune_model_update(Tuner *t, const char *workload, const float *X, int n, const float *y) {
+  LoomError e = {0};
+  if (t->opt->cost_model_fault && t->opt->cost_model_fault("update", t->opt->user))
+    err_set(&e, LOOM_ERR_INTERNAL, "cost model: XGBoost training failed (injected fault)");
+  else if (cost_model_update(t->cm, workload, X, n, FEATURES_DIM, y, &e) == LOOM_OK)
+    return;
+  note_model_failure(t, &t->prog.model_update_failures, e.msg);
+}
+
+loom_status tune_model_predict(Tuner *t, const float *X, int n, float *scores, LoomError *err) {
+  loom_status st;
+  if (t->opt->cost_model_fault && t->opt->cost_model_fault("predict", t->opt->user))
+    st = err_set(err, LOOM_ERR_INTERNAL, "cost model: XGBoost prediction failed (injected fault)");
+  else
+    st = cost_model_predict(t->cm, X, n, FEATURES_DIM, scores, err);
+  if (!st) return LOOM_OK;
+  note_model_failure(t, &t->prog.model_predict_failures, err->msg);
+  return err_prefix(err, "tune: the cost model could not rank the candidates (%s, %d samples)",
+                    cost_model_trained(t->cm) ? "trained" : "untrained", cost_model_num_samples(t->cm)),
+         st;
+}
+
 /* ---- warm start: the cost model learns what the records hold ---- */
 
 typedef struct WarmSamples {
@@ -102,7 +132,7 @@ static void warm_start(Tuner *t) {
     w.n = 0;
     if (cost_model_knows(t->cm, w.task->key)) continue;
     (void)records_foreach(t->rec, w.task->key, t->target.name, warm_record, &w, &err);
-    if (w.n > 0) (void)cost_model_update(t->cm, w.task->key, w.X, w.n, FEATURES_DIM, w.y, &err);
+    if (w.n > 0) tune_model_update(t, w.task->key, w.X, w.n, w.y);
   }
   loom_free(w.X);
   loom_free(w.y);
@@ -155,6 +185,7 @@ static loom_status run_batch(Tuner *t, Task *task, Candidate *c, int n, LoomErro
       task->default_us = r.median_us;
   }
   if (!st) st = records_begin(t->rec, err);
+  int learned = 0;
   for (int i = 0; !st && i < n; i++) {
     MeasureResult r;
     memset(&r, 0, sizeof r);
@@ -179,20 +210,18 @@ static loom_status run_batch(Tuner *t, Task *task, Candidate *c, int n, LoomErro
     bool added = false;
     if ((st = records_add(t->rec, &rec, &added, err))) break;
     if (!added) continue; /* measured before (another process's run): the first measurement stands */
+    int row = learned++; /* the model learns only what was recorded */
     task->trials++;
     t->prog.trials++;
     if (!ok) t->prog.failed++;
     if (ok && (task->best_us < 0 || r.median_us < task->best_us)) task->best_us = r.median_us;
     if (ok && !strcmp(c[i].provenance, "default")) task->default_us = r.median_us;
-    memcpy(X + (size_t)i * FEATURES_DIM, c[i].feat, sizeof c[i].feat);
-    y[i] = ok && r.median_us > 0 ? (float)(task->flops > 0 ? task->flops / r.median_us : 1.0 / r.median_us) : 0.0f;
+    memcpy(X + (size_t)row * FEATURES_DIM, c[i].feat, sizeof c[i].feat);
+    y[row] = ok && r.median_us > 0 ? (float)(task->flops > 0 ? task->flops / r.median_us : 1.0 / r.median_us) : 0.0f;
   }
   if (!st) st = records_commit(t->rec, err);
   else records_rollback(t->rec);
-  if (!st) {
-    LoomError e2 = {0}; /* the model learns what it can; a refused update costs only ranking quality */
-    (void)cost_model_update(t->cm, task->key, X, n, FEATURES_DIM, y, &e2);
-  }
+  if (!st) tune_model_update(t, task->key, X, learned, y);
   arena_free(a);
   return st;
 }
@@ -344,8 +373,10 @@ static loom_status tune_kernels_with(Measurer *meas, const PrimFunc *const *func
       if (tune_make_candidate(&t, task, s, "default", NULL, 0, c, 0, &c[0])) n = 1;
       else task->default_us = task->best_us; /* in the records already */
     }
-    if (n == 0) n = tune_propose(&t, task, want, c, 0, c);
-    if (n == 0) task->exhausted = true;
+    if (n == 0 && (n = tune_propose(&t, task, want, c, 0, c, err)) < 0) {
+      st = err->status ? err->status : LOOM_ERR_INTERNAL;
+      n = 0;
+    } else if (n == 0) task->exhausted = true;
     else st = run_batch(&t, task, c, n, err);
     task->best_after[task->rounds++ % (TUNE_GRADIENT_WINDOW + 1)] = task->best_us;
     tune_free_candidates(c, n);

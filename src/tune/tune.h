@@ -48,6 +48,15 @@ typedef struct TuneProgress {
   double model_ms_now;       /* the same with the best schedules so far */
   double elapsed_s, eta_s;   /* eta_s < 0: unknown */
   int failed;                /* candidates that crashed, hung, were wrong or did not build (this run) */
+  /* The cost model's failures (this run). A failed update is counted and
+   * the run goes on: the model keeps its trees, the batch's samples are
+   * left out (they stay in the records; a resumed run's warm start learns
+   * them), only the ranking suffers. A failed prediction ends the run
+   * (tune_model returns the error): the batch would be the pool's order,
+   * not the model's ranking, and nothing would say so. */
+  int model_update_failures;
+  int model_predict_failures;
+  char model_error[192]; /* the first failure's message ("" when none) */
 } TuneProgress;
 
 typedef struct TuneOptions {
@@ -70,6 +79,10 @@ typedef struct TuneOptions {
    * searched candidate before it is built (n counts them from 0); what it
    * returns is built and measured in the candidate's place. */
   const PrimFunc *(*sabotage)(Arena *a, const PrimFunc *candidate, int n, void *user);
+  /* Fault injection, for tests only (NULL otherwise): called before each
+   * cost model call ("update" or "predict"); true makes it fail as if
+   * XGBoost had. */
+  bool (*cost_model_fault)(const char *call, void *user);
 } TuneOptions;
 
 /* The batch's picks: of n candidates (feature rows X, n x dim, and

@@ -62,6 +62,11 @@ typedef struct Candidate {
 uint64_t tune_next_rand(uint64_t *state);
 
 /* ---- tune.c ---- */
+/* The cost model's calls, counted in t->prog (TuneProgress has which
+ * failures end the run): an update that fails is noted and the run goes
+ * on; a prediction that fails is noted and returned. */
+void tune_model_update(Tuner *t, const char *workload, const float *X, int n, const float *y);
+loom_status tune_model_predict(Tuner *t, const float *X, int n, float *scores, LoomError *err);
 /* task->best_us from the records (a resumed run starts from there). */
 loom_status tune_load_best(Tuner *t, Task *task, LoomError *err);
 /* Builds task's default schedule: the reference every candidate's outputs
@@ -89,8 +94,9 @@ bool tune_make_candidate(Tuner *t, Task *task, Schedule *s, const char *provenan
 void tune_free_candidates(Candidate *c, int n);
 /* Up to `want` new candidates of task into out (evolutionary or random
  * search), none equal to the n_taken already in this batch; returns how
- * many. */
-int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_taken, Candidate *out);
+ * many, or -1 with err set when the cost model failed to rank them. */
+int tune_propose(Tuner *t, Task *task, int want, const Candidate *taken, int n_taken, Candidate *out,
+                 LoomError *err);
 
 /* ---- final_round.c ---- */
 /* The task's fastest records and its default measured again (their

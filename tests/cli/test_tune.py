@@ -15,6 +15,7 @@
     --time or --search are usage errors.
 Environment: LOOM_BIN (CTest sets it)."""
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -87,7 +88,15 @@ class TuneTest(unittest.TestCase):
         # (three times in all); the cost model was saved beside the records.
         with sqlite3.connect(db) as c:
             self.assertEqual(c.execute("select max(json_array_length(times_us)) from records").fetchone()[0], 3)
-        self.assertTrue(os.path.getsize(db + ".model") > 0)
+        # The saved model has trees (read back by inspect: a model never
+        # trained is saved too, with 0 rounds), and the search was the
+        # model-guided one (records that mutate a measured trace).
+        r = self.loom("inspect", self.model, "--records", db)
+        m = re.search(r"cost model \S+: (\d+) boosting rounds, (\d+) samples", r.stdout)
+        self.assertTrue(m, r.stdout)
+        self.assertGreater(int(m.group(1)), 0, r.stdout)
+        self.assertEqual(int(m.group(2)), 20, r.stdout)
+        self.assertIn("evolutionary", {p for _, _, _, p, _ in recs})
         # Resume: only new traces. A cost model file that does not load is
         # noted and replaced (it only caches what the records hold).
         with open(db + ".model", "w") as f:

@@ -102,6 +102,14 @@ static bool count_record(const TuneRecord *r, void *user) {
   return true;
 }
 
+/* A new file name from the template; records_open makes the file. */
+static void name_temp_db(char *db) {
+  int fd = mkstemp(db);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(db);
+}
+
 static void test_bad_candidates(void **state) {
   (void)state;
   Arena *a = arena_new();
@@ -110,10 +118,7 @@ static void test_bad_candidates(void **state) {
   LoomError err = {0};
   assert_int_equal(target_parse(NULL, &target, &err), LOOM_OK);
   char db[] = "/tmp/loom-tune-faults-XXXXXX";
-  int fd = mkstemp(db);
-  assert_true(fd >= 0);
-  close(fd);
-  unlink(db); /* records_open makes the file */
+  name_temp_db(db);
   TuneOptions opt = {.records = db, .trials = 1 + 2 * N_FAULTS, .batch = N_FAULTS, .seed = 3,
                      .min_seconds = 0.01, .timeout_seconds = 1, .sabotage = sabotage};
   TuneProgress p;
@@ -153,7 +158,50 @@ static void test_bad_candidates(void **state) {
   arena_free(a);
 }
 
+static bool fail_call(const char *call, void *user) { return !strcmp(call, (const char *)user); }
+
+static void remove_db(const char *db) {
+  const char *suffixes[] = {"", "-wal", "-shm", ".model"};
+  for (int i = 0; i < 4; i++) {
+    char path[256];
+    snprintf(path, sizeof path, "%s%s", db, suffixes[i]);
+    unlink(path);
+  }
+}
+
+/* The cost model's failures are counted, never dropped: a failed update
+ * lets the run go on (counted, its message kept), a failed prediction
+ * ends it with the error (the batch would be the pool's order). */
+static void test_cost_model_failures(void **state) {
+  (void)state;
+  Arena *a = arena_new();
+  const PrimFunc *f = parse(a, kGood, "transpose2x");
+  Target target;
+  LoomError err = {0};
+  assert_int_equal(target_parse(NULL, &target, &err), LOOM_OK);
+  char db[] = "/tmp/loom-tune-model-XXXXXX";
+  name_temp_db(db);
+  TuneOptions opt = {.records = db, .trials = 9, .batch = 4, .seed = 3, .min_seconds = 0.01, .timeout_seconds = 1,
+                     .cost_model_fault = fail_call, .user = (void *)"update"};
+  TuneProgress p;
+  assert_int_equal(tune_kernels(&f, 1, &target, 1, &opt, &p, &err), LOOM_OK);
+  assert_true(p.model_update_failures >= 2); /* the default's batch, then each search batch */
+  assert_int_equal(p.model_predict_failures, 0);
+  assert_non_null(strstr(p.model_error, "injected fault"));
+  remove_db(db);
+
+  opt.user = (void *)"predict";
+  memset(&err, 0, sizeof err);
+  assert_int_not_equal(tune_kernels(&f, 1, &target, 1, &opt, &p, &err), LOOM_OK);
+  assert_non_null(strstr(err.msg, "could not rank the candidates"));
+  assert_int_equal(p.model_predict_failures, 1);
+  assert_int_equal(p.model_update_failures, 0);
+  assert_int_equal(p.trials, 1); /* the default only: the search stopped at its first ranking */
+  remove_db(db);
+  arena_free(a);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bad_candidates)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bad_candidates), cmocka_unit_test(test_cost_model_failures)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
