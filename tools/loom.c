@@ -20,6 +20,7 @@
  *
  * Exit status 0 on success; otherwise 1 (or 2 for a usage error) with one
  * "loom: error: ..." line on stderr. docs/runtime.md has the details. */
+#include "autotune/cost_model.h"
 #include "export/export.h"
 #include "frontend/onnx/onnx.h"
 #include "frontend/onnx/tensor_pb.h"
@@ -974,6 +975,23 @@ static int cmd_target(int argc, char **argv) {
   return 0;
 }
 
+/* The cost model `loom tune` saved beside the records (<records>.model):
+ * its boosting rounds (0: never trained) and samples, as read back. */
+static void print_cost_model(const char *records) {
+  char *path = malloc(strlen(records) + 7);
+  if (!path) return;
+  sprintf(path, "%s.model", records);
+  LoomError err = {0};
+  CostModel *cm = access(path, F_OK) == 0 ? cost_model_load(path, NULL, &err) : NULL;
+  if (cm)
+    printf("cost model %s: %d boosting rounds, %d samples\n", path, cost_model_num_rounds(cm),
+           cost_model_num_samples(cm));
+  else if (err.status)
+    printf("cost model %s: does not load: %s\n", path, err.msg);
+  cost_model_free(cm);
+  free(path);
+}
+
 static int inspect_with_dumps(int argc, char **argv, DumpFlags *dumps) {
   const char *file = NULL, *dump = NULL, *records = NULL, *target = NULL, *target_options = NULL, *byoc = NULL;
   for (int i = 0; i < argc; i++) {
@@ -1034,6 +1052,7 @@ static int inspect_with_dumps(int argc, char **argv, DumpFlags *dumps) {
                               .dump_after = dumps->after};
     rc = loom_inspect_onnx(file, dump, &opt, stdout, err, sizeof err) == LOOM_OK ? 0
                                                                               : fail(1, "inspect: %s", err);
+    if (!rc && records) print_cost_model(records);
   }
   free(b);
   return rc;

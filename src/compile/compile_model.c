@@ -26,7 +26,6 @@
 #include "byoc/byoc.h"
 #include "driver/driver.h"
 #include "frontend/onnx/onnx.h"
-#include "autotune/cost_model.h"
 #include "autotune/records.h"
 #include "autotune/workload.h"
 #include "loom/loom_compile.h"
@@ -40,7 +39,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct Compiled {
   Arena *arena;
@@ -680,23 +678,6 @@ static bool summarize_record(const TuneRecord *r, void *user) {
   return true;
 }
 
-/* The cost model `loom tune` saved beside the records (<records>.model):
- * its boosting rounds (0: never trained) and samples, as read back. */
-static void print_cost_model(const char *records, StrBuf *sb) {
-  char *path = loom_malloc(strlen(records) + 7);
-  if (!path) return;
-  sprintf(path, "%s.model", records);
-  LoomError err = {0};
-  CostModel *cm = access(path, F_OK) == 0 ? cost_model_load(path, NULL, &err) : NULL;
-  if (cm)
-    sb_printf(sb, "cost model %s: %d boosting rounds, %d samples\n", path, cost_model_num_rounds(cm),
-              cost_model_num_samples(cm));
-  else if (err.status)
-    sb_printf(sb, "cost model %s: does not load: %s\n", path, err.msg);
-  cost_model_free(cm);
-  loom_free(path);
-}
-
 /* `loom inspect MODEL --records FILE`: per kernel workload, what the
  * records hold for this target and thread count. */
 static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb, LoomError *err) {
@@ -739,7 +720,6 @@ static loom_status print_records(const Compiled *c, const char *path, StrBuf *sb
     sb_printf(sb, "kernels with records, calls x time: default %.3f ms, tuned %.3f ms\n", total_default * 1e-3,
               total_tuned * 1e-3);
   records_close(rec);
-  if (!st) print_cost_model(path, sb);
   return st;
 }
 
