@@ -72,6 +72,7 @@ static void note_model_failure(Tuner *t, int *count, const char *msg) {
 
 void tune_model_update(Tuner *t, const char *workload, const float *X, int n, const float *y) {
   LoomError e = {0};
+  if (t->opt->model_samples) t->opt->model_samples(X, y, n, t->opt->user);
   if (t->opt->cost_model_fault && t->opt->cost_model_fault("update", t->opt->user))
     err_set(&e, LOOM_ERR_INTERNAL, "cost model: XGBoost training failed (injected fault)");
   else if (cost_model_update(t->cm, workload, X, n, FEATURES_DIM, y, &e) == LOOM_OK)

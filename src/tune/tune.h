@@ -83,6 +83,11 @@ typedef struct TuneOptions {
    * cost model call ("update" or "predict"); true makes it fail as if
    * XGBoost had. */
   bool (*cost_model_fault)(const char *call, void *user);
+  /* For tests only (NULL otherwise): called with each batch of samples
+   * handed to the cost model's update (n feature rows X, FEATURES_DIM
+   * each, their throughputs y; the warm start's too), before it learns
+   * them. */
+  void (*model_samples)(const float *X, const float *y, int n, void *user);
 } TuneOptions;
 
 /* The batch's picks: of n candidates (feature rows X, n x dim, and

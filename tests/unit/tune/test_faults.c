@@ -15,27 +15,16 @@
 #include "tir/text.h"
 #include "tune/tune.h"
 
+#include "transpose_kernel.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Y = 2 X^T: the generic schedule's space (vector width, a transpose's
- * tile) has more points than the four faults. */
-static const char *const kGood =
-    "func %s(X: f32[64, 256], Y: f32[256, 64]) {\n"
-    "  block root() {\n"
-    "    for i in 0:256 {\n"
-    "      for j in 0:64 {\n"
-    "        block Y(vi: spatial[0:256] = i, vj: spatial[0:64] = j) {\n"
-    "          reads X[vj, vi]\n"
-    "          writes Y[vi, vj]\n"
-    "          Y[vi, vj] = (X[vj, vi] * 2.0f32)\n"
-    "        }\n"
-    "      }\n"
-    "    }\n"
-    "  }\n"
-    "}\n";
+/* The good kernel (transpose_kernel.h): its space has more points than
+ * the four faults. */
+#define kGood kTranspose2x
 
 /* The faults, as replacements of the same signature. */
 static const char *const kFaults[] = {
