@@ -99,15 +99,21 @@ static void name_temp_db(char *db) {
   unlink(db);
 }
 
+/* The kernel both tests tune, the host target and a fresh database name. */
+static const PrimFunc *setup(Arena *a, Target *target, char *db) {
+  LoomError err = {0};
+  assert_int_equal(target_parse(NULL, target, &err), LOOM_OK);
+  name_temp_db(db);
+  return parse(a, kGood, "transpose2x");
+}
+
 static void test_bad_candidates(void **state) {
   (void)state;
   Arena *a = arena_new();
-  const PrimFunc *f = parse(a, kGood, "transpose2x");
   Target target;
   LoomError err = {0};
-  assert_int_equal(target_parse(NULL, &target, &err), LOOM_OK);
   char db[] = "/tmp/loom-tune-faults-XXXXXX";
-  name_temp_db(db);
+  const PrimFunc *f = setup(a, &target, db);
   TuneOptions opt = {.records = db, .trials = 1 + 2 * N_FAULTS, .batch = N_FAULTS, .seed = 3,
                      .min_seconds = 0.01, .timeout_seconds = 1, .sabotage = sabotage};
   TuneProgress p;
@@ -164,12 +170,10 @@ static void remove_db(const char *db) {
 static void test_cost_model_failures(void **state) {
   (void)state;
   Arena *a = arena_new();
-  const PrimFunc *f = parse(a, kGood, "transpose2x");
   Target target;
   LoomError err = {0};
-  assert_int_equal(target_parse(NULL, &target, &err), LOOM_OK);
   char db[] = "/tmp/loom-tune-model-XXXXXX";
-  name_temp_db(db);
+  const PrimFunc *f = setup(a, &target, db);
   TuneOptions opt = {.records = db, .trials = 9, .batch = 4, .seed = 3, .min_seconds = 0.01, .timeout_seconds = 1,
                      .cost_model_fault = fail_call, .user = (void *)"update"};
   TuneProgress p;
